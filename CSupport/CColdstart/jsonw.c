@@ -1,0 +1,91 @@
+#include "jsonw.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+void cs_jw_begin(struct cs_jw *w, int fd) {
+    w->fd = fd;
+    w->failed = 0;
+    w->len = 0;
+}
+
+int cs_jw_flush(struct cs_jw *w) {
+    size_t off = 0;
+    while (!w->failed && off < w->len) {
+        ssize_t n = write(w->fd, w->buf + off, w->len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { w->failed = 1; break; }
+        off += (size_t)n;
+    }
+    w->len = 0;
+    return w->failed ? -1 : 0;
+}
+
+static void put(struct cs_jw *w, const char *p, size_t n) {
+    while (n > 0 && !w->failed) {
+        size_t room = sizeof w->buf - w->len;
+        if (room == 0) { cs_jw_flush(w); continue; }
+        size_t k = n < room ? n : room;
+        memcpy(w->buf + w->len, p, k);
+        w->len += k;
+        p += k;
+        n -= k;
+    }
+}
+
+void cs_jw_raw(struct cs_jw *w, const char *s) { put(w, s, strlen(s)); }
+
+void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    put(w, "\"", 1);
+    size_t run = 0;  // start of the pending run of bytes that need no escape
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        put(w, s + run, i - run);
+        run = i + 1;
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        if (c == '"' || c == '\\') { esc[1] = (char)c; put(w, esc, 2); }
+        else if (c == '\n') put(w, "\\n", 2);
+        else if (c == '\t') put(w, "\\t", 2);
+        else put(w, esc, 6);
+    }
+    put(w, s + run, n - run);
+    put(w, "\"", 1);
+}
+
+void cs_jw_cstr(struct cs_jw *w, const char *s) { cs_jw_str(w, s, strlen(s)); }
+
+size_t cs_format_u64(uint64_t v, char *out) {
+    char tmp[24];
+    size_t n = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = 0;
+    return n;
+}
+
+void cs_jw_u64(struct cs_jw *w, uint64_t v) {
+    char b[24];
+    put(w, b, cs_format_u64(v, b));
+}
+
+void cs_jw_i64(struct cs_jw *w, int64_t v) {
+    if (v < 0) { put(w, "-", 1); cs_jw_u64(w, (uint64_t)0 - (uint64_t)v); }
+    else cs_jw_u64(w, (uint64_t)v);
+}
+
+void cs_jw_milli(struct cs_jw *w, int64_t v) {
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (v < 0) put(w, "-", 1);
+    cs_jw_u64(w, a / 1000);
+    char frac[4] = {'.', (char)('0' + a % 1000 / 100), (char)('0' + a % 100 / 10), (char)('0' + a % 10)};
+    put(w, frac, 4);
+}
+
+void cs_jw_key(struct cs_jw *w, const char *key) {
+    put(w, "\"", 1);
+    cs_jw_raw(w, key);
+    put(w, "\":", 2);
+}

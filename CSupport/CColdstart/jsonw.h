@@ -1,0 +1,36 @@
+// A buffered JSON emitter over a file descriptor that never allocates: every
+// function is async-signal-safe (memcpy and write(2) only). An I/O error sets
+// `failed` and turns later calls into no-ops.
+#ifndef COLDSTART_JSONW_H
+#define COLDSTART_JSONW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cs_jw {
+    int fd;
+    int failed;
+    size_t len;
+    char buf[64 * 1024];
+};
+
+void cs_jw_begin(struct cs_jw *w, int fd);
+/// Writes `s` verbatim.
+void cs_jw_raw(struct cs_jw *w, const char *s);
+/// Writes `n` bytes as a JSON string, quoted and escaped.
+void cs_jw_str(struct cs_jw *w, const char *s, size_t n);
+/// Writes a NUL-terminated C string as a JSON string.
+void cs_jw_cstr(struct cs_jw *w, const char *s);
+void cs_jw_u64(struct cs_jw *w, uint64_t v);
+void cs_jw_i64(struct cs_jw *w, int64_t v);
+/// Writes v / 1000 with exactly three decimals (ns → µs, or ms ×1000).
+void cs_jw_milli(struct cs_jw *w, int64_t v);
+/// Writes `"key":` (key must need no escaping).
+void cs_jw_key(struct cs_jw *w, const char *key);
+/// Flushes the buffer; returns 0 unless a write failed.
+int cs_jw_flush(struct cs_jw *w);
+
+/// Formats v in decimal into out (at least 21 bytes); returns the length.
+size_t cs_format_u64(uint64_t v, char *out);
+
+#endif

@@ -1,0 +1,402 @@
+// The timeline serialiser (format: docs/timeline-format.md). It runs once, from
+// a normal thread, the exit handler or a signal handler, so it uses only
+// async-signal-safe calls and the scratch space in cs_g.
+#include "internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>  // rename
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+// A point that separates two phases.
+struct boundary {
+    uint64_t ns;
+    const char *name;
+    size_t name_len;
+    const struct cs_rusage *ru;   // NULL: unknown
+};
+
+static const struct cs_rusage zero_rusage;
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal";
+    }
+}
+
+static const char *end_reason_text(void) {
+    switch (cs_g.end_reason) {
+    case CS_END_READY: return "ready";
+    case CS_END_EXIT: return "exit";
+    case CS_END_ERROR_EXIT: return "error-exit";
+    case CS_END_SIGNAL: return "signal";
+    default: return "unknown";
+    }
+}
+
+// "ready", "exit(3)" or "SIGTERM".
+static size_t end_label(char *out) {
+    if (cs_g.end_reason == CS_END_SIGNAL) {
+        strcpy(out, signal_name(cs_g.end_status));
+    } else if (cs_g.end_reason == CS_END_EXIT || cs_g.end_reason == CS_END_ERROR_EXIT) {
+        strcpy(out, "exit(");
+        size_t n = cs_format_u64((uint64_t)(unsigned)cs_g.end_status & 0xffu, out + 5);
+        strcpy(out + 5 + n, ")");
+    } else {
+        strcpy(out, "ready");
+    }
+    return strlen(out);
+}
+
+#define COMMITTED(i) atomic_load_explicit(&cs_g.events[i].committed, memory_order_acquire)
+
+static const char *event_name(const struct cs_event *ev, size_t *len) {
+    *len = ev->name_len;
+    return cs_g.names + ev->name_off;
+}
+
+static void rusage_fields(struct cs_jw *w, const struct cs_rusage *a, const struct cs_rusage *b) {
+    // b − a; a NULL `a` means the process start (all zero).
+    if (!a) a = &zero_rusage;
+    cs_jw_key(w, "minorFaults"); cs_jw_u64(w, b->minflt - a->minflt);
+    cs_jw_raw(w, ","); cs_jw_key(w, "majorFaults"); cs_jw_u64(w, b->majflt - a->majflt);
+    cs_jw_raw(w, ","); cs_jw_key(w, "voluntarySwitches"); cs_jw_u64(w, b->nvcsw - a->nvcsw);
+    cs_jw_raw(w, ","); cs_jw_key(w, "involuntarySwitches"); cs_jw_u64(w, b->nivcsw - a->nivcsw);
+    cs_jw_raw(w, ","); cs_jw_key(w, "userNs"); cs_jw_u64(w, b->utime_ns - a->utime_ns);
+    cs_jw_raw(w, ","); cs_jw_key(w, "systemNs"); cs_jw_u64(w, b->stime_ns - a->stime_ns);
+}
+
+static void rusage_object(struct cs_jw *w, const struct cs_rusage *a, const struct cs_rusage *b) {
+    cs_jw_raw(w, "{");
+    rusage_fields(w, a, b);
+    cs_jw_raw(w, "}");
+}
+
+static void thread_name(int tid, char *out, size_t cap) {
+    char path[64] = "/proc/self/task/";
+    cs_format_u64((uint64_t)tid, path + strlen(path));
+    strcat(path, "/comm");
+    out[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, out, cap - 1);
+        close(fd);
+        if (n > 0) {
+            out[n] = 0;
+            if (out[n - 1] == '\n') out[n - 1] = 0;
+        }
+    }
+    if (out[0] == 0) {
+        strcpy(out, "thread ");
+        cs_format_u64((uint64_t)tid, out + 7);
+    }
+}
+
+// Phase p runs from b[p] to b[p + 1]. The first two have fixed names; app
+// phases are named after the boundaries around them.
+static void phase_name(struct cs_jw *w, const struct boundary *b, size_t p, bool has_earliest) {
+    if (p == 0) {
+        cs_jw_raw(w, has_earliest ? "\"kernel exec + loader\"" : "\"kernel exec + loader + library initializers\"");
+    } else if (p == 1 && has_earliest) {
+        cs_jw_raw(w, "\"library initializers\"");
+    } else {
+        char name[2 * CS_MAX_NAME + 8];
+        size_t n = 0;
+        memcpy(name + n, b[p].name, b[p].name_len); n += b[p].name_len;
+        memcpy(name + n, " \xe2\x86\x92 ", 5); n += 5;   // " → "
+        memcpy(name + n, b[p + 1].name, b[p + 1].name_len); n += b[p + 1].name_len;
+        cs_jw_str(w, name, n);
+    }
+}
+
+static const char *phase_kind(size_t p, bool has_earliest) {
+    if (p == 0) return "loader";
+    if (p == 1 && has_earliest) return "initializers";
+    return "app";
+}
+
+// Everything the writer derives before it emits a byte.
+struct plan {
+    uint64_t start, precision, boot_off;
+    bool from_env, has_earliest, completed;
+    uint32_t nev;
+    struct boundary b[CS_MAX_BOUNDARIES + 4];
+    size_t nb, nthreads;
+    char label[32];
+    char exe[PATH_MAX];
+    struct utsname uts;
+};
+
+static void make_plan(struct plan *pl) {
+    if (cs_process_start(&pl->start, &pl->precision, &pl->boot_off, &pl->from_env) != 0) {
+        cs_warn("cannot read the process start from /proc/self/stat; the launch starts at the earliest init", NULL);
+        pl->start = cs_g.t_earliest ? cs_g.t_earliest : cs_g.t_main;
+        pl->precision = 0;
+    }
+    pl->has_earliest = cs_g.t_earliest != 0;
+    pl->completed = cs_g.end_reason == CS_END_READY || cs_g.end_reason == CS_END_EXIT;
+    uint32_t nev = atomic_load(&cs_g.next_event);
+    pl->nev = nev = nev > CS_MAX_EVENTS ? CS_MAX_EVENTS : nev;
+    const struct cs_event *ev = cs_g.events;
+
+    // Phase boundaries: the fixed ones, then boundary marks in time order.
+    struct boundary *b = pl->b;
+    size_t nb = 0;
+    b[nb++] = (struct boundary){pl->start, "process start", 13, NULL};
+    if (pl->has_earliest) b[nb++] = (struct boundary){cs_g.t_earliest, "earliest init", 13, &cs_g.ru_earliest};
+    b[nb++] = (struct boundary){cs_g.t_main, "main", 4, &cs_g.ru_main};
+    size_t nmarks = 0;
+    for (uint32_t i = 0; i < nev && nmarks < CS_MAX_BOUNDARIES; i++) {
+        if (!COMMITTED(i) || ev[i].kind != CS_EV_MARK || !(ev[i].flags & CS_FLAG_BOUNDARY)) continue;
+        if (ev[i].ns < cs_g.t_main || ev[i].ns > cs_g.t_end) continue;
+        // Insertion sort by time: marks from several threads may be out of order.
+        size_t k = nmarks++;
+        while (k > 0 && ev[cs_g.boundary_slots[k - 1]].ns > ev[i].ns) {
+            cs_g.boundary_slots[k] = cs_g.boundary_slots[k - 1];
+            k--;
+        }
+        cs_g.boundary_slots[k] = i;
+    }
+    for (size_t k = 0; k < nmarks; k++) {
+        const struct cs_event *m = &ev[cs_g.boundary_slots[k]];
+        size_t len;
+        const char *name = event_name(m, &len);
+        b[nb++] = (struct boundary){m->ns, name, len, &m->ru};
+    }
+    size_t label_len = end_label(pl->label);
+    b[nb++] = (struct boundary){cs_g.t_end, pl->label, label_len, &cs_g.ru_end};
+    pl->nb = nb;
+
+    memset(cs_g.span_end_of, 0, sizeof cs_g.span_end_of);
+    for (uint32_t i = 0; i < nev; i++) {
+        if (COMMITTED(i) && ev[i].kind == CS_EV_SPAN_END && ev[i].begin_slot >= 1 && ev[i].begin_slot <= nev)
+            cs_g.span_end_of[ev[i].begin_slot - 1] = i + 1;
+    }
+
+    // Threads seen, the main thread first.
+    size_t nt = 0, cap = sizeof cs_g.thread_ids / sizeof *cs_g.thread_ids;
+    cs_g.thread_ids[nt++] = cs_g.pid;
+    for (uint32_t i = 0; i < nev; i++) {
+        if (!COMMITTED(i)) continue;
+        bool seen = false;
+        for (size_t t = 0; t < nt; t++) seen |= cs_g.thread_ids[t] == ev[i].tid;
+        if (!seen && nt < cap) cs_g.thread_ids[nt++] = ev[i].tid;
+    }
+    pl->nthreads = nt;
+
+    ssize_t n = readlink("/proc/self/exe", pl->exe, sizeof pl->exe - 1);
+    pl->exe[n > 0 ? n : 0] = 0;
+    if (uname(&pl->uts) != 0) strcpy(pl->uts.release, "unknown");
+}
+
+#define OFFSET(pl, ns) ((int64_t)(ns) - (int64_t)(pl)->start)
+
+static void write_pid_tid(struct cs_jw *w, int tid) {
+    cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.pid);
+    cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, tid);
+}
+
+static void write_metadata(struct cs_jw *w, const struct plan *pl) {
+    cs_jw_raw(w, "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"coldstartFormat\":1,\"executable\":");
+    cs_jw_cstr(w, pl->exe);
+    cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.pid);
+    cs_jw_raw(w, ",\"clock\":\"CLOCK_MONOTONIC\",\"startSource\":\"");
+    cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
+    cs_jw_raw(w, "\",\"startPrecisionMs\":"); cs_jw_milli(w, (int64_t)(pl->precision / 1000));
+    cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
+    cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.swift_version[0] ? cs_g.swift_version : "unknown");
+    cs_jw_raw(w, ",\"completed\":"); cs_jw_raw(w, pl->completed ? "true" : "false");
+    cs_jw_raw(w, "}");
+}
+
+static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
+    const struct cs_event *ev = cs_g.events;
+    const struct boundary *b = pl->b;
+    cs_jw_raw(w, ",\n\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\"");
+    write_pid_tid(w, 0);
+    cs_jw_raw(w, ",\"args\":{\"name\":");
+    cs_jw_cstr(w, strrchr(pl->exe, '/') ? strrchr(pl->exe, '/') + 1 : pl->exe);
+    cs_jw_raw(w, "}},\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+    write_pid_tid(w, 0);
+    cs_jw_raw(w, ",\"args\":{\"name\":\"Launch phases\"}}");
+    char tname[64];
+    for (size_t t = 0; t < pl->nthreads; t++) {
+        thread_name(cs_g.thread_ids[t], tname, sizeof tname);
+        cs_jw_raw(w, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+        write_pid_tid(w, cs_g.thread_ids[t]);
+        cs_jw_raw(w, ",\"args\":{\"name\":"); cs_jw_cstr(w, tname); cs_jw_raw(w, "}}");
+    }
+    for (size_t p = 0; p + 1 < pl->nb; p++) {
+        cs_jw_raw(w, ",\n{\"ph\":\"X\",\"cat\":\"phase\"");
+        write_pid_tid(w, 0);
+        cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, b[p].ns));
+        cs_jw_raw(w, ",\"dur\":"); cs_jw_milli(w, (int64_t)(b[p + 1].ns - b[p].ns));
+        cs_jw_raw(w, ",\"name\":"); phase_name(w, b, p, pl->has_earliest);
+        cs_jw_raw(w, ",\"args\":{\"kind\":\""); cs_jw_raw(w, phase_kind(p, pl->has_earliest)); cs_jw_raw(w, "\"");
+        if (b[p + 1].ru) { cs_jw_raw(w, ","); rusage_fields(w, b[p].ru, b[p + 1].ru); }
+        cs_jw_raw(w, "}}");
+        if (b[p + 1].ru) {
+            cs_jw_raw(w, ",\n{\"ph\":\"C\",\"name\":\"page faults\"");
+            write_pid_tid(w, 0);
+            cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, b[p + 1].ns));
+            cs_jw_raw(w, ",\"args\":{\"minor\":"); cs_jw_u64(w, b[p + 1].ru->minflt);
+            cs_jw_raw(w, ",\"major\":"); cs_jw_u64(w, b[p + 1].ru->majflt); cs_jw_raw(w, "}}");
+        }
+    }
+    for (uint32_t i = 0; i < pl->nev; i++) {
+        if (!COMMITTED(i)) continue;
+        size_t len;
+        const char *name = event_name(&ev[i], &len);
+        if (ev[i].kind == CS_EV_MARK) {
+            cs_jw_raw(w, ",\n{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\"");
+            write_pid_tid(w, ev[i].tid);
+            cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, ev[i].ns));
+            cs_jw_raw(w, ",\"name\":"); cs_jw_str(w, name, len);
+            cs_jw_raw(w, ",\"args\":{\"phaseBoundary\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_BOUNDARY ? "true" : "false");
+            cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
+            cs_jw_raw(w, "}}");
+        } else if (ev[i].kind == CS_EV_SPAN_BEGIN) {
+            uint32_t e = cs_g.span_end_of[i];
+            uint64_t end_ns = e ? ev[e - 1].ns : cs_g.t_end;
+            if (end_ns < ev[i].ns) end_ns = ev[i].ns;
+            cs_jw_raw(w, ",\n{\"ph\":\"X\",\"cat\":\"span\"");
+            write_pid_tid(w, ev[i].tid);
+            cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, ev[i].ns));
+            cs_jw_raw(w, ",\"dur\":"); cs_jw_milli(w, (int64_t)(end_ns - ev[i].ns));
+            cs_jw_raw(w, ",\"name\":"); cs_jw_str(w, name, len);
+            cs_jw_raw(w, ",\"args\":{\"endTid\":"); cs_jw_i64(w, e ? ev[e - 1].tid : ev[i].tid);
+            cs_jw_raw(w, ",\"unfinished\":"); cs_jw_raw(w, e ? "false" : "true");
+            cs_jw_raw(w, "}}");
+        }
+    }
+    cs_jw_raw(w, ",\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"launch\"");
+    write_pid_tid(w, 0);
+    cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, cs_g.t_end));
+    cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, pl->label);
+    cs_jw_raw(w, "}\n]");
+}
+
+static void write_snapshot(struct cs_jw *w, const struct plan *pl, const char *at, uint64_t ns, const struct cs_rusage *ru) {
+    cs_jw_raw(w, "{\"at\":\""); cs_jw_raw(w, at);
+    cs_jw_raw(w, "\",\"ns\":"); cs_jw_i64(w, OFFSET(pl, ns));
+    cs_jw_raw(w, ",");
+    rusage_fields(w, NULL, ru);
+    cs_jw_raw(w, "}");
+}
+
+static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
+    const struct cs_event *ev = cs_g.events;
+    const struct boundary *b = pl->b;
+    cs_jw_raw(w, ",\n\"coldstart\":{\"version\":1,\n\"launch\":{\"startNs\":"); cs_jw_u64(w, pl->start);
+    cs_jw_raw(w, ",\"startSource\":\""); cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
+    cs_jw_raw(w, "\",\"startPrecisionNs\":"); cs_jw_u64(w, pl->precision);
+    cs_jw_raw(w, ",\"bootMinusMonotonicNs\":"); cs_jw_u64(w, pl->boot_off);
+    cs_jw_raw(w, ",\"clockTicksPerSecond\":"); cs_jw_u64(w, cs_g.ticks_per_second);
+    if (pl->has_earliest) { cs_jw_raw(w, ",\"earliestInitNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_earliest)); }
+    cs_jw_raw(w, ",\"mainNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_main));
+    if (cs_g.t_ready) { cs_jw_raw(w, ",\"readyNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_ready)); }
+    cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_end));
+    cs_jw_raw(w, ",\"completed\":"); cs_jw_raw(w, pl->completed ? "true" : "false");
+    cs_jw_raw(w, ",\"endReason\":\""); cs_jw_raw(w, end_reason_text()); cs_jw_raw(w, "\"");
+    if (cs_g.end_reason == CS_END_SIGNAL) {
+        cs_jw_raw(w, ",\"signal\":"); cs_jw_i64(w, cs_g.end_status);
+        cs_jw_raw(w, ",\"signalName\":\""); cs_jw_raw(w, signal_name(cs_g.end_status)); cs_jw_raw(w, "\"");
+    } else if (cs_g.end_reason == CS_END_EXIT || cs_g.end_reason == CS_END_ERROR_EXIT) {
+        cs_jw_raw(w, ",\"exitStatus\":"); cs_jw_i64(w, cs_g.end_status & 0xff);
+    }
+    cs_jw_raw(w, ",\"endPhase\":"); phase_name(w, b, pl->nb - 2, pl->has_earliest);
+    cs_jw_raw(w, ",\"extendNs\":"); cs_jw_u64(w, cs_g.extend_ns);
+    cs_jw_raw(w, "},\n\"process\":{\"pid\":"); cs_jw_i64(w, cs_g.pid);
+    cs_jw_raw(w, ",\"executable\":"); cs_jw_cstr(w, pl->exe);
+    cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
+    cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.swift_version[0] ? cs_g.swift_version : "unknown");
+    cs_jw_raw(w, "},\n\"rusage\":[");
+    if (pl->has_earliest) { write_snapshot(w, pl, "earliestInit", cs_g.t_earliest, &cs_g.ru_earliest); cs_jw_raw(w, ","); }
+    write_snapshot(w, pl, "main", cs_g.t_main, &cs_g.ru_main);
+    cs_jw_raw(w, ",");
+    write_snapshot(w, pl, cs_g.end_reason == CS_END_READY ? "ready" : "end", cs_g.t_end, &cs_g.ru_end);
+    cs_jw_raw(w, "],\n\"phases\":[");
+    for (size_t p = 0; p + 1 < pl->nb; p++) {
+        cs_jw_raw(w, p ? ",\n{\"name\":" : "\n{\"name\":");
+        phase_name(w, b, p, pl->has_earliest);
+        cs_jw_raw(w, ",\"kind\":\""); cs_jw_raw(w, phase_kind(p, pl->has_earliest));
+        cs_jw_raw(w, "\",\"startNs\":"); cs_jw_i64(w, OFFSET(pl, b[p].ns));
+        cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, b[p + 1].ns));
+        cs_jw_raw(w, ",\"rusage\":");
+        if (b[p + 1].ru) rusage_object(w, b[p].ru, b[p + 1].ru);
+        else cs_jw_raw(w, "null");
+        cs_jw_raw(w, "}");
+    }
+    cs_jw_raw(w, "],\n\"marks\":[");
+    bool first = true;
+    for (uint32_t i = 0; i < pl->nev; i++) {
+        if (!COMMITTED(i) || ev[i].kind != CS_EV_MARK) continue;
+        size_t len;
+        const char *name = event_name(&ev[i], &len);
+        cs_jw_raw(w, first ? "\n{\"name\":" : ",\n{\"name\":");
+        first = false;
+        cs_jw_str(w, name, len);
+        cs_jw_raw(w, ",\"ns\":"); cs_jw_i64(w, OFFSET(pl, ev[i].ns));
+        cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, ev[i].tid);
+        cs_jw_raw(w, ",\"phaseBoundary\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_BOUNDARY ? "true" : "false");
+        cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
+        cs_jw_raw(w, ",\"rusage\":"); rusage_object(w, NULL, &ev[i].ru);
+        cs_jw_raw(w, "}");
+    }
+    cs_jw_raw(w, "],\n\"spans\":[");
+    first = true;
+    for (uint32_t i = 0; i < pl->nev; i++) {
+        if (!COMMITTED(i) || ev[i].kind != CS_EV_SPAN_BEGIN) continue;
+        uint32_t e = cs_g.span_end_of[i];
+        const struct cs_event *end = e ? &ev[e - 1] : NULL;
+        uint64_t end_ns = end ? end->ns : cs_g.t_end;
+        if (end_ns < ev[i].ns) end_ns = ev[i].ns;
+        size_t len;
+        const char *name = event_name(&ev[i], &len);
+        cs_jw_raw(w, first ? "\n{\"name\":" : ",\n{\"name\":");
+        first = false;
+        cs_jw_str(w, name, len);
+        cs_jw_raw(w, ",\"beginNs\":"); cs_jw_i64(w, OFFSET(pl, ev[i].ns));
+        cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, end_ns));
+        cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, ev[i].tid);
+        cs_jw_raw(w, ",\"endTid\":"); cs_jw_i64(w, end ? end->tid : ev[i].tid);
+        cs_jw_raw(w, ",\"unfinished\":"); cs_jw_raw(w, end ? "false" : "true");
+        cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
+        cs_jw_raw(w, ",\"rusage\":"); rusage_object(w, &ev[i].ru, end ? &end->ru : &cs_g.ru_end);
+        cs_jw_raw(w, "}");
+    }
+    cs_jw_raw(w, "],\n\"threads\":[");
+    char tname[64];
+    for (size_t t = 0; t < pl->nthreads; t++) {
+        thread_name(cs_g.thread_ids[t], tname, sizeof tname);
+        cs_jw_raw(w, t ? ",{\"tid\":" : "{\"tid\":"); cs_jw_i64(w, cs_g.thread_ids[t]);
+        cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, t == 0 ? "main" : tname);
+        cs_jw_raw(w, "}");
+    }
+    cs_jw_raw(w, "],\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_events));
+    cs_jw_raw(w, ",\"nameBytes\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_name_bytes));
+    cs_jw_raw(w, "}}");
+}
+
+int cs_write_timeline(void) {
+    struct plan plan;   // ~7 KiB of stack; the writer never allocates
+    struct plan *pl = &plan;
+    make_plan(pl);
+    int fd = open(cs_g.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    struct cs_jw *w = &cs_g.jw;
+    cs_jw_begin(w, fd);
+    write_metadata(w, pl);
+    write_trace_events(w, pl);
+    write_coldstart(w, pl);
+    cs_jw_raw(w, "}\n");
+    int rc = cs_jw_flush(w);
+    if (close(fd) != 0) rc = -1;
+    if (rc == 0 && rename(cs_g.tmp, cs_g.dest) == 0) return 0;
+    unlink(cs_g.tmp);
+    return -1;
+}

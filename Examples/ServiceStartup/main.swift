@@ -1,0 +1,37 @@
+// A service start-up in miniature, instrumented with Coldstart: it reads a
+// config file, opens a store, warms a cache through a lazily initialised
+// global, and declares itself ready to serve.
+//
+//     COLDSTART=1 swift run ServiceStartup
+//
+// Flags for Coldstart's own tests: `--wait-before-ready` blocks before ready()
+// (to be stopped by a signal), `--fail-before-ready` exits with status 3.
+import Coldstart
+import Foundation
+
+let arguments = Set(CommandLine.arguments.dropFirst())
+
+let config = Coldstart.span("read config") { ServiceConfig.load() }
+Coldstart.mark("config loaded", isPhaseBoundary: true)
+
+let store = Coldstart.span("open store") { Store.open(recordCount: config.recordCount) }
+Coldstart.mark("store opened", isPhaseBoundary: true)
+
+if arguments.contains("--fail-before-ready") {
+    FileHandle.standardError.write(Data("service: cannot bind port \(config.port)\n".utf8))
+    exit(3)
+}
+if arguments.contains("--wait-before-ready") {
+    print("waiting before ready", terminator: "\n")
+    fflush(stdout)
+    while true { sleep(1) }
+}
+
+let warmed = Coldstart.span("warm cache") { store.warm(using: routingTable) }
+Coldstart.ready()
+print("ready to serve on port \(config.port): \(store.recordCount) records, \(warmed) cache entries")
+
+// The first request completes after ready(): an extended mark.
+let response = store.lookup(key: "record-42")
+Coldstart.mark("first request served")
+print("first response: \(response)")

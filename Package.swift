@@ -1,0 +1,42 @@
+// swift-tools-version:5.9
+import PackageDescription
+
+// Data flows one way: CColdstart (capture, C) → Coldstart (record, linked by the
+// host) → timeline file → ColdstartAnalysis → the `coldstart` CLI and exporters.
+// The host links only Coldstart, CColdstart and ColdstartEarly.
+let package = Package(
+    name: "Coldstart",
+    products: [
+        .library(name: "Coldstart", targets: ["Coldstart"]),
+        .executable(name: "coldstart", targets: ["coldstart"]),
+    ],
+    targets: [
+        .target(
+            name: "CColdstart",
+            path: "CSupport/CColdstart",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]
+        ),
+        // Linked as objects, so its .preinit_array entry and constructor run even
+        // when the app references nothing in it.
+        .target(
+            name: "ColdstartEarly",
+            dependencies: ["CColdstart"],
+            path: "CSupport/ColdstartEarly",
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
+        .target(name: "Coldstart", dependencies: ["CColdstart", "ColdstartEarly"]),
+        .target(name: "ColdstartAnalysis"),
+        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis"]),
+        .executableTarget(
+            name: "ServiceStartup",
+            dependencies: ["Coldstart"],
+            path: "Examples/ServiceStartup",
+            exclude: ["service.conf"]
+        ),
+        .testTarget(
+            name: "ColdstartTests",
+            dependencies: ["ColdstartAnalysis", "CColdstart"]
+        ),
+    ]
+)

@@ -1,0 +1,2 @@
+import XCTest
+final class TempTests: XCTestCase { func testTemp() {} }

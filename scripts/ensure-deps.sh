@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Coldstart needs when run as root; otherwise says
+# which command to run. Usage: scripts/ensure-deps.sh [extra-package …]
+set -euo pipefail
+packages=(libunwind-dev "$@")
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ]; then
+    echo "coldstart: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+    echo "coldstart: missing Debian packages: ${missing[*]}" >&2
+    echo "           install them with: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+fi
