@@ -1,0 +1,286 @@
+import Foundation
+
+/// One launch as the timeline file describes it (docs/timeline-format.md).
+///
+/// Times are nanoseconds of `CLOCK_MONOTONIC` measured from the process start.
+public struct Timeline: Sendable {
+    public var launch: Launch
+    public var process: Process
+    public var rusage: [RusageSnapshot]
+    public var phases: [Phase]
+    public var marks: [Mark]
+    public var spans: [Span]
+    public var threads: [Thread]
+    public var dropped: Dropped
+    /// Present when the launch was sampled.
+    public var sampling: Sampling?
+    public var modules: [Module]
+    public var samples: [Sample]
+    /// Names written by `coldstart symbolize`, keyed by `Frame.key`.
+    public var symbols: [String: Symbol]
+    /// The whole file as parsed, for tools that rewrite it and keep what they
+    /// do not understand.
+    public var document: [String: Any] { documentBox.value }
+    let documentBox: DocumentBox
+
+    public struct Launch: Codable, Sendable {
+        public var startNs: UInt64
+        public var startSource: String
+        public var startPrecisionNs: UInt64
+        public var bootMinusMonotonicNs: UInt64?
+        public var clockTicksPerSecond: UInt64?
+        public var earliestInitNs: Int64?
+        public var mainNs: Int64
+        public var readyNs: Int64?
+        public var endNs: Int64
+        public var completed: Bool
+        /// "ready", "exit", "error-exit" or "signal".
+        public var endReason: String
+        public var exitStatus: Int?
+        public var signal: Int?
+        public var signalName: String?
+        public var endPhase: String?
+        public var extendNs: UInt64?
+    }
+
+    public struct Process: Codable, Sendable {
+        public var pid: Int
+        public var executable: String
+        public var kernelRelease: String
+        public var swiftVersion: String
+    }
+
+    public struct Rusage: Codable, Sendable, Equatable {
+        public var minorFaults: UInt64
+        public var majorFaults: UInt64
+        public var voluntarySwitches: UInt64
+        public var involuntarySwitches: UInt64
+        public var userNs: UInt64
+        public var systemNs: UInt64
+        public var cpuNs: UInt64 { userNs + systemNs }
+    }
+
+    public struct RusageSnapshot: Codable, Sendable {
+        public var at: String
+        public var ns: Int64
+        public var minorFaults: UInt64
+        public var majorFaults: UInt64
+        public var voluntarySwitches: UInt64
+        public var involuntarySwitches: UInt64
+        public var userNs: UInt64
+        public var systemNs: UInt64
+    }
+
+    public struct Phase: Codable, Sendable {
+        public var name: String
+        /// "loader", "initializers" or "app".
+        public var kind: String
+        public var startNs: Int64
+        public var endNs: Int64
+        public var rusage: Rusage?
+        public var durationNs: Int64 { endNs - startNs }
+    }
+
+    public struct Mark: Codable, Sendable {
+        public var name: String
+        public var ns: Int64
+        public var tid: Int
+        public var phaseBoundary: Bool
+        public var extended: Bool
+        public var rusage: Rusage?
+    }
+
+    public struct Span: Codable, Sendable {
+        public var name: String
+        public var beginNs: Int64
+        public var endNs: Int64
+        public var tid: Int
+        public var endTid: Int
+        public var unfinished: Bool
+        public var extended: Bool?
+        public var rusage: Rusage?
+        public var durationNs: Int64 { endNs - beginNs }
+    }
+
+    public struct Thread: Codable, Sendable {
+        public var tid: Int
+        public var name: String
+    }
+
+    public struct Dropped: Codable, Sendable {
+        public var events: UInt64
+        public var nameBytes: UInt64
+    }
+
+    public struct Sampling: Codable, Sendable {
+        /// "perf-task-clock", "posix-cpu-timer" or "wall-timer".
+        public var clock: String
+        /// "libunwind" or "frame-pointer".
+        public var unwinder: String
+        public var requestedHz: Double
+        public var effectiveHz: Double
+        public var loweredHz: Double?
+        public var startNs: Int64
+        public var stopNs: Int64
+        public var samples: Int
+        public var dropped: Int
+        public var threads: String?
+        public var handlerNs: HandlerCost?
+
+        public struct HandlerCost: Codable, Sendable {
+            public var median: Double
+            public var p99: Double
+        }
+    }
+
+    public struct Module: Codable, Sendable {
+        public var path: String
+        public var buildId: String?
+        /// Load bias: an ELF virtual address plus `base` is the run-time address.
+        public var base: UInt64
+        public var start: UInt64
+        public var end: UInt64
+    }
+
+    /// One stack frame: an ELF virtual address inside `modules[module]`, or an
+    /// absolute address when `module` is -1.
+    public struct Frame: Hashable, Sendable {
+        public var module: Int
+        public var address: UInt64
+        /// The key of `symbols`.
+        public var key: String { "\(module):\(address)" }
+    }
+
+    public struct Sample: Sendable {
+        public var ns: Int64
+        public var tid: Int
+        /// Leaf first. The leaf is the interrupted program counter; the others
+        /// are return addresses (look up `address - 1`).
+        public var frames: [Frame]
+    }
+
+    public struct Symbol: Codable, Sendable {
+        /// Demangled name.
+        public var name: String
+        /// Mangled (linkage) name, when it differs.
+        public var system: String?
+        public var file: String?
+    }
+}
+
+/// Why a timeline file could not be read. `description` is one line that
+/// names the file.
+public struct TimelineError: Error, CustomStringConvertible, Sendable {
+    public var path: String
+    public var problem: String
+    public var description: String { "\(path): \(problem)" }
+}
+
+/// Wraps the parsed JSON object (not Sendable by type, never mutated).
+final class DocumentBox: @unchecked Sendable {
+    let value: [String: Any]
+    init(_ value: [String: Any]) { self.value = value }
+}
+
+extension Timeline {
+    /// The newest format version this build reads.
+    public static let formatVersion = 1
+
+    /// Reads and validates a timeline file.
+    public init(contentsOf path: String) throws {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            let exists = FileManager.default.fileExists(atPath: path)
+            throw TimelineError(path: path, problem: exists ? "cannot be read" : "no such file")
+        }
+        try self.init(data: data, path: path)
+    }
+
+    /// Parses a timeline; `path` only names it in errors.
+    public init(data: Data, path: String = "<timeline>") throws {
+        func fail(_ problem: String) -> TimelineError { TimelineError(path: path, problem: problem) }
+        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            throw fail("empty file")
+        }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            let looksCut = data.first == UInt8(ascii: "{") && data.last != UInt8(ascii: "}") && data.last != 0x0A
+            throw fail(looksCut ? "truncated JSON (the file ends mid-way)" : "not JSON")
+        }
+        guard let root = object as? [String: Any] else { throw fail("not a Coldstart timeline (top level is not an object)") }
+        guard let section = root["coldstart"] as? [String: Any] else {
+            throw fail("not a Coldstart timeline (no \"coldstart\" section; a plain Chrome trace?)")
+        }
+        guard let version = section["version"] as? Int else { throw fail("not a Coldstart timeline (no format version)") }
+        guard version <= Timeline.formatVersion else {
+            throw fail("format version \(version) is newer than this coldstart reads (\(Timeline.formatVersion)); update coldstart")
+        }
+        func decode<T: Decodable>(_ type: T.Type, _ key: String, required: Bool = true) throws -> T? {
+            guard let value = section[key], !(value is NSNull) else {
+                if required { throw fail("malformed timeline: missing \"\(key)\"") }
+                return nil
+            }
+            do {
+                let bytes = try JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])
+                return try JSONDecoder().decode(T.self, from: bytes)
+            } catch {
+                throw fail("malformed timeline: bad \"\(key)\" (\(Self.decodingSummary(error)))")
+            }
+        }
+        launch = try decode(Launch.self, "launch")!
+        process = try decode(Process.self, "process")!
+        rusage = try decode([RusageSnapshot].self, "rusage") ?? []
+        phases = try decode([Phase].self, "phases")!
+        marks = try decode([Mark].self, "marks")!
+        spans = try decode([Span].self, "spans")!
+        threads = try decode([Thread].self, "threads") ?? []
+        dropped = try decode(Dropped.self, "dropped", required: false) ?? Dropped(events: 0, nameBytes: 0)
+        sampling = try decode(Sampling.self, "sampling", required: false)
+        modules = try decode([Module].self, "modules", required: false) ?? []
+        symbols = try decode([String: Symbol].self, "symbols", required: false) ?? [:]
+        samples = try Self.parseSamples(section["samples"], moduleCount: modules.count, fail: fail)
+        documentBox = DocumentBox(root)
+        if phases.isEmpty { throw fail("malformed timeline: no phases") }
+    }
+
+    private static func parseSamples(_ value: Any?, moduleCount: Int, fail: (String) -> TimelineError) throws -> [Sample] {
+        guard let value, !(value is NSNull) else { return [] }
+        guard let rows = value as? [Any] else { throw fail("malformed timeline: \"samples\" is not an array") }
+        var samples: [Sample] = []
+        samples.reserveCapacity(rows.count)
+        for (index, row) in rows.enumerated() {
+            guard let fields = row as? [Any], fields.count == 3,
+                  let ns = (fields[0] as? NSNumber)?.int64Value,
+                  let tid = (fields[1] as? NSNumber)?.intValue,
+                  let pairs = fields[2] as? [NSNumber], pairs.count % 2 == 0
+            else { throw fail("malformed timeline: sample \(index) is not [ns, tid, [module, address, …]]") }
+            var frames: [Frame] = []
+            frames.reserveCapacity(pairs.count / 2)
+            for i in stride(from: 0, to: pairs.count, by: 2) {
+                let module = pairs[i].intValue
+                guard module >= -1, module < moduleCount else {
+                    throw fail("malformed timeline: sample \(index) names module \(module) of \(moduleCount)")
+                }
+                frames.append(Frame(module: module, address: pairs[i + 1].uint64Value))
+            }
+            samples.append(Sample(ns: ns, tid: tid, frames: frames))
+        }
+        return samples
+    }
+
+    private static func decodingSummary(_ error: Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "missing \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        default: return "unreadable"
+        }
+    }
+
+    /// The whole launch: process start to its end (ready, exit or signal).
+    public var launchDurationNs: Int64 { launch.endNs }
+}
