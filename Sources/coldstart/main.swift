@@ -1,1 +1,9 @@
-print("temp")
+// The `coldstart` command line: reads timelines, never touches a live process
+// except to spawn the one it is asked to run.
+import Foundation
+
+/// The commands, in the order `coldstart --help` lists them.
+let commands: [any Command.Type] = [
+]
+
+exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))
