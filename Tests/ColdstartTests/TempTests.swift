@@ -1,2 +1,0 @@
-import XCTest
-final class TempTests: XCTestCase { func testTemp() {} }

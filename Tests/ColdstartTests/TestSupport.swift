@@ -1,0 +1,93 @@
+import Foundation
+import XCTest
+
+/// Programs built by `swift build` (the README's `make test` runs it first),
+/// shared by every test: nothing is compiled per test.
+enum Products {
+    /// The directory holding this test bundle and the package's executables.
+    static let directory: URL = {
+        var url = Bundle.main.bundleURL
+        if url.pathExtension == "xctest" { url.deleteLastPathComponent() }
+        return url
+    }()
+
+    /// The path of the built executable `name`; fails the test when missing.
+    static func path(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let path = directory.appendingPathComponent(name).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            XCTFail("\(path) is missing: run `swift build` before `swift test` (make test does)", file: file, line: line)
+            throw CocoaError(.fileNoSuchFile)
+        }
+        return path
+    }
+}
+
+/// What a finished child process left behind.
+struct ProcessResult {
+    var status: Int32
+    /// Set when the process was ended by a signal.
+    var signal: Int32?
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `executable` with `arguments` and `environment` added to (or, with a
+/// nil value, removed from) this process's environment. `whileRunning` is
+/// called with the child's pid once it has started.
+@discardableResult
+func runProcess(
+    _ executable: String,
+    _ arguments: [String] = [],
+    environment: [String: String?] = [:],
+    currentDirectory: String? = nil,
+    timeout: TimeInterval = 120,
+    whileRunning: ((Process) -> Void)? = nil
+) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    for key in env.keys where key.hasPrefix("COLDSTART") { env[key] = nil }
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    let group = DispatchGroup()
+    var outData = Data(), errData = Data()
+    group.enter()
+    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    group.enter()
+    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    try process.run()
+    whileRunning?(process)
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(2_000) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        group.wait()
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) timed out after \(timeout) s"])
+    }
+    process.waitUntilExit()
+    group.wait()
+    let bySignal = process.terminationReason == .uncaughtSignal
+    return ProcessResult(
+        status: bySignal ? 128 + process.terminationStatus : process.terminationStatus,
+        signal: bySignal ? process.terminationStatus : nil,
+        stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self)
+    )
+}
+
+/// A fresh directory under the system's temporary directory, removed by the
+/// test's teardown.
+func makeTemporaryDirectory(for test: XCTestCase) throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("coldstart-tests-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    test.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+    return url
+}
