@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TIMELINE ?= .build/demo-timeline.json
 
-.PHONY: deps demo test bench
+.PHONY: deps demo test check-c bench
 
 deps:
 	@scripts/ensure-deps.sh
@@ -14,6 +14,14 @@ demo: deps
 	COLDSTART=$(abspath $(DEMO_TIMELINE)) .build/release/ServiceStartup
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
-test: deps
+test: deps check-c
 	$(SWIFT) build
 	$(SWIFT) test
+
+# SwiftPM compiles C without extra warnings and the package may not carry
+# unsafeFlags, so the capture layer is checked here with the brief's flags.
+check-c:
+	@for f in CSupport/*/*.c; do \
+	  cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only \
+	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include $$f || exit 1; \
+	done

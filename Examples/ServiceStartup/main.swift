@@ -5,7 +5,8 @@
 //     COLDSTART=1 swift run ServiceStartup
 //
 // Flags for Coldstart's own tests: `--wait-before-ready` blocks before ready()
-// (to be stopped by a signal), `--fail-before-ready` exits with status 3.
+// (to be stopped by a signal), `--fail-before-ready` exits with status 3, and
+// `--no-ready` never calls ready(), like a command-line tool.
 import Coldstart
 import Foundation
 
@@ -28,7 +29,7 @@ if arguments.contains("--wait-before-ready") {
 }
 
 let warmed = Coldstart.span("warm cache") { store.warm(using: routingTable) }
-Coldstart.ready()
+if !arguments.contains("--no-ready") { Coldstart.ready() }
 print("ready to serve on port \(config.port): \(store.recordCount) records, \(warmed) cache entries")
 
 // The first request completes after ready(): an extended mark.
