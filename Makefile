@@ -16,7 +16,7 @@ demo: deps
 
 test: deps check-c
 	$(SWIFT) build
-	$(SWIFT) test
+	$(SWIFT) test --disable-swift-testing
 
 # SwiftPM compiles C without extra warnings and the package may not carry
 # unsafeFlags, so the capture layer is checked here with the brief's flags.
