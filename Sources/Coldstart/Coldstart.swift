@@ -31,7 +31,9 @@ public enum Coldstart {
         return try body()
     }
 
-    /// Runs the asynchronous `body` inside a span named `name`.
+    #if compiler(>=6.0)
+    /// Runs the asynchronous `body` inside a span named `name`, on the
+    /// caller's actor.
     public static func span<Result>(
         _ name: String,
         isolation: isolated (any Actor)? = #isolation,
@@ -41,6 +43,14 @@ public enum Coldstart {
         defer { span.end() }
         return try await body()
     }
+    #else
+    /// Runs the asynchronous `body` inside a span named `name`.
+    public static func span<Result>(_ name: String, _ body: () async throws -> Result) async rethrows -> Result {
+        let span = beginSpan(name)
+        defer { span.end() }
+        return try await body()
+    }
+    #endif
 
     /// Begins a span that a later `end()` closes, on any thread: for work that
     /// crosses callbacks.
