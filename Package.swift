@@ -36,7 +36,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ColdstartTests",
-            dependencies: ["ColdstartAnalysis", "CColdstart"]
+            dependencies: ["ColdstartAnalysis", "CColdstart"],
+            resources: [.copy("Fixtures")]
         ),
     ]
 )

@@ -192,8 +192,10 @@ extension Timeline {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            let exists = FileManager.default.fileExists(atPath: path)
-            throw TimelineError(path: path, problem: exists ? "cannot be read" : "no such file")
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let problem = isDirectory.boolValue ? "is a directory, not a timeline file" : exists ? "cannot be read" : "no such file"
+            throw TimelineError(path: path, problem: problem)
         }
         try self.init(data: data, path: path)
     }
@@ -276,7 +278,8 @@ extension Timeline {
         switch error {
         case DecodingError.keyNotFound(let key, _): return "missing \"\(key.stringValue)\""
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            return "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "wrong type" : "wrong type at \(path)"
         default: return "unreadable"
         }
     }

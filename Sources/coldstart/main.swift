@@ -4,6 +4,7 @@ import Foundation
 
 /// The commands, in the order `coldstart --help` lists them.
 let commands: [any Command.Type] = [
+    ReportCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,275 @@
+import Foundation
+
+/// Where the time of one launch went: what `coldstart report` prints, and with
+/// `--json` encodes directly (keys documented in docs/report.md).
+///
+/// Times are milliseconds of `CLOCK_MONOTONIC` from the process start, as
+/// `Double`; the timeline's nanoseconds are converted only here, at the edge.
+/// Sections added later (sampled functions, slow initializers, lazy globals,
+/// blocked time) are optional members: absent from the JSON when the timeline
+/// has no data for them, and skipped by the text renderer.
+public struct LaunchReport: Codable, Sendable {
+    /// The layout of this report; raised only when a key changes meaning or goes.
+    public var reportVersion: Int
+    public var launch: Summary
+    /// In the timeline's order, which is time order: contiguous, covering the launch.
+    public var phases: [PhaseRow]
+    /// In time order.
+    public var marks: [MarkRow]
+    /// Every span, slowest first.
+    public var spans: [SpanRow]
+
+    /// The launch as a whole: how long, how exactly it is known, how it ended.
+    public struct Summary: Codable, Sendable {
+        public var executable: String
+        public var pid: Int
+        public var kernelRelease: String
+        public var swiftVersion: String
+        /// Always "CLOCK_MONOTONIC".
+        public var clock: String
+        /// Process start → end of the launch (ready, exit or signal).
+        public var totalMs: Double
+        /// The earliest user code ran (`.preinit_array`); absent when it did not.
+        public var earliestInitMs: Double?
+        /// The executable's first constructor ran, just before `main`.
+        public var mainMs: Double
+        public var readyMs: Double?
+        /// "spawn-env" (launcher timestamp) or "proc-stat" (clock ticks).
+        public var startSource: String
+        /// How early the recorded start may be; 0 when exact.
+        public var startPrecisionMs: Double
+        /// One line saying how exactly the start (and so the first phase) is known.
+        public var startPrecision: String
+        public var completed: Bool
+        /// "ready", "exit", "error-exit" or "signal".
+        public var endReason: String
+        public var exitStatus: Int?
+        public var signal: Int?
+        public var signalName: String?
+        /// The phase the launch ended in.
+        public var endPhase: String?
+        /// One line saying whether and how the launch completed.
+        public var completion: String
+        /// The window after `ready()` in which marks were still recorded, when set.
+        public var extensionMs: Double?
+        /// Events and name bytes the recorder had no room for.
+        public var droppedEvents: UInt64
+        public var droppedNameBytes: UInt64
+    }
+
+    /// Resource use over an interval, process-wide (every thread).
+    public struct Usage: Codable, Sendable, Equatable {
+        public var minorFaults: UInt64
+        public var majorFaults: UInt64
+        public var voluntarySwitches: UInt64
+        public var involuntarySwitches: UInt64
+        /// User plus system CPU time of all threads; compare with the wall time.
+        public var cpuMs: Double
+    }
+
+    public struct PhaseRow: Codable, Sendable {
+        public var name: String
+        /// "loader", "initializers" or "app".
+        public var kind: String
+        public var startMs: Double
+        /// Wall time.
+        public var durationMs: Double
+        /// Share of the launch's total, in percent.
+        public var sharePercent: Double
+        /// Absent when the timeline has no snapshots around this phase.
+        public var usage: Usage?
+    }
+
+    public struct MarkRow: Codable, Sendable {
+        public var name: String
+        public var offsetMs: Double
+        /// The phase the mark fell in. A boundary mark belongs to the phase it
+        /// ends; extended marks (after ready) belong to none.
+        public var phase: String?
+        public var phaseBoundary: Bool
+        public var extended: Bool
+        public var tid: Int
+        public var thread: String?
+    }
+
+    public struct SpanRow: Codable, Sendable {
+        public var name: String
+        public var startMs: Double
+        public var durationMs: Double
+        /// The phase the span began in.
+        public var phase: String?
+        public var tid: Int
+        public var thread: String?
+        /// Set when the span ended on another thread than it began on.
+        public var endTid: Int?
+        /// Still open when the launch ended; its end is the launch's end.
+        public var unfinished: Bool
+        public var extended: Bool
+        /// Process-wide over the span, not the span's thread alone.
+        public var usage: Usage?
+    }
+}
+
+extension LaunchReport {
+    /// Computes the report of one launch.
+    public init(_ timeline: Timeline) {
+        reportVersion = 1
+        let total = Self.milliseconds(timeline.launch.endNs)
+        let phases = timeline.phases
+        let threadNames = Dictionary(timeline.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
+
+        self.phases = phases.map { phase in
+            let duration = Self.milliseconds(from: phase.startNs, to: phase.endNs)
+            return PhaseRow(
+                name: phase.name,
+                kind: phase.kind,
+                startMs: Self.milliseconds(phase.startNs),
+                durationMs: duration,
+                sharePercent: total > 0 ? duration / total * 100 : 0,
+                usage: phase.rusage.map(Usage.init)
+            )
+        }
+
+        marks = timeline.marks.enumerated()
+            .sorted { ($0.element.ns, $0.offset) < ($1.element.ns, $1.offset) }
+            .map(\.element)
+            .map { mark in
+                MarkRow(
+                    name: mark.name,
+                    offsetMs: Self.milliseconds(mark.ns),
+                    phase: mark.extended ? nil : Self.phase(of: mark.ns, in: phases, boundaryEndsPhase: true)?.name,
+                    phaseBoundary: mark.phaseBoundary,
+                    extended: mark.extended,
+                    tid: mark.tid,
+                    thread: threadNames[mark.tid]
+                )
+            }
+
+        spans = timeline.spans
+            .map { span in
+                SpanRow(
+                    name: span.name,
+                    startMs: Self.milliseconds(span.beginNs),
+                    durationMs: Self.milliseconds(from: span.beginNs, to: span.endNs),
+                    phase: Self.phase(of: span.beginNs, in: phases, boundaryEndsPhase: false)?.name,
+                    tid: span.tid,
+                    thread: threadNames[span.tid],
+                    endTid: span.endTid == span.tid ? nil : span.endTid,
+                    unfinished: span.unfinished,
+                    extended: span.extended ?? false,
+                    usage: span.rusage.map(Usage.init)
+                )
+            }
+            .enumerated()
+            .sorted { a, b in
+                if a.element.durationMs != b.element.durationMs { return a.element.durationMs > b.element.durationMs }
+                return (a.element.startMs, a.offset) < (b.element.startMs, b.offset)
+            }
+            .map(\.element)
+
+        launch = Summary(timeline, totalMs: total)
+    }
+
+    /// The phase holding `ns`. A time on a boundary belongs to the phase that
+    /// ends there when `boundaryEndsPhase` (a mark that closes a phase), else
+    /// to the one that starts there (a span that opens it). Nothing before the
+    /// start or after the end of the launch is in a phase.
+    static func phase(of ns: Int64, in phases: [Timeline.Phase], boundaryEndsPhase: Bool) -> Timeline.Phase? {
+        if boundaryEndsPhase {
+            if let first = phases.first, ns == first.startNs { return first }
+            return phases.first { $0.startNs < ns && ns <= $0.endNs }
+        }
+        if let last = phases.last, ns == last.endNs { return last }
+        return phases.first { $0.startNs <= ns && ns < $0.endNs }
+    }
+
+    /// Nanoseconds to milliseconds. Differences are taken in `Double` so a
+    /// hostile file cannot overflow `Int64`.
+    static func milliseconds(_ ns: Int64) -> Double { Double(ns) / 1_000_000 }
+    static func milliseconds(from start: Int64, to end: Int64) -> Double { (Double(end) - Double(start)) / 1_000_000 }
+    static func milliseconds(_ ns: UInt64) -> Double { Double(ns) / 1_000_000 }
+}
+
+extension LaunchReport.Usage {
+    init(_ rusage: Timeline.Rusage) {
+        minorFaults = rusage.minorFaults
+        majorFaults = rusage.majorFaults
+        voluntarySwitches = rusage.voluntarySwitches
+        involuntarySwitches = rusage.involuntarySwitches
+        cpuMs = (Double(rusage.userNs) + Double(rusage.systemNs)) / 1_000_000
+    }
+}
+
+extension LaunchReport.Summary {
+    init(_ timeline: Timeline, totalMs: Double) {
+        let launch = timeline.launch
+        executable = timeline.process.executable
+        pid = timeline.process.pid
+        kernelRelease = timeline.process.kernelRelease
+        swiftVersion = timeline.process.swiftVersion
+        clock = "CLOCK_MONOTONIC"
+        self.totalMs = totalMs
+        earliestInitMs = launch.earliestInitNs.map(LaunchReport.milliseconds)
+        mainMs = LaunchReport.milliseconds(launch.mainNs)
+        readyMs = launch.readyNs.map(LaunchReport.milliseconds)
+        startSource = launch.startSource
+        startPrecisionMs = LaunchReport.milliseconds(launch.startPrecisionNs)
+        startPrecision = Self.describePrecision(source: launch.startSource, precisionMs: startPrecisionMs)
+        completed = launch.completed
+        endReason = launch.endReason
+        exitStatus = launch.exitStatus
+        signal = launch.signal
+        signalName = launch.signalName
+        endPhase = launch.endPhase ?? timeline.phases.last?.name
+        extensionMs = launch.extendNs.flatMap { $0 > 0 ? LaunchReport.milliseconds($0) : nil }
+        droppedEvents = timeline.dropped.events
+        droppedNameBytes = timeline.dropped.nameBytes
+        completion = Self.describeCompletion(
+            reason: launch.endReason, completed: launch.completed, totalMs: totalMs, exitStatus: launch.exitStatus,
+            signal: launch.signalName ?? launch.signal.map { "signal \($0)" }, endPhase: endPhase
+        )
+    }
+
+    static func describePrecision(source: String, precisionMs: Double) -> String {
+        if source == "spawn-env" { return "exact (launcher timestamp)" }
+        let figure = LaunchReport.format(precisionMs, decimals: precisionMs.rounded() == precisionMs ? 0 : 2)
+        if source == "proc-stat" && precisionMs > 0 {
+            return "±\(figure) ms: /proc starttime is in clock ticks, so the start may be up to \(figure) ms early"
+        }
+        return "\(source), up to \(figure) ms early"
+    }
+
+    static func describeCompletion(
+        reason: String, completed: Bool, totalMs: Double, exitStatus: Int?, signal: String?, endPhase: String?
+    ) -> String {
+        let after = "\(LaunchReport.format(totalMs, decimals: 1)) ms after start"
+        let during = endPhase.map { ", during phase '\($0)'" } ?? ""
+        switch reason {
+        case "ready":
+            return "completed at ready(), \(after)"
+        case "exit" where completed:
+            return "completed at normal exit (no ready() call — a command-line tool's launch ends at exit), \(after)"
+        case "exit", "error-exit":
+            return "NOT completed: exit(\(exitStatus.map(String.init) ?? "?")) before ready(), \(after)\(during)"
+        case "signal":
+            return "NOT completed: abandoned by \(signal ?? "a signal") \(after)\(during)"
+        default:
+            return (completed ? "completed" : "NOT completed") + " (end: \(reason)), \(after)\(during)"
+        }
+    }
+}
+
+extension LaunchReport {
+    /// The report as `coldstart report --json` prints it: stable, sorted keys.
+    public func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+
+    /// `value` with a fixed number of decimals, in the C locale; "?" when not finite.
+    static func format(_ value: Double, decimals: Int) -> String {
+        guard value.isFinite else { return "?" }
+        return String(format: "%.\(decimals)f", value)
+    }
+}

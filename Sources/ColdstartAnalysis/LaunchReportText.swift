@@ -1,0 +1,175 @@
+import Foundation
+
+extension LaunchReport {
+    /// The report for a terminal: header, phase waterfall, marks, the slowest
+    /// spans, then the precision and completion lines. Every figure names its
+    /// unit. `barWidth` is the waterfall's width in columns; `spanLimit` how
+    /// many spans to list.
+    public func text(barWidth: Int = 40, spanLimit: Int = 10) -> String {
+        var lines: [String] = []
+        lines += headerLines()
+        lines += [""] + phaseLines(barWidth: max(barWidth, 1))
+        if !marks.isEmpty { lines += [""] + markLines() }
+        if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0)) }
+        lines += [""] + footerLines()
+        // Names and paths come from the file: no control character reaches the terminal.
+        return lines.map { Self.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
+    }
+
+    private func headerLines() -> [String] {
+        let name = URL(fileURLWithPath: launch.executable).lastPathComponent
+        let end = launch.endReason == "ready" ? "ready()" : (launch.endPhase.flatMap(Self.endLabel) ?? launch.endReason)
+        return [
+            "Launch of \(name) (pid \(launch.pid)): \(Self.ms(launch.totalMs)) from process start to \(end)"
+                + (launch.completed ? "" : " — NOT completed"),
+            "  clock \(launch.clock); start \(launch.startPrecision)",
+            "  \(launch.executable) · kernel \(launch.kernelRelease) · Swift \(launch.swiftVersion)",
+        ]
+    }
+
+    /// "b" of a phase named "a → b".
+    private static func endLabel(_ phase: String) -> String? {
+        phase.components(separatedBy: " → ").last
+    }
+
+    private func phaseLines(barWidth: Int) -> [String] {
+        var table = Table(columns: [
+            .init("phase", .left), .init("start ms", .right), .init("wall ms", .right), .init("share", .right),
+            .init("waterfall (\(barWidth) columns = \(Self.ms(launch.totalMs)))", .left),
+            .init("CPU ms", .right), .init("CPU/wall", .right),
+            .init("faults minor/major", .right), .init("switches vol/invol", .right),
+        ])
+        for phase in phases {
+            let usage = phase.usage
+            table.add([
+                Self.printable(phase.name),
+                Self.number(phase.startMs),
+                Self.number(phase.durationMs),
+                Self.format(phase.sharePercent, decimals: 1) + "%",
+                "|" + Self.bar(start: phase.startMs, duration: phase.durationMs, total: launch.totalMs, width: barWidth) + "|",
+                usage.map { Self.number($0.cpuMs) } ?? "–",
+                usage.map { phase.durationMs > 0 ? Self.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
+                usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
+                usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
+            ])
+        }
+        return ["Phases (times in ms from process start; share of the \(Self.ms(launch.totalMs)) launch; CPU is user+system of all threads; faults and context switches are counts)"]
+            + table.render()
+    }
+
+    private func markLines() -> [String] {
+        var table = Table(columns: [
+            .init("mark", .left), .init("at ms", .right), .init("where", .left), .init("thread", .left),
+        ])
+        for mark in marks {
+            let place: String
+            if mark.extended {
+                place = "extended (after ready())"
+            } else if let phase = mark.phase {
+                place = (mark.phaseBoundary ? "ends '" : "in '") + Self.printable(phase) + "'"
+            } else {
+                place = "outside the launch"
+            }
+            table.add([Self.printable(mark.name), Self.number(mark.offsetMs), place, Self.thread(mark.tid, mark.thread)])
+        }
+        return ["Marks (ms from process start)"] + table.render()
+    }
+
+    private func spanLines(limit: Int) -> [String] {
+        var table = Table(columns: [
+            .init("span", .left), .init("wall ms", .right), .init("from ms", .right), .init("began in phase", .left),
+            .init("thread", .left), .init("", .left),
+        ])
+        for span in spans.prefix(limit) {
+            var notes: [String] = []
+            if span.unfinished { notes.append("UNFINISHED (still open when the launch ended)") }
+            if span.extended { notes.append("extended (after ready())") }
+            if let endTid = span.endTid { notes.append("ended on thread \(endTid)") }
+            table.add([
+                Self.printable(span.name), Self.number(span.durationMs), Self.number(span.startMs),
+                span.phase.map { "'\(Self.printable($0))'" } ?? "–", Self.thread(span.tid, span.thread), notes.joined(separator: "; "),
+            ])
+        }
+        let title = spans.count > limit
+            ? "Slowest spans (top \(limit) of \(spans.count); ms)"
+            : "Slowest spans (\(spans.count); ms)"
+        return [title] + table.render()
+    }
+
+    private func footerLines() -> [String] {
+        var lines = [
+            "Start time: \(launch.startPrecision)",
+            "Launch: \(launch.completion)",
+        ]
+        if let window = launch.extensionMs {
+            lines.append("Extended launch: marks after ready() were recorded for \(Self.ms(window)) (COLDSTART_EXTEND_MS)")
+        }
+        if launch.droppedEvents > 0 || launch.droppedNameBytes > 0 {
+            lines.append("Dropped: \(launch.droppedEvents) events and \(launch.droppedNameBytes) name bytes"
+                + " (the recorder was full; marks and spans are missing)")
+        }
+        return lines
+    }
+
+    private static func thread(_ tid: Int, _ name: String?) -> String {
+        guard let name, name != "thread \(tid)" else { return "thread \(tid)" }
+        return "\(printable(name)) (\(tid))"
+    }
+
+    /// A name from the timeline fit for one table cell: control characters
+    /// would break the row, and a 255-byte name would stretch every row.
+    static func printable(_ name: String, limit: Int = 60) -> String {
+        let cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map {
+            $0.properties.generalCategory == .control ? "?" : $0
+        }))
+        return cleaned.count > limit ? String(cleaned.prefix(limit - 1)) + "…" : cleaned
+    }
+
+    private static func ms(_ value: Double) -> String { number(value) + " ms" }
+    private static func number(_ value: Double) -> String { format(value, decimals: 2) }
+
+    /// One waterfall row: blank up to the phase's start, then blocks for its
+    /// length (at least one, so a short phase stays visible).
+    static func bar(start: Double, duration: Double, total: Double, width: Int) -> String {
+        guard total > 0, start.isFinite, duration.isFinite else { return String(repeating: " ", count: width) }
+        func column(_ ms: Double) -> Int { Int((min(max(ms / total, 0), 1) * Double(width)).rounded()) }
+        var from = column(start)
+        var to = column(start + max(duration, 0))
+        if to <= from && duration > 0 {
+            if from >= width { from = width - 1 }
+            to = from + 1
+        }
+        return String(repeating: " ", count: from)
+            + String(repeating: "█", count: to - from)
+            + String(repeating: " ", count: width - to)
+    }
+}
+
+/// A text table: columns padded to their widest cell, counted in characters.
+private struct Table {
+    enum Alignment { case left, right }
+    struct Column {
+        var title: String
+        var alignment: Alignment
+        init(_ title: String, _ alignment: Alignment) { self.title = title; self.alignment = alignment }
+    }
+
+    var columns: [Column]
+    var rows: [[String]] = []
+
+    mutating func add(_ row: [String]) { rows.append(row) }
+
+    func render() -> [String] {
+        let widths = columns.indices.map { index in
+            ([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0
+        }
+        func line(_ cells: [String]) -> String {
+            let padded = cells.enumerated().map { index, cell in
+                let fill = String(repeating: " ", count: widths[index] - cell.count)
+                return columns[index].alignment == .left ? cell + fill : fill + cell
+            }
+            return ("  " + padded.joined(separator: "  ")).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+        }
+        return [line(columns.map(\.title))] + rows.map(line)
+    }
+}
