@@ -5,8 +5,11 @@
 //     COLDSTART=1 swift run ServiceStartup
 //
 // Flags for Coldstart's own tests: `--wait-before-ready` blocks before ready()
-// (to be stopped by a signal), `--fail-before-ready` exits with status 3, and
-// `--no-ready` never calls ready(), like a command-line tool.
+// (to be stopped by a signal), `--fail-before-ready` exits with status 3,
+// `--no-ready` never calls ready(), like a command-line tool,
+// `--crash-before-ready` dies in fatalError (SIGILL, no timeline), and
+// SERVICE_EXTRA_OPEN_MS=N sleeps N ms inside "open store" (a regression for
+// `coldstart compare` to find).
 import Coldstart
 import Foundation
 
@@ -15,12 +18,18 @@ let arguments = Set(CommandLine.arguments.dropFirst())
 let config = Coldstart.span("read config") { ServiceConfig.load() }
 Coldstart.mark("config loaded", isPhaseBoundary: true)
 
-let store = Coldstart.span("open store") { Store.open(recordCount: config.recordCount) }
+let store = Coldstart.span("open store") {
+    if let extra = ProcessInfo.processInfo.environment["SERVICE_EXTRA_OPEN_MS"].flatMap(UInt32.init) { usleep(extra * 1000) }
+    return Store.open(recordCount: config.recordCount)
+}
 Coldstart.mark("store opened", isPhaseBoundary: true)
 
 if arguments.contains("--fail-before-ready") {
     FileHandle.standardError.write(Data("service: cannot bind port \(config.port)\n".utf8))
     exit(3)
+}
+if arguments.contains("--crash-before-ready") {
+    fatalError("service: simulated crash while starting")
 }
 if arguments.contains("--wait-before-ready") {
     print("waiting before ready", terminator: "\n")

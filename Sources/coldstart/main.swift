@@ -5,6 +5,8 @@ import Foundation
 /// The commands, in the order `coldstart --help` lists them.
 let commands: [any Command.Type] = [
     ReportCommand.self,
+    RunCommand.self,
+    CompareCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))

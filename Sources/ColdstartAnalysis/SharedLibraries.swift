@@ -1,0 +1,242 @@
+import Foundation
+
+/// The shared libraries an executable maps at start-up, found the way the
+/// dynamic loader finds them: its `PT_INTERP`, then the `DT_NEEDED` closure
+/// searched through `DT_RPATH`, `LD_LIBRARY_PATH`, `DT_RUNPATH`,
+/// `/etc/ld.so.cache` and the default directories.
+///
+/// Only files are read: nothing runs, so an executable that would misbehave
+/// under `ldd` (which runs its loader) is safe. Libraries opened later with
+/// `dlopen` are not in `DT_NEEDED`; a sampled timeline's `modules` lists them.
+public struct SharedLibraries: Sendable {
+    /// The executable, as given.
+    public var executable: String
+    /// The dynamic loader (`PT_INTERP`), nil for a static executable.
+    public var interpreter: String?
+    /// Resolved paths of every needed library, in breadth-first order.
+    public var libraries: [String]
+    /// Needed names no search path held.
+    public var unresolved: [String]
+
+    /// Reads `executable`; `libraryPath` is the `LD_LIBRARY_PATH` the program
+    /// will run with.
+    public init(executable: String, libraryPath: String? = ProcessInfo.processInfo.environment["LD_LIBRARY_PATH"]) throws {
+        self.executable = executable
+        let main = try ELFDynamicInfo(path: executable)
+        interpreter = main.interpreter
+        libraries = []
+        unresolved = []
+        let cache = LoaderCache.system
+        let libraryPathDirs = (libraryPath ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        var resolvedByName: [String: String] = [:]
+        var seenPaths: Set<String> = [Self.canonicalPath(executable)]
+        if let interpreter { seenPaths.insert(Self.canonicalPath(interpreter)) }
+        let executableRpath = Self.expand(main.rpath, origin: (executable as NSString).deletingLastPathComponent)
+        var queue: [(path: String, info: ELFDynamicInfo)] = [(executable, main)]
+        var next = 0
+        while next < queue.count {
+            let (objectPath, object) = queue[next]
+            next += 1
+            let origin = (objectPath as NSString).deletingLastPathComponent
+            // The loader ignores DT_RPATH when the object has DT_RUNPATH; the
+            // executable's DT_RPATH applies to everything it loads.
+            var rpath: [String] = []
+            if object.runpath.isEmpty {
+                rpath = Self.expand(object.rpath, origin: origin)
+                if main.runpath.isEmpty && objectPath != executable { rpath += executableRpath }
+            }
+            let directories = rpath + libraryPathDirs + Self.expand(object.runpath, origin: origin)
+            for name in object.needed {
+                if resolvedByName[name] != nil { continue }
+                let found: String?
+                if name.contains("/") {
+                    found = object.matches(name) ? name : nil
+                } else {
+                    found = directories.lazy.map { ($0 as NSString).appendingPathComponent(name) }.first(where: { object.matches($0) })
+                        ?? cache.paths(for: name).first(where: { object.matches($0) })
+                        ?? Self.defaultDirectories(machine: main.machine).lazy
+                            .map { ($0 as NSString).appendingPathComponent(name) }.first(where: { object.matches($0) })
+                }
+                guard let found else {
+                    if !unresolved.contains(name) { unresolved.append(name) }
+                    continue
+                }
+                resolvedByName[name] = found
+                guard seenPaths.insert(Self.canonicalPath(found)).inserted else { continue }
+                libraries.append(found)
+                if let info = try? ELFDynamicInfo(path: found) { queue.append((found, info)) }
+            }
+        }
+    }
+
+    /// Every file the start-up maps: the executable, the loader, the libraries.
+    public var allFiles: [String] { [executable] + (interpreter.map { [$0] } ?? []) + libraries }
+
+    /// Splits search paths and substitutes `$ORIGIN`; entries with other
+    /// dynamic string tokens (`$LIB`, `$PLATFORM`) are skipped.
+    static func expand(_ list: [String], origin: String) -> [String] {
+        list.flatMap { $0.split(separator: ":").map(String.init) }.compactMap { dir in
+            let expanded = dir.replacingOccurrences(of: "${ORIGIN}", with: origin).replacingOccurrences(of: "$ORIGIN", with: origin)
+            return expanded.contains("$") ? nil : expanded
+        }
+    }
+
+    /// `realpath(3)`, or the path unchanged when it cannot be resolved.
+    public static func canonicalPath(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    static func defaultDirectories(machine: UInt16) -> [String] {
+        let triple: String? = switch machine {
+        case 62: "x86_64-linux-gnu"
+        case 183: "aarch64-linux-gnu"
+        default: nil
+        }
+        let multiarch = triple.map { ["/lib/\($0)", "/usr/lib/\($0)"] } ?? []
+        return multiarch + ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+    }
+}
+
+/// Why an executable's libraries could not be read (one line naming it).
+public struct SharedLibrariesError: Error, CustomStringConvertible, Sendable {
+    public var path: String
+    public var problem: String
+    public var description: String { "\(path): \(problem)" }
+}
+
+/// What the loader reads from one ELF file's program headers and dynamic
+/// section. 64-bit little-endian only (x86_64, aarch64).
+struct ELFDynamicInfo {
+    var machine: UInt16
+    var interpreter: String?
+    var needed: [String] = []
+    var rpath: [String] = []
+    var runpath: [String] = []
+
+    init(path: String) throws {
+        func fail(_ problem: String) -> SharedLibrariesError { SharedLibrariesError(path: path, problem: problem) }
+        guard let file = FileHandle(forReadingAtPath: path) else { throw fail("cannot be opened") }
+        defer { try? file.close() }
+        func read(_ offset: UInt64, _ count: Int) throws -> Data {
+            try file.seek(toOffset: offset)
+            guard let data = try file.read(upToCount: count), data.count == count else { throw fail("truncated ELF file") }
+            return data
+        }
+        let header: Data
+        do { header = try read(0, 64) } catch { throw fail("not an ELF file") }
+        guard header.starts(with: [0x7F, 0x45, 0x4C, 0x46]) else { throw fail("not an ELF file") }
+        guard header[4] == 2, header[5] == 1 else { throw fail("not a 64-bit little-endian ELF file") }
+        machine = header.le(UInt16.self, at: 18)
+        let phoff = header.le(UInt64.self, at: 32)
+        let phentsize = Int(header.le(UInt16.self, at: 54)), phnum = Int(header.le(UInt16.self, at: 56))
+        guard phentsize >= 56, phnum < 4096 else { throw fail("malformed ELF program headers") }
+        let table = try read(phoff, phentsize * phnum)
+        var loads: [(vaddr: UInt64, offset: UInt64, size: UInt64)] = []
+        var dynamic: (offset: UInt64, size: UInt64)?
+        for i in 0..<phnum {
+            let base = i * phentsize
+            let type = table.le(UInt32.self, at: base)
+            let offset = table.le(UInt64.self, at: base + 8), vaddr = table.le(UInt64.self, at: base + 16)
+            let filesz = table.le(UInt64.self, at: base + 32)
+            switch type {
+            case 1: loads.append((vaddr, offset, filesz))
+            case 2: dynamic = (offset, filesz)
+            case 3 where filesz > 0 && filesz < 4096:
+                interpreter = String(decoding: try read(offset, Int(filesz)).prefix { $0 != 0 }, as: UTF8.self)
+            default: break
+            }
+        }
+        guard let dynamic, dynamic.size > 0, dynamic.size < 1 << 20 else { return }  // static: no libraries
+        let entries = try read(dynamic.offset, Int(dynamic.size))
+        var strtab: UInt64?, strsz: UInt64?
+        var neededOffsets: [UInt64] = [], rpathOffsets: [UInt64] = [], runpathOffsets: [UInt64] = []
+        for base in stride(from: 0, to: entries.count - 15, by: 16) {
+            let tag = entries.le(UInt64.self, at: base), value = entries.le(UInt64.self, at: base + 8)
+            switch tag {
+            case 0: break  // DT_NULL ends the table; the stride stops soon anyway
+            case 1: neededOffsets.append(value)
+            case 5: strtab = value
+            case 10: strsz = value
+            case 15: rpathOffsets.append(value)
+            case 29: runpathOffsets.append(value)
+            default: continue
+            }
+            if tag == 0 { break }
+        }
+        // DT_STRTAB is a virtual address: find the file offset through PT_LOAD.
+        guard let strtab, let strsz, strsz < 1 << 24,
+              let segment = loads.first(where: { strtab >= $0.vaddr && strtab < $0.vaddr + $0.size })
+        else {
+            if !neededOffsets.isEmpty { throw fail("malformed dynamic section (no string table)") }
+            return
+        }
+        let strings = try read(strtab - segment.vaddr + segment.offset, Int(strsz))
+        func string(_ offset: UInt64) -> String? {
+            guard offset < UInt64(strings.count) else { return nil }
+            return String(decoding: strings[Int(offset)...].prefix { $0 != 0 }, as: UTF8.self)
+        }
+        needed = neededOffsets.compactMap(string)
+        rpath = rpathOffsets.compactMap(string)
+        runpath = runpathOffsets.compactMap(string)
+    }
+
+    /// Whether `path` is a library this object's loader would accept: an ELF
+    /// file of the same class and machine (the loader skips others).
+    func matches(_ path: String) -> Bool {
+        guard let file = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? file.close() }
+        guard let header = try? file.read(upToCount: 20), header.count == 20,
+              header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2
+        else { return false }
+        return header.le(UInt16.self, at: 18) == machine
+    }
+}
+
+/// `/etc/ld.so.cache` (the "glibc-ld.so.cache1.1" format ldconfig writes):
+/// library names to paths.
+struct LoaderCache {
+    private var entries: [String: [String]] = [:]
+
+    static let system = LoaderCache(path: "/etc/ld.so.cache")
+
+    init(path: String) {
+        guard let data = FileManager.default.contents(atPath: path) else { return }
+        let magic = Array("glibc-ld.so.cache1.1".utf8)
+        // The new format stands alone, or follows the old "ld.so-1.7.0" table.
+        guard let start = data.firstRange(of: magic)?.lowerBound else { return }
+        let header = start - data.startIndex
+        guard data.count >= header + 48 else { return }
+        let count = Int(data.le(UInt32.self, at: header + 20))
+        let entrySize = 24
+        guard count < 1 << 20, data.count >= header + 48 + count * entrySize else { return }
+        // Offsets in the new format count from its header.
+        func string(_ offset: UInt32) -> String? {
+            let at = header + Int(offset)
+            guard at < data.count else { return nil }
+            let bytes = data[(data.startIndex + at)...].prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        for i in 0..<count {
+            let base = header + 48 + i * entrySize
+            guard let key = string(data.le(UInt32.self, at: base + 4)),
+                  let value = string(data.le(UInt32.self, at: base + 8)) else { continue }
+            entries[key, default: []].append(value)
+        }
+    }
+
+    /// Candidate paths for a library name, in the cache's order (the caller
+    /// picks the first with the right machine).
+    func paths(for name: String) -> [String] { entries[name] ?? [] }
+}
+
+extension Data {
+    /// The little-endian integer at byte `offset` from the start.
+    func le<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+        var value: T = 0
+        let start = startIndex + offset
+        for i in 0..<MemoryLayout<T>.size { value |= T(self[start + i]) << (8 * i) }
+        return value
+    }
+}

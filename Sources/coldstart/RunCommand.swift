@@ -1,0 +1,405 @@
+import ColdstartAnalysis
+import Foundation
+
+/// `coldstart run`: launches an app linked with Coldstart many times, each with
+/// an exact start time, and summarises the launches.
+enum RunCommand: Command {
+    static let name = "run"
+    static let summary = "launch an app N times (exact start, optionally cold) and summarise"
+    static let help = """
+    Usage: coldstart run [-n RUNS] [--warmup K] [--cold] [--hz HZ] [--out DIR]
+                         [--append] [--timeout SECONDS] [--stop-after-ready] [--json]
+                         -- COMMAND [ARGS…]
+
+    Launches COMMAND (an app linked with the Coldstart library) RUNS times, one
+    after another, each with COLDSTART=DIR/run-<i>.json and COLDSTART_SPAWN_NS
+    (CLOCK_BOOTTIME read just before posix_spawn, so the start is exact rather
+    than /proc's 10 ms steps). The app's stdout, stderr and exit status pass
+    through. Then prints, for the whole launch, each phase and each span: the
+    median, p90, min, max and MAD (median absolute deviation) in ms over the
+    runs that reached ready(), outliers flagged (modified z-score > 3.5, kept
+    in every figure), and the runs that did not complete.
+
+    Options:
+      -n RUNS             measured launches (default 10)
+      --warmup K          launches before them, not measured (default 1); their
+                          timelines go to DIR/warmup/
+      --cold              before each measured launch, drop the executable, its
+                          loader and every shared library it needs from the page
+                          cache (posix_fadvise DONTNEED); reports what stayed
+                          resident and whether major faults before main rose
+                          compared with the (warm) warm-up launches
+      --hz HZ             sampling rate for the app (COLDSTART_HZ, 10…10000)
+      --out DIR           where the timelines go (default ./coldstart-runs/<app>-<time>);
+                          refuses a DIR that already holds runs unless --append
+      --append            add runs to DIR after the ones there (interleave two
+                          builds to cancel machine drift: see docs/ci.md)
+      --timeout SECONDS   stop a launch still running after SECONDS (SIGTERM,
+                          SIGKILL 5 s later); it counts as not completed if it
+                          had not reached ready()
+      --stop-after-ready  stop the app (SIGTERM) once its timeline is written:
+                          for services that keep running after ready()
+      --json              print the summary as JSON on stdout; the app's stdout
+                          then goes to stderr
+
+    Exit status: the app's, when a launch failed (the first non-zero status,
+    128+N for signal N); 1 when no launch reached ready() or the app is not
+    linked with Coldstart; 130 when interrupted; otherwise 0.
+    """
+
+    static func run(_ arguments: inout Arguments) throws -> Int32 {
+        guard let command = arguments.afterDoubleDash(), !command.isEmpty else {
+            throw UsageError(message: "missing '-- COMMAND [ARGS…]' (the app to launch)")
+        }
+        var options = Options(command: command)
+        options.runs = try arguments.number("-n", in: 1...10_000) ?? 10
+        options.warmups = try arguments.number("--warmup", in: 0...1_000) ?? 1
+        options.cold = arguments.flag("--cold")
+        options.hz = try arguments.number("--hz", in: 10...10_000)
+        options.outDirectory = try arguments.option("--out")
+        options.append = arguments.flag("--append")
+        options.timeout = try arguments.number("--timeout", in: 0.001...86_400.0)
+        options.stopAfterReady = arguments.flag("--stop-after-ready")
+        options.json = arguments.flag("--json")
+        try arguments.finish()
+        return try Session(options).run()
+    }
+
+    struct Options {
+        var command: [String]
+        var runs = 10
+        var warmups = 1
+        var cold = false
+        var hz: Int?
+        var outDirectory: String?
+        var append = false
+        var timeout: Double?
+        var stopAfterReady = false
+        var json = false
+    }
+}
+
+/// How one launch ended, as `coldstart run` counts it.
+enum RunOutcome: Equatable {
+    /// Reached ready(); `stoppedByUs` when --stop-after-ready ended it after.
+    case completed(stoppedByUs: Bool)
+    /// The timeline says the launch ended before ready(): an exit or a signal.
+    case endedBeforeReady(reason: String)
+    /// Killed by a signal that left no timeline (a crash, SIGKILL).
+    case crashed(signal: Int32)
+    /// A clean exit without a timeline: Coldstart is not linked, or it failed.
+    case noTimeline(status: Int32)
+    /// A timeline was written but cannot be read.
+    case unreadable(String)
+}
+
+/// One launch's result.
+struct RunRecord {
+    var label: String
+    var file: String
+    var outcome: RunOutcome
+    /// The app's exit status, 128+N for signal N (as a shell reports it).
+    var status: Int32
+    var timedOut: Bool
+    var timeline: Timeline?
+    var eviction: [PageCache.FileEviction]?
+}
+
+/// One invocation of `coldstart run`.
+private struct Session {
+    let options: RunCommand.Options
+    let executable: String
+    let launcher: Launcher
+    let directory: String
+    let firstIndex: Int
+    let showProgress: Bool
+
+    init(_ options: RunCommand.Options) throws {
+        self.options = options
+        executable = try Launcher.resolve(options.command[0])
+        let name = (executable as NSString).lastPathComponent
+        let given: String
+        if let out = options.outDirectory {
+            given = out
+        } else {
+            let formatter = DateFormatter()
+            formatter.dateFormat = "yyyyMMdd-HHmmss"
+            given = "coldstart-runs/\(name)-\(formatter.string(from: Date()))"
+        }
+        // Absolute: the timelines' paths go into the app's environment.
+        let absolute = ((given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given) as NSString).standardizingPath
+        do {
+            try FileManager.default.createDirectory(atPath: absolute + "/warmup", withIntermediateDirectories: true)
+        } catch {
+            throw CommandError(message: "cannot create \(given): \(error.localizedDescription)")
+        }
+        let existing = ((try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [])
+            .compactMap { name -> Int? in
+                guard name.hasPrefix("run-"), name.hasSuffix(".json") else { return nil }
+                return Int(name.dropFirst(4).dropLast(5))
+            }
+        if !existing.isEmpty && !options.append {
+            throw CommandError(message: "\(given) already holds \(existing.count) run\(existing.count == 1 ? "" : "s"); pass --append to add to them, or choose another --out")
+        }
+        firstIndex = (existing.max() ?? 0) + 1
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
+        if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
+        launcher = Launcher(path: executable, arguments: options.command, environment: environment, stdoutToStderr: options.json)
+        directory = absolute
+        showProgress = isatty(STDERR_FILENO) != 0
+    }
+
+    func run() throws -> Int32 {
+        // While launches run, ^C and ^\ go to the app (its default action);
+        // this process stops after the launch they ended.
+        let oldInt = signal(SIGINT, SIG_IGN), oldQuit = signal(SIGQUIT, SIG_IGN)
+        defer { signal(SIGINT, oldInt); signal(SIGQUIT, oldQuit) }
+
+        var evictionList: [String] = []
+        var evictionNote: String?
+        if options.cold {
+            (evictionList, evictionNote) = Self.filesToEvict(executable: executable, timeline: nil)
+        }
+
+        var warmups: [RunRecord] = []
+        var records: [RunRecord] = []
+        var interrupted = false
+        let total = options.warmups + options.runs
+        for step in 0..<total {
+            let isWarmup = step < options.warmups
+            let label = isWarmup ? "warmup-\(step + 1)" : "run-\(firstIndex + step - options.warmups)"
+            let file = isWarmup ? "\(directory)/warmup/\(label).json" : "\(directory)/\(label).json"
+            try? FileManager.default.removeItem(atPath: file)
+            if showProgress {
+                let what = isWarmup ? "warm-up \(step + 1) of \(options.warmups)" : "run \(step - options.warmups + 1) of \(options.runs)"
+                writeStderr("\r\u{1B}[Kcoldstart run: \(what)\(options.cold && !isWarmup ? " (cold)" : "")… ")
+            }
+            var eviction: [PageCache.FileEviction]?
+            if options.cold && !isWarmup {
+                if let latest = (records.last ?? warmups.last)?.timeline {
+                    (evictionList, evictionNote) = Self.filesToEvict(executable: executable, timeline: latest)
+                }
+                eviction = PageCache.evict(evictionList)
+            }
+            var record = try launcher.launch(
+                label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            record.eviction = eviction
+            if showProgress { writeStderr("\r\u{1B}[K") }
+            if case .noTimeline(let status) = record.outcome {
+                throw CommandError(message: Self.notLinkedMessage(executable: executable, status: status))
+            }
+            if isWarmup { warmups.append(record) } else { records.append(record) }
+            if record.status == 128 + SIGINT || record.status == 128 + SIGQUIT {
+                interrupted = true
+                break
+            }
+        }
+
+        let report = RunReport(
+            options: options, executable: executable, directory: directory, records: records, warmups: warmups,
+            evictionNote: evictionNote, mappers: options.cold ? Self.mappersOfResidentFiles(records) : [:])
+        if options.json {
+            print(try report.json())
+        } else {
+            print(report.text())
+        }
+        if interrupted { return 130 }
+        if let failed = records.first(where: { $0.status != 0 && $0.outcome != .completed(stoppedByUs: true) }) {
+            return failed.status
+        }
+        if !records.contains(where: { if case .completed = $0.outcome { return true } else { return false } }) {
+            return ExitStatus.failure
+        }
+        return ExitStatus.success
+    }
+
+    /// The executable, its loader and every library it needs (DT_NEEDED), plus
+    /// the modules a sampled timeline lists (which include dlopen'ed ones).
+    static func filesToEvict(executable: String, timeline: Timeline?) -> ([String], String?) {
+        var files: [String] = []
+        var note: String?
+        var seen: Set<String> = []
+        func add(_ path: String) {
+            let canonical = SharedLibraries.canonicalPath(path)
+            if FileManager.default.fileExists(atPath: canonical), seen.insert(canonical).inserted { files.append(canonical) }
+        }
+        add(timeline?.process.executable ?? executable)
+        do {
+            let libraries = try SharedLibraries(executable: executable)
+            libraries.allFiles.forEach(add)
+            if !libraries.unresolved.isEmpty {
+                note = "not found, so not evicted: \(libraries.unresolved.joined(separator: ", "))"
+            }
+        } catch {
+            note = "libraries unknown (\(error)); only the executable is evicted"
+        }
+        timeline?.modules.map(\.path).filter { $0.hasPrefix("/") }.forEach(add)
+        return (files, note)
+    }
+
+    /// Who maps the files that stayed resident after the last eviction.
+    static func mappersOfResidentFiles(_ records: [RunRecord]) -> [String: [String]] {
+        guard let last = records.last(where: { $0.eviction != nil })?.eviction else { return [:] }
+        let stayed = last.filter { $0.residentAfter > 0 }.map(\.path)
+        return stayed.isEmpty ? [:] : PageCache.mappers(of: stayed)
+    }
+
+    static func notLinkedMessage(executable: String, status: Int32) -> String {
+        let linked = (try? Data(contentsOf: URL(fileURLWithPath: executable), options: .alwaysMapped))
+            .map { $0.firstRange(of: Data("COLDSTART_SPAWN_NS".utf8)) != nil } ?? false
+        if linked {
+            return """
+            \(executable) exited (status \(status)) without writing a timeline, although it contains Coldstart: \
+            profiling failed inside the app; look for a 'coldstart:' line in its stderr above
+            """
+        }
+        return """
+        \(executable) exited (status \(status)) without writing a timeline: it is not linked with Coldstart.
+        To link it, in its Package.swift add
+            dependencies: [.package(url: "<Coldstart's git URL>", from: "<version>")]
+        and to the executable target's dependencies
+            .product(name: "Coldstart", package: "Coldstart")
+        then rebuild; `COLDSTART=1 APP` writes a timeline, and Coldstart.ready() marks the launch's end.
+        """
+    }
+}
+
+/// Spawns the app with posix_spawn: nothing runs in the child between the
+/// clock read and exec, and the app inherits this process's stdio.
+struct Launcher {
+    let path: String
+    let arguments: [String]
+    let environment: [String: String]
+    /// With --json this process's stdout carries the summary.
+    let stdoutToStderr: Bool
+
+    /// The path a command name runs, searched in PATH like a shell.
+    static func resolve(_ command: String) throws -> String {
+        if command.contains("/") {
+            guard FileManager.default.isExecutableFile(atPath: command) else {
+                throw CommandError(message: "\(command): no such executable")
+            }
+            return command
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(command)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw CommandError(message: "\(command): not found in PATH")
+    }
+
+    func launch(label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
+        var cStrings: [UnsafeMutablePointer<CChar>?] = []
+        defer { cStrings.forEach { free($0) } }
+        let argv = arguments.map { strdup($0) } + [nil]
+        cStrings += argv
+        var envp = environment.map { strdup("\($0.key)=\($0.value)") }
+        envp.append(strdup("COLDSTART=\(timeline)"))
+        // Filled in just before the spawn: "COLDSTART_SPAWN_NS=" + 20 digits.
+        let prefix = Array("COLDSTART_SPAWN_NS=".utf8CString.dropLast())
+        let spawnSlot = UnsafeMutablePointer<CChar>.allocate(capacity: prefix.count + 21)
+        defer { spawnSlot.deallocate() }
+        prefix.withUnsafeBufferPointer { spawnSlot.update(from: $0.baseAddress!, count: prefix.count) }
+        envp.append(spawnSlot)
+        cStrings += envp.dropLast()
+        envp.append(nil)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t(), empty = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, sig) }
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if stdoutToStderr { posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO) }
+
+        var pid: pid_t = 0
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        Self.writeDecimal(UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec), into: spawnSlot + prefix.count)
+        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard rc == 0 else { throw CommandError(message: "cannot launch \(path): \(String(cString: strerror(rc)))") }
+
+        let (status, timedOut, stopped) = wait(pid, timeline: timeline, stopAfterReady: stopAfterReady, timeout: timeout)
+        return Self.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
+    }
+
+    /// Writes `value` in decimal and a NUL; no allocation between the clock
+    /// read and the spawn.
+    private static func writeDecimal(_ value: UInt64, into buffer: UnsafeMutablePointer<CChar>) {
+        var digits = 1, rest = value / 10
+        while rest > 0 { digits += 1; rest /= 10 }
+        var v = value
+        for i in stride(from: digits - 1, through: 0, by: -1) {
+            buffer[i] = CChar(48 + Int(v % 10))
+            v /= 10
+        }
+        buffer[digits] = 0
+    }
+
+    /// Waits for the child; polls when it may have to stop it.
+    private func wait(_ pid: pid_t, timeline: String, stopAfterReady: Bool, timeout: Double?) -> (Int32, Bool, Bool) {
+        var status: Int32 = 0
+        if !stopAfterReady && timeout == nil {
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return (status, false, false)
+        }
+        let start = Date()
+        var termSent: Date?
+        var timedOut = false, stopped = false
+        while true {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid || (r < 0 && errno != EINTR) { return (status, timedOut, stopped) }
+            if let sent = termSent {
+                if Date().timeIntervalSince(sent) > 5 { kill(pid, SIGKILL) }
+            } else if stopAfterReady && FileManager.default.fileExists(atPath: timeline) {
+                stopped = true
+                termSent = Date()
+                kill(pid, SIGTERM)
+            } else if let timeout, Date().timeIntervalSince(start) > timeout {
+                timedOut = true
+                termSent = Date()
+                kill(pid, SIGTERM)
+            }
+            usleep(2_000)
+        }
+    }
+
+    private static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
+        let signal = waitStatus & 0x7F
+        let status = signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
+        var record = RunRecord(label: label, file: file, outcome: .noTimeline(status: status), status: status, timedOut: timedOut)
+        guard FileManager.default.fileExists(atPath: file) else {
+            record.outcome = signal != 0 ? .crashed(signal: signal) : .noTimeline(status: status)
+            return record
+        }
+        do {
+            let timeline = try Timeline(contentsOf: file)
+            record.timeline = timeline
+            if timeline.launch.completed {
+                record.outcome = .completed(stoppedByUs: stoppedAfterReady)
+            } else {
+                let launch = timeline.launch
+                let reason = launch.endReason == "signal"
+                    ? "stopped by \(launch.signalName ?? "signal \(launch.signal ?? 0)")"
+                    : "exited with status \(launch.exitStatus ?? Int(status))"
+                record.outcome = .endedBeforeReady(reason: "\(reason) in '\(launch.endPhase ?? "?")'")
+            }
+        } catch {
+            record.outcome = .unreadable(String(describing: error))
+        }
+        return record
+    }
+}
+
+func writeStderr(_ text: String) {
+    FileHandle.standardError.write(Data(text.utf8))
+}

@@ -1,0 +1,260 @@
+import ColdstartAnalysis
+import Foundation
+
+/// What `coldstart run` prints once the launches are over.
+struct RunReport {
+    let options: RunCommand.Options
+    let executable: String
+    let directory: String
+    let records: [RunRecord]
+    let warmups: [RunRecord]
+    let evictionNote: String?
+    /// For files that stayed resident: the processes mapping them.
+    let mappers: [String: [String]]
+
+    private var completedRuns: [RunSet.Run] {
+        records.compactMap { record in
+            guard case .completed = record.outcome, let timeline = record.timeline else { return nil }
+            return RunSet.Run(label: record.label, timeline: timeline)
+        }
+    }
+
+    /// Measures over the completed runs; empty when none completed.
+    private var measures: [Measure] {
+        guard let set = try? RunSet(path: directory, runs: completedRuns) else { return [] }
+        return set.measures
+    }
+
+    // MARK: text
+
+    func text() -> String {
+        var lines: [String] = []
+        let warm = options.warmups > 0 ? " (after \(options.warmups) warm-up launch\(options.warmups == 1 ? "" : "es"), not counted)" : ""
+        lines.append("coldstart run: \(records.count) launch\(records.count == 1 ? "" : "es") of \(executable)\(warm)")
+        if let first = records.first, let last = records.last {
+            lines.append("timelines: \(directory)/\(first.label).json\(records.count > 1 ? " … \(last.label).json" : "")")
+        }
+        lines.append(startLine())
+        lines.append("page cache: \(options.cold ? "cold (evicted before each launch, see below)" : "warm")")
+        let completed = completedRuns
+        lines.append("completed: \(completed.count) of \(records.count) reached ready()")
+        let failed = records.filter { if case .completed = $0.outcome { return false } else { return true } }
+        if !failed.isEmpty {
+            lines.append("did not complete (\(failed.count)):")
+            for record in failed { lines.append("  \(record.label): \(Self.describe(record))") }
+        }
+        let measures = measures
+        if measures.isEmpty {
+            lines.append("")
+            lines.append(completed.isEmpty
+                ? "no statistics: no launch reached ready(). The app must call Coldstart.ready() where its launch ends."
+                : "no statistics")
+        } else {
+            lines.append("")
+            lines.append(contentsOf: table(measures))
+        }
+        if let hz = options.hz { lines.append(samplingLine(hz: hz)) }
+        if options.cold { lines.append(""); lines.append(contentsOf: coldLines()) }
+        return lines.joined(separator: "\n")
+    }
+
+    private func startLine() -> String {
+        let sources = Dictionary(grouping: records.compactMap(\.timeline), by: \.launch.startSource)
+        guard !sources.isEmpty else { return "start: no timeline recorded one" }
+        let parts = sources.sorted { $0.key > $1.key }.map { source, timelines -> String in
+            switch source {
+            case "spawn-env": return "exact for \(timelines.count) (spawn-env: CLOCK_BOOTTIME read just before posix_spawn)"
+            case "proc-stat":
+                return "/proc/self/stat for \(timelines.count) (\(timelines[0].startPrecisionDescription): the app's Coldstart ignored COLDSTART_SPAWN_NS)"
+            default: return "\(source) for \(timelines.count)"
+            }
+        }
+        return "start: \(parts.joined(separator: "; ")); times are CLOCK_MONOTONIC, in ms"
+    }
+
+    private func table(_ measures: [Measure]) -> [String] {
+        let nameWidth = max(24, measures.map { $0.name.count + ($0.kind == .launch ? 0 : 2) }.max() ?? 0)
+        func pad(_ s: String, _ width: Int) -> String { s.count >= width ? s : s + String(repeating: " ", count: width - s.count) }
+        func num(_ v: Double) -> String {
+            let s = String(format: "%.2f", v)
+            return String(repeating: " ", count: max(0, 9 - s.count)) + s
+        }
+        var lines = [pad("", nameWidth) + "   median      p90      min      max      MAD  outliers (kept in every figure)"]
+        var lastKind: Measure.Kind?
+        for measure in measures {
+            if measure.kind != lastKind && measure.kind != .launch {
+                lines.append(measure.kind == .phase ? "phases" : "spans (total per launch)")
+            }
+            lastKind = measure.kind
+            guard let summary = Summary(measure.values) else { continue }
+            let name = measure.kind == .launch ? measure.name : "  " + measure.name
+            var line = pad(name, nameWidth) + num(summary.median) + num(summary.p90) + num(summary.min) + num(summary.max) + num(summary.mad)
+            if !summary.outliers.isEmpty {
+                line += "  " + summary.outliers.map { "\(measure.runs[$0]) \(String(format: "%.2f", measure.values[$0]))" }.joined(separator: ", ")
+            }
+            if summary.count < completedRuns.count { line += "  (in \(summary.count) of \(completedRuns.count) launches)" }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    private func samplingLine(hz: Int) -> String {
+        let rates = records.compactMap { $0.timeline?.sampling?.effectiveHz }
+        guard let median = Statistics.median(rates) else {
+            return "sampling: none recorded (COLDSTART_HZ=\(hz) was set; the app's Coldstart build does not sample)"
+        }
+        return "sampling: asked \(hz) Hz, effective median \(String(format: "%.0f", median)) Hz over \(rates.count) launches"
+    }
+
+    private func coldLines() -> [String] {
+        var lines: [String] = []
+        let evictions = records.compactMap(\.eviction)
+        guard let last = evictions.last else { return ["cold: no launch was evicted"] }
+        let before = evictions.map { Double($0.reduce(0) { $0 + $1.residentBefore }) }
+        let after = evictions.map { Double($0.reduce(0) { $0 + $1.residentAfter }) }
+        let size = last.reduce(0) { $0 + $1.bytes }
+        func mb(_ bytes: Double) -> String { String(format: "%.1f MB", bytes / 1_048_576) }
+        let afterMedian = Statistics.median(after) ?? 0
+        lines.append("cold: before each launch, advised the kernel to drop \(last.count) files (\(mb(Double(size)))): the executable, its loader and its libraries")
+        lines.append("  in the page cache: median \(mb(Statistics.median(before) ?? 0)) before, \(mb(afterMedian)) after (\(String(format: "%.0f", size > 0 ? afterMedian / Double(size) * 100 : 0))% of the files stayed)")
+        if let note = evictionNote { lines.append("  \(note)") }
+        let stayed = last.filter { $0.residentAfter > 0 || $0.error != nil }.sorted { $0.residentAfter > $1.residentAfter }
+        if !stayed.isEmpty {
+            lines.append("  not evicted after the last advice (pages that are mapped by a running process, dirty or locked stay):")
+            for file in stayed.prefix(12) {
+                var line = "    \((file.path as NSString).lastPathComponent): \(mb(Double(file.residentAfter))) of \(mb(Double(file.bytes)))"
+                if let error = file.error { line += " (\(error))" }
+                if let who = mappers[file.path] { line += ", mapped by \(who.prefix(4).joined(separator: ", "))\(who.count > 4 ? " and \(who.count - 4) more" : "")" }
+                lines.append(line)
+            }
+            if stayed.count > 12 { lines.append("    … and \(stayed.count - 12) more (see --json)") }
+        }
+        lines.append("  check: \(coldCheck().text)")
+        return lines
+    }
+
+    /// Whether eviction took effect: pre-main major faults of the cold
+    /// launches against the warm-up launches.
+    private func coldCheck() -> (text: String, effective: Bool?, cold: Double?, warm: Double?) {
+        let cold = records.compactMap { $0.timeline?.preMainMajorFaults }.map { Double($0) }
+        let warm = warmups.compactMap { $0.timeline?.preMainMajorFaults }.map { Double($0) }
+        guard let coldMedian = Statistics.median(cold) else {
+            return ("no cold launch recorded its page faults", nil, nil, nil)
+        }
+        let coldText = "major page faults before main: median \(String(format: "%g", coldMedian)) in the cold launches"
+        guard let warmMedian = Statistics.median(warm) else {
+            return ("\(coldText); no warm-up launch to compare with (--warmup 0)", nil, coldMedian, nil)
+        }
+        if coldMedian > warmMedian {
+            return ("\(coldText) vs \(String(format: "%g", warmMedian)) in the warm-up launches: eviction took effect", true, coldMedian, warmMedian)
+        }
+        return ("\(coldText), \(String(format: "%g", warmMedian)) in the warm-up launches: no rise, so these launches were effectively warm (the file system or kernel ignored the advice, or everything stayed mapped)", false, coldMedian, warmMedian)
+    }
+
+    static func describe(_ record: RunRecord) -> String {
+        let timedOut = record.timedOut ? " (timed out: coldstart stopped it)" : ""
+        switch record.outcome {
+        case .completed(let stopped): return stopped ? "completed; stopped after ready" : "completed"
+        case .endedBeforeReady(let reason): return "ended before ready: \(reason)\(timedOut)"
+        case .crashed(let signal): return "killed by \(signalName(signal)) before writing a timeline (a crash, or SIGKILL)\(timedOut)"
+        case .noTimeline(let status): return "exited with status \(status) and no timeline"
+        case .unreadable(let why): return "timeline unreadable: \(why)"
+        }
+    }
+
+    static func signalName(_ signal: Int32) -> String {
+        let names = [1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+                     9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"]
+        return names[Int(signal)] ?? "signal \(signal)"
+    }
+
+    // MARK: JSON
+
+    private struct JSONReport: Encodable {
+        var executable: String
+        var command: [String]
+        var directory: String
+        var clock = "CLOCK_MONOTONIC"
+        var unit = "ms"
+        var warmups: Int
+        var runs: [JSONRun]
+        var completed: Int
+        var measures: [JSONMeasure]
+        var cold: JSONCold?
+    }
+
+    private struct JSONRun: Encodable {
+        var label: String
+        var file: String?
+        var outcome: String
+        var completed: Bool
+        var exitStatus: Int32
+        var timedOut: Bool
+        var startSource: String?
+        var startPrecisionMs: Double?
+        var launchMs: Double?
+        var samplingEffectiveHz: Double?
+    }
+
+    private struct JSONMeasure: Encodable {
+        var name: String
+        var kind: Measure.Kind
+        var count: Int
+        var medianMs, p90Ms, minMs, maxMs, madMs: Double
+        var outliers: [JSONOutlier]
+    }
+
+    private struct JSONOutlier: Encodable {
+        var run: String
+        var ms: Double
+    }
+
+    private struct JSONCold: Encodable {
+        var files: [PageCache.FileEviction]
+        var residentBeforeBytes: [UInt64]
+        var residentAfterBytes: [UInt64]
+        var mappedBy: [String: [String]]
+        var note: String?
+        var preMainMajorFaultsColdMedian: Double?
+        var preMainMajorFaultsWarmMedian: Double?
+        /// Nil when there was nothing to compare with.
+        var effective: Bool?
+        var check: String
+    }
+
+    func json() throws -> String {
+        let runs = records.map { record in
+            var completed = false
+            if case .completed = record.outcome { completed = true }
+            return JSONRun(
+                label: record.label, file: record.timeline == nil ? nil : record.file, outcome: Self.describe(record),
+                completed: completed, exitStatus: record.status, timedOut: record.timedOut,
+                startSource: record.timeline?.launch.startSource,
+                startPrecisionMs: record.timeline.map { Double($0.launch.startPrecisionNs) / 1e6 },
+                launchMs: record.timeline.map { Double($0.launchDurationNs) / 1e6 },
+                samplingEffectiveHz: record.timeline?.sampling?.effectiveHz)
+        }
+        let measures = measures.compactMap { measure -> JSONMeasure? in
+            guard let s = Summary(measure.values) else { return nil }
+            return JSONMeasure(
+                name: measure.name, kind: measure.kind, count: s.count, medianMs: s.median, p90Ms: s.p90, minMs: s.min, maxMs: s.max,
+                madMs: s.mad, outliers: s.outliers.map { JSONOutlier(run: measure.runs[$0], ms: measure.values[$0]) })
+        }
+        var cold: JSONCold?
+        if options.cold {
+            let evictions = records.compactMap(\.eviction)
+            let check = coldCheck()
+            cold = JSONCold(
+                files: evictions.last ?? [], residentBeforeBytes: evictions.map { $0.reduce(0) { $0 + $1.residentBefore } },
+                residentAfterBytes: evictions.map { $0.reduce(0) { $0 + $1.residentAfter } }, mappedBy: mappers, note: evictionNote,
+                preMainMajorFaultsColdMedian: check.cold, preMainMajorFaultsWarmMedian: check.warm, effective: check.effective,
+                check: check.text)
+        }
+        let report = JSONReport(
+            executable: executable, command: options.command, directory: directory, warmups: warmups.count, runs: runs,
+            completed: runs.filter(\.completed).count, measures: measures, cold: cold)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(report), as: UTF8.self)
+    }
+}
