@@ -7,7 +7,8 @@
 // Flags for Coldstart's own tests: `--wait-before-ready` blocks before ready()
 // (to be stopped by a signal), `--fail-before-ready` exits with status 3,
 // `--no-ready` never calls ready(), like a command-line tool,
-// `--crash-before-ready` dies in fatalError (SIGILL, no timeline), and
+// `--crash-before-ready` dies in fatalError (SIGILL, no timeline),
+// `--keep-serving` stays up after the first response like a real service, and
 // SERVICE_EXTRA_OPEN_MS=N sleeps N ms inside "open store" (a regression for
 // `coldstart compare` to find).
 import Coldstart
@@ -45,3 +46,7 @@ print("ready to serve on port \(config.port): \(store.recordCount) records, \(wa
 let response = store.lookup(key: "record-42")
 Coldstart.mark("first request served")
 print("first response: \(response)")
+if arguments.contains("--keep-serving") {
+    fflush(stdout)
+    while true { sleep(1) }
+}

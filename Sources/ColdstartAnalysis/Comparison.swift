@@ -195,21 +195,26 @@ extension Comparison {
             return gate
         }
         let significant = p < alpha
-        let pText = "p = \(Self.format(p: p))"
+        let evidence = "\(Self.phrase(p: p)), α = \(String(format: "%g", alpha))"
         gate.failed = delta > percent && significant
         if gate.failed {
-            gate.explanation = "'\(row.name)' is \(fmtPct(delta)) slower, more than \(String(format: "%g", percent))%, and significant (\(pText) < \(alpha)): FAIL"
+            gate.explanation = "'\(row.name)' is \(fmtPct(delta)) slower, more than \(String(format: "%g", percent))%, and significant (\(evidence)): FAIL"
         } else if delta > percent {
-            gate.explanation = "'\(row.name)' changed \(fmtPct(delta)), but that is within noise (\(pText) ≥ \(alpha)): pass"
+            gate.explanation = "'\(row.name)' changed \(fmtPct(delta)), but that is within noise (\(evidence)): pass"
         } else {
-            gate.explanation = "'\(row.name)' changed \(fmtPct(delta)) (\(pText)), not more than +\(String(format: "%g", percent))%: pass"
+            gate.explanation = "'\(row.name)' changed \(fmtPct(delta)) (\(evidence)), not more than +\(String(format: "%g", percent))%: pass"
         }
         return gate
     }
 
-    /// A p-value with as many digits as it needs.
+    /// A p-value with as many digits as it needs, for a table column.
     public static func format(p: Double) -> String {
         p < 0.0001 ? "<0.0001" : p < 0.01 ? String(format: "%.4f", p) : String(format: "%.2f", p)
+    }
+
+    /// "p = 0.0123" or "p < 0.0001", for a sentence.
+    public static func phrase(p: Double) -> String {
+        p < 0.0001 ? "p < 0.0001" : "p = \(format(p: p))"
     }
 }
 

@@ -122,12 +122,12 @@ enum CompareCommand: Command {
     static func verdictText(_ comparison: Comparison) -> String {
         let launch = comparison.launch
         let delta = String(format: "%+.2f ms (%+.1f%%)", launch.deltaMs ?? 0, launch.deltaPercent ?? 0)
-        let p = launch.p.map(Comparison.format(p:)) ?? "–"
+        let p = launch.p.map(Comparison.phrase(p:)) ?? "p: –"
         var text: String
         switch launch.verdict {
-        case .slower: text = "the launch is slower: \(delta), significant (p = \(p))."
-        case .faster: text = "the launch is faster: \(delta), significant (p = \(p))."
-        default: text = "no significant change in the whole launch (\(delta), p = \(p))."
+        case .slower: text = "the launch is slower: \(delta), significant (\(p))."
+        case .faster: text = "the launch is faster: \(delta), significant (\(p))."
+        default: text = "no significant change in the whole launch (\(delta), \(p))."
         }
         let others = comparison.rows.filter { $0.kind != .launch && ($0.verdict == .slower || $0.verdict == .faster) }
         if !others.isEmpty {

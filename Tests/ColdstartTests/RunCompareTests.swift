@@ -115,6 +115,16 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(set.completed.count, 0)
     }
 
+    func testStopAfterReadyEndsAServiceThatKeepsRunning() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "2", "--warmup", "0", "--stop-after-ready", "--json", "--out", dir, "--", app, "--keep-serving"])
+        XCTAssertEqual(result.status, 0, "stopped by coldstart after ready: not a failure")
+        let runs = try XCTUnwrap(try json(result.stdout)["runs"] as? [[String: Any]])
+        XCTAssertEqual(runs.map { $0["outcome"] as? String }, ["completed; stopped after ready", "completed; stopped after ready"])
+        XCTAssertEqual(runs.map { $0["exitStatus"] as? Int }, [128 + Int(SIGTERM), 128 + Int(SIGTERM)])
+    }
+
     func testAppNotLinkedWithColdstartIsExplained() throws {
         let dir = try makeTemporaryDirectory(for: self).path
         let result = try coldstart(["run", "-n", "5", "--out", dir, "--", "/bin/true"])
@@ -224,7 +234,7 @@ final class RunCompareTests: XCTestCase {
         let gated = try coldstart(["compare", base, new, "--fail-if-slower", "5", "--phase", Self.phaseWithExtra])
         XCTAssertEqual(gated.status, 1, gated.stdout + gated.stderr)
         XCTAssertTrue(gated.stdout.contains("gate (--fail-if-slower 5 --phase '\(Self.phaseWithExtra)'): '\(Self.phaseWithExtra)' is +"), gated.stdout)
-        XCTAssertTrue(gated.stdout.contains("and significant (p = "), gated.stdout)
+        XCTAssertTrue(gated.stdout.contains("and significant (p "), gated.stdout)
 
         let report = try json(try coldstart(["compare", base, new, "--json"]).stdout)
         let rows = try rows(report)
