@@ -22,6 +22,8 @@ public struct Comparison: Sendable {
         public var startSource: String
         /// How early a recorded start may be, worst over the runs, in ms.
         public var startPrecisionMs: Double
+        /// The same in words.
+        public var startPrecision: String
     }
 
     public struct Row: Codable, Sendable {
@@ -77,7 +79,7 @@ public struct Comparison: Sendable {
         }
         if self.base.startSource != self.new.startSource && !allowMixedStart {
             throw ComparisonError(
-                "the sides' process starts come from different sources: BASE \(Self.sourceDescription(self.base)), NEW \(Self.sourceDescription(self.new)); the first phase and the whole launch would differ by up to \(String(format: "%.0f", max(self.base.startPrecisionMs, self.new.startPrecisionMs))) ms for that reason alone. Record both sides with `coldstart run` (exact starts), or pass --allow-mixed-start to compare anyway")
+                "the sides' process starts come from different sources: BASE \(self.base.startSource) (\(self.base.startPrecision)), NEW \(self.new.startSource) (\(self.new.startPrecision)); the first phase and the whole launch would differ by up to \(String(format: "%.0f", max(self.base.startPrecisionMs, self.new.startPrecisionMs))) ms for that reason alone. Record both sides with `coldstart run` (exact starts), or pass --allow-mixed-start to compare anyway")
         }
         for (name, set) in [("BASE", base), ("NEW", new)] {
             let completed = set.completed.count
@@ -116,18 +118,12 @@ public struct Comparison: Sendable {
 
     private static func side(_ set: RunSet) -> Side {
         let sources = set.startSources
+        let source = sources.count == 1 ? sources.keys.first! : "mixed"
+        let precisionMs = LaunchReport.milliseconds(set.startPrecisionNs)
         return Side(
             path: set.path, executable: set.executable, runs: set.runs.count, completed: set.completed.count,
-            startSource: sources.count == 1 ? sources.keys.first! : "mixed",
-            startPrecisionMs: Double(set.startPrecisionNs) / 1e6)
-    }
-
-    static func sourceDescription(_ side: Side) -> String {
-        switch side.startSource {
-        case "spawn-env": return "spawn-env (exact, from the launcher)"
-        case "proc-stat": return "proc-stat (/proc/self/stat, up to \(String(format: "%.0f", side.startPrecisionMs)) ms early)"
-        default: return side.startSource
-        }
+            startSource: source, startPrecisionMs: precisionMs,
+            startPrecision: LaunchReport.Summary.describePrecision(source: source, precisionMs: precisionMs))
     }
 
     private static func row(_ base: Measure?, _ new: Measure?, alpha: Double) -> Row {

@@ -140,22 +140,20 @@ extension RunSet {
         }
         for run in runs {
             let timeline = run.timeline
-            launch.values.append(milliseconds(timeline.launchDurationNs))
+            launch.values.append(LaunchReport.milliseconds(timeline.launchDurationNs))
             launch.runs.append(run.label)
             for phase in timeline.phases {
-                add(milliseconds(phase.durationNs), named: phase.name, run: run.label, to: &phases, kind: .phase)
+                add(LaunchReport.milliseconds(phase.durationNs), named: phase.name, run: run.label, to: &phases, kind: .phase)
             }
             var totals: [(String, Int64)] = []
             for span in timeline.spans.sorted(by: { $0.beginNs < $1.beginNs }) where !span.unfinished {
                 if let i = totals.firstIndex(where: { $0.0 == span.name }) { totals[i].1 += span.durationNs }
                 else { totals.append((span.name, span.durationNs)) }
             }
-            for (name, ns) in totals { add(milliseconds(ns), named: name, run: run.label, to: &spans, kind: .span) }
+            for (name, ns) in totals { add(LaunchReport.milliseconds(ns), named: name, run: run.label, to: &spans, kind: .span) }
         }
         return [launch] + phases + spans
     }
-
-    static func milliseconds(_ ns: Int64) -> Double { Double(ns) / 1e6 }
 }
 
 extension Timeline {
@@ -172,10 +170,8 @@ extension Timeline {
         return total
     }
 
-    /// "exact" or "up to 10.0 ms early", for messages.
-    public var startPrecisionDescription: String {
-        launch.startPrecisionNs == 0
-            ? "exact"
-            : "up to \(String(format: "%.1f", Double(launch.startPrecisionNs) / 1e6)) ms early"
+    /// How exactly the start is known, in the words of `coldstart report`.
+    public var startPrecision: String {
+        LaunchReport.Summary.describePrecision(source: launch.startSource, precisionMs: LaunchReport.milliseconds(launch.startPrecisionNs))
     }
 }

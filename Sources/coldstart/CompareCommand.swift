@@ -4,7 +4,7 @@ import Foundation
 /// `coldstart compare BASE NEW`: is NEW's launch slower than BASE's, beyond noise?
 enum CompareCommand: Command {
     static let name = "compare"
-    static let summary = "compare two sets of launches; a regression gate for CI"
+    static let summary = "Compare two sets of launches: a regression gate for CI"
     static let help = """
     Usage: coldstart compare BASE NEW [--fail-if-slower PCT [--phase NAME]]
                              [--alpha A] [--allow-mixed-start] [--json]
@@ -73,7 +73,7 @@ enum CompareCommand: Command {
             let runs = "\(side.runs) timeline\(side.runs == 1 ? "" : "s"), \(side.completed) completed"
                 + (left > 0 ? " (\(left) did not reach ready(): left out)" : "")
             lines.append("  \(label)  \(side.path): \(runs)")
-            lines.append("        \(side.executable); start: \(startText(side))")
+            lines.append("        \(side.executable); start: \(side.startPrecision)")
         }
         let tested = comparison.rows.filter { $0.p != nil }.count
         lines.append("times: CLOCK_MONOTONIC, medians in ms; Δ = NEW − BASE. p: two-sided Mann–Whitney U; verdicts at α = \(String(format: "%g", comparison.alpha)) on p Holm-adjusted over the \(tested) tested rows")
@@ -109,14 +109,6 @@ enum CompareCommand: Command {
             lines.append("gate (--fail-if-slower \(String(format: "%g", gate.thresholdPercent))\(scope)): \(gate.explanation)")
         }
         return lines.joined(separator: "\n")
-    }
-
-    static func startText(_ side: Comparison.Side) -> String {
-        switch side.startSource {
-        case "spawn-env": return "exact (spawn-env, from coldstart run)"
-        case "proc-stat": return "/proc/self/stat, up to \(String(format: "%.0f", side.startPrecisionMs)) ms early (proc-stat)"
-        default: return "\(side.startSource), up to \(String(format: "%.0f", side.startPrecisionMs)) ms early"
-        }
     }
 
     static func verdictText(_ comparison: Comparison) -> String {

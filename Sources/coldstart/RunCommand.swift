@@ -5,7 +5,7 @@ import Foundation
 /// an exact start time, and summarises the launches.
 enum RunCommand: Command {
     static let name = "run"
-    static let summary = "launch an app N times (exact start, optionally cold) and summarise"
+    static let summary = "Launch an app N times (exact start, optionally cold) and summarise"
     static let help = """
     Usage: coldstart run [-n RUNS] [--warmup K] [--cold] [--hz HZ] [--out DIR]
                          [--append] [--timeout SECONDS] [--stop-after-ready] [--json]
@@ -257,7 +257,7 @@ private struct Session {
         return """
         \(executable) exited (status \(status)) without writing a timeline: it is not linked with Coldstart.
         To link it, in its Package.swift add
-            dependencies: [.package(url: "<Coldstart's git URL>", from: "<version>")]
+            dependencies: [.package(url: "<Coldstart's git URL>", from: "0.1.0")]   (or .package(path: "../Coldstart"))
         and to the executable target's dependencies
             .product(name: "Coldstart", package: "Coldstart")
         then rebuild; `COLDSTART=1 APP` writes a timeline, and Coldstart.ready() marks the launch's end.

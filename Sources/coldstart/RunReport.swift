@@ -65,7 +65,7 @@ struct RunReport {
             switch source {
             case "spawn-env": return "exact for \(timelines.count) (spawn-env: CLOCK_BOOTTIME read just before posix_spawn)"
             case "proc-stat":
-                return "/proc/self/stat for \(timelines.count) (\(timelines[0].startPrecisionDescription): the app's Coldstart ignored COLDSTART_SPAWN_NS)"
+                return "/proc/self/stat for \(timelines.count) (\(timelines[0].startPrecision); the app's Coldstart ignored COLDSTART_SPAWN_NS)"
             default: return "\(source) for \(timelines.count)"
             }
         }

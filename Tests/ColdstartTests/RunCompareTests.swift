@@ -220,7 +220,7 @@ final class RunCompareTests: XCTestCase {
             let gated = try coldstart(["compare", a, b, "--fail-if-slower", "5"])
             XCTAssertEqual(gated.status, 0, "pair \(pair): a false alarm\n\(gated.stdout)\(gated.stderr)")
             XCTAssertTrue(gated.stdout.contains("BASE  \(a): 8 timelines, 8 completed"), gated.stdout)
-            XCTAssertTrue(gated.stdout.contains("start: exact (spawn-env"), gated.stdout)
+            XCTAssertTrue(gated.stdout.contains("start: exact (launcher timestamp)"), gated.stdout)
             let phaseGate = try coldstart(["compare", a, b, "--fail-if-slower", "5", "--phase", Self.phaseWithExtra])
             XCTAssertEqual(phaseGate.status, 0, "pair \(pair): a false alarm\n\(phaseGate.stdout)")
             let report = try json(try coldstart(["compare", a, b, "--json"]).stdout)
