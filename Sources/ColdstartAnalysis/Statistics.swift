@@ -57,7 +57,7 @@ public enum Statistics {
 }
 
 /// The summary `coldstart run` prints for one measure over many launches.
-public struct Summary: Codable, Sendable, Equatable {
+public struct DistributionSummary: Codable, Sendable, Equatable {
     public var count: Int
     public var median: Double
     public var p90: Double

@@ -86,7 +86,7 @@ struct RunReport {
                 lines.append(measure.kind == .phase ? "phases" : "spans (total per launch)")
             }
             lastKind = measure.kind
-            guard let summary = Summary(measure.values) else { continue }
+            guard let summary = DistributionSummary(measure.values) else { continue }
             let name = measure.kind == .launch ? measure.name : "  " + measure.name
             var line = pad(name, nameWidth) + num(summary.median) + num(summary.p90) + num(summary.min) + num(summary.max) + num(summary.mad)
             if !summary.outliers.isEmpty {
@@ -235,7 +235,7 @@ struct RunReport {
                 samplingEffectiveHz: record.timeline?.sampling?.effectiveHz)
         }
         let measures = measures.compactMap { measure -> JSONMeasure? in
-            guard let s = Summary(measure.values) else { return nil }
+            guard let s = DistributionSummary(measure.values) else { return nil }
             return JSONMeasure(
                 name: measure.name, kind: measure.kind, count: s.count, medianMs: s.median, p90Ms: s.p90, minMs: s.min, maxMs: s.max,
                 madMs: s.mad, outliers: s.outliers.map { JSONOutlier(run: measure.runs[$0], ms: measure.values[$0]) })

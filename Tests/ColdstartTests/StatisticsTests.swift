@@ -27,7 +27,7 @@ final class StatisticsTests: XCTestCase {
         // 11.5 scores 1.0.
         let launches: [Double] = [10, 11, 10.5, 11.5, 10, 14, 11, 10.5]
         XCTAssertEqual(Statistics.outlierIndices(launches), [5])
-        let summary = try XCTUnwrap(Summary(launches))
+        let summary = try XCTUnwrap(DistributionSummary(launches))
         XCTAssertEqual(summary.count, 8, "the outlier still counts")
         XCTAssertEqual(summary.max, 14)
         XCTAssertEqual(summary.outliers, [5])
@@ -35,7 +35,7 @@ final class StatisticsTests: XCTestCase {
         XCTAssertEqual(summary.mad, 0.5)
         XCTAssertEqual(summary.p90, 12.25, accuracy: 1e-12)
         XCTAssertEqual(Statistics.outlierIndices([4, 4, 4, 4, 100]), [], "no scale when the MAD is 0")
-        XCTAssertNil(Summary([]))
+        XCTAssertNil(DistributionSummary([]))
     }
 
     func testMannWhitneyExactMatchesSciPy() throws {
