@@ -7,6 +7,7 @@ let commands: [any Command.Type] = [
     ReportCommand.self,
     RunCommand.self,
     CompareCommand.self,
+    SymbolizeCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))

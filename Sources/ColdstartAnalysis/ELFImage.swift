@@ -1,0 +1,384 @@
+import Foundation
+
+/// Why an ELF file could not be read; `description` is one line naming it.
+struct ELFError: Error, CustomStringConvertible {
+    var path: String
+    var problem: String
+    var description: String { "\(path): \(problem)" }
+}
+
+/// The parts of an ELF64 little-endian file that name a sampled address:
+/// function symbols (`.symtab` and `.dynsym`, plus a separate debug file's
+/// `.symtab` when the file is stripped), loadable segments and the GNU
+/// build-id.
+///
+/// Only the headers, notes and symbol tables are read (with `pread`, not a
+/// mapping: a file that shrinks while mapped would kill the reader with
+/// SIGBUS). Every offset and size is checked against the file, so a truncated
+/// or corrupt file throws instead of crashing.
+final class ELFImage {
+    struct Segment {
+        var virtualAddress: UInt64
+        var memorySize: UInt64
+        var isExecutable: Bool
+        func contains(_ address: UInt64) -> Bool {
+            address >= virtualAddress && address - virtualAddress < memorySize
+        }
+    }
+
+    /// A function symbol. `name` is the linkage name without a symbol
+    /// version (`__libc_start_main@@GLIBC_2.34` → `__libc_start_main`).
+    struct Symbol: Equatable {
+        var name: String
+        var value: UInt64
+        var size: UInt64
+    }
+
+    let path: String
+    /// Lowercase hex, as `readelf -n` prints it; nil when the file has none.
+    let buildID: String?
+    let segments: [Segment]
+    /// True when the file itself has a `.symtab` (it is not stripped).
+    let hasSymbolTable: Bool
+    /// The debug file whose `.symtab` was merged in, if one was used.
+    private(set) var debugFilePath: String?
+
+    private var entries: [Entry] = []
+    private var stringTables: [[UInt8]] = []
+
+    /// One symbol, packed: names stay in their string table until asked for.
+    private struct Entry {
+        var value: UInt64
+        var size: UInt64
+        var nameOffset: UInt32
+        var table: UInt16
+        /// Higher wins when several symbols share an address.
+        var rank: UInt16
+    }
+
+    /// Reads `path`. With `debugDirectory` set and the file stripped of
+    /// `.symtab`, `<debugDirectory>/.build-id/xx/yyyy….debug` is merged in
+    /// when its build-id matches.
+    init(path: String, debugDirectory: String? = "/usr/lib/debug") throws {
+        self.path = path
+        let file = try ELFFile(path: path)
+        let header = try file.header()
+        let sections = try file.sections(header)
+        let programHeaders = try file.programHeaders(header)
+        segments = programHeaders.filter { $0.type == 1 }.map {
+            Segment(virtualAddress: $0.vaddr, memorySize: $0.memsz, isExecutable: $0.flags & 1 != 0)
+        }
+        buildID = try file.buildID(programHeaders: programHeaders, sections: sections)
+        let symtabs = sections.filter { $0.type == ELFFile.symtabType }
+        hasSymbolTable = symtabs.contains { $0.size > 0 }
+        for table in symtabs + sections.filter({ $0.type == ELFFile.dynsymType }) {
+            try load(table, sections: sections, from: file)
+        }
+        if !hasSymbolTable, let debugDirectory, let buildID, buildID.count > 2 {
+            let debugPath = "\(debugDirectory)/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+            if FileManager.default.fileExists(atPath: debugPath),
+               let debug = try? ELFFile(path: debugPath),
+               let debugHeader = try? debug.header(),
+               let debugSections = try? debug.sections(debugHeader),
+               let debugProgramHeaders = try? debug.programHeaders(debugHeader),
+               (try? debug.buildID(programHeaders: debugProgramHeaders, sections: debugSections)) == buildID {
+                for table in debugSections where table.type == ELFFile.symtabType {
+                    try? load(table, sections: debugSections, from: debug)
+                }
+                debugFilePath = debugPath
+            }
+        }
+        finishTable()
+    }
+
+    /// The function containing `address` (an ELF virtual address), or nil.
+    func symbol(containing address: UInt64) -> Symbol? {
+        // The last entry starting at or below the address.
+        var low = 0, high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].value <= address { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        let nearest = low - 1
+        // A sized symbol containing the address, possibly an enclosing one a
+        // few entries back (a function with a labelled symbol inside it).
+        for index in stride(from: nearest, through: max(0, nearest - 8), by: -1) {
+            let entry = entries[index]
+            if entry.size > 0, address - entry.value < entry.size { return symbol(entry) }
+        }
+        // An unsized symbol (hand-written assembly) reaches to the next
+        // symbol, within the executable segment that holds it.
+        let entry = entries[nearest]
+        guard entry.size == 0 else { return nil }
+        let next = nearest + 1 < entries.count ? entries[nearest + 1].value : UInt64.max
+        guard address < next,
+              segments.contains(where: { $0.isExecutable && $0.contains(entry.value) && $0.contains(address) })
+        else { return nil }
+        return symbol(entry)
+    }
+
+    /// Every function symbol, sorted by address (tests compare it with `nm`).
+    var allSymbols: [Symbol] { entries.map(symbol) }
+
+    private func symbol(_ entry: Entry) -> Symbol {
+        Symbol(name: name(entry), value: entry.value, size: entry.size)
+    }
+
+    private func name(_ entry: Entry) -> String {
+        let table = stringTables[Int(entry.table)]
+        let start = Int(entry.nameOffset)
+        guard start < table.count else { return "" }
+        var end = start
+        while end < table.count, table[end] != 0 { end += 1 }
+        var name = String(decoding: table[start..<end], as: UTF8.self)
+        if let at = name.firstIndex(of: "@"), at != name.startIndex { name = String(name[..<at]) }
+        return name
+    }
+
+    private func load(_ table: ELFFile.Section, sections: [ELFFile.Section], from file: ELFFile) throws {
+        let entrySize = 24
+        guard table.entrySize == 0 || table.entrySize == UInt64(entrySize) else {
+            throw ELFError(path: file.path, problem: "symbol table entries of \(table.entrySize) bytes (expected 24)")
+        }
+        guard Int(table.link) < sections.count, sections[Int(table.link)].type == ELFFile.strtabType else {
+            throw ELFError(path: file.path, problem: "symbol table without a string table")
+        }
+        let symbolBytes = try file.read(offset: table.offset, count: table.size)
+        let strings = try file.read(offset: sections[Int(table.link)].offset, count: sections[Int(table.link)].size)
+        guard stringTables.count < Int(UInt16.max) else { return }
+        let tableIndex = UInt16(stringTables.count)
+        stringTables.append(strings)
+        let isDynamic = table.type == ELFFile.dynsymType
+        let count = symbolBytes.count / entrySize
+        entries.reserveCapacity(entries.count + count)
+        for index in 0..<count {
+            let base = index * entrySize
+            let nameOffset = symbolBytes.u32(base)
+            let info = symbolBytes[base + 4]
+            let sectionIndex = symbolBytes.u16(base + 6)
+            let value = symbolBytes.u64(base + 8)
+            let size = symbolBytes.u64(base + 16)
+            let type = info & 0xF, binding = info >> 4
+            // Functions (and GNU indirect functions); untyped symbols only when
+            // sized, so section markers and assembler labels stay out.
+            guard type == 2 || type == 10 || (type == 0 && size > 0) else { continue }
+            guard sectionIndex != 0, sectionIndex < 0xFF00, value != 0, nameOffset != 0 else { continue }
+            var rank: UInt16 = size > 0 ? 8 : 0
+            switch binding {
+            case 1: rank += 4  // global
+            case 2: rank += 3  // weak
+            default: break
+            }
+            if type == 2 { rank += 2 }
+            if !isDynamic { rank += 1 }  // same symbol in both tables: either is fine
+            entries.append(Entry(value: value, size: size, nameOffset: nameOffset, table: tableIndex, rank: rank))
+        }
+    }
+
+    /// Sorts by address and keeps one symbol per address: sized before
+    /// unsized, global before weak before local, then the plainest alias
+    /// (`malloc` over `__libc_malloc`: fewest leading underscores, then the
+    /// shortest). Versions are stripped from names, so `f@@V2` and `f@V1`
+    /// read alike. The choice is the same on every run.
+    private func finishTable() {
+        entries.sort {
+            if $0.value != $1.value { return $0.value < $1.value }
+            if $0.rank != $1.rank { return $0.rank > $1.rank }
+            return ($0.table, $0.nameOffset) < ($1.table, $1.nameOffset)
+        }
+        func plainness(_ entry: Entry) -> (Int, Int, String) {
+            let name = name(entry)
+            return (name.prefix { $0 == "_" }.count, name.count, name)
+        }
+        var kept: [Entry] = []
+        kept.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let last = kept.last, last.value == entry.value else {
+                kept.append(entry)
+                continue
+            }
+            if entry.rank == last.rank, plainness(entry) < plainness(last) { kept[kept.count - 1] = entry }
+        }
+        entries = kept
+    }
+}
+
+/// Bounds-checked reads of one ELF64 little-endian file.
+private struct ELFFile {
+    static let symtabType: UInt32 = 2
+    static let strtabType: UInt32 = 3
+    static let noteType: UInt32 = 7
+    static let dynsymType: UInt32 = 11
+    static let noBitsType: UInt32 = 8
+
+    struct Header {
+        var programHeaderOffset: UInt64
+        var sectionHeaderOffset: UInt64
+        var programHeaderSize: Int
+        var programHeaderCount: Int
+        var sectionHeaderSize: Int
+        var sectionHeaderCount: Int
+        var sectionNamesIndex: Int
+    }
+
+    struct Section {
+        var type: UInt32
+        var offset: UInt64
+        var size: UInt64
+        var link: UInt32
+        var entrySize: UInt64
+    }
+
+    struct ProgramHeader {
+        var type: UInt32
+        var flags: UInt32
+        var offset: UInt64
+        var vaddr: UInt64
+        var filesz: UInt64
+        var memsz: UInt64
+        var align: UInt64
+    }
+
+    let path: String
+    let size: UInt64
+    private let handle: FileHandleBox
+
+    init(path: String) throws {
+        self.path = path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw ELFError(path: path, problem: errno == ENOENT ? "no such file" : "cannot be read (\(String(cString: strerror(errno))))")
+        }
+        handle = FileHandleBox(descriptor)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ELFError(path: path, problem: "not a regular file")
+        }
+        size = UInt64(info.st_size)
+    }
+
+    /// `count` bytes at `offset`, or a throw if they are not all in the file.
+    func read(offset: UInt64, count: UInt64) throws -> [UInt8] {
+        guard offset <= size, count <= size - offset else {
+            throw ELFError(path: path, problem: "truncated ELF file (needs bytes \(offset)..<\(offset &+ count) of \(size))")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(count))
+        var done = 0
+        while done < bytes.count {
+            let got = bytes.withUnsafeMutableBytes {
+                pread(handle.descriptor, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done))
+            }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw ELFError(path: path, problem: "read failed at offset \(Int(offset) + done)") }
+            done += got
+        }
+        return bytes
+    }
+
+    func header() throws -> Header {
+        guard size >= 64 else { throw ELFError(path: path, problem: size == 0 ? "empty file, not ELF" : "too short for an ELF header") }
+        let bytes = try read(offset: 0, count: 64)
+        guard bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
+            throw ELFError(path: path, problem: "not an ELF file")
+        }
+        guard bytes[4] == 2 else { throw ELFError(path: path, problem: "not a 64-bit ELF file") }
+        guard bytes[5] == 1 else { throw ELFError(path: path, problem: "not a little-endian ELF file") }
+        var header = Header(
+            programHeaderOffset: bytes.u64(32),
+            sectionHeaderOffset: bytes.u64(40),
+            programHeaderSize: Int(bytes.u16(54)),
+            programHeaderCount: Int(bytes.u16(56)),
+            sectionHeaderSize: Int(bytes.u16(58)),
+            sectionHeaderCount: Int(bytes.u16(60)),
+            sectionNamesIndex: Int(bytes.u16(62))
+        )
+        if header.sectionHeaderOffset != 0 {
+            guard header.sectionHeaderSize == 64 else {
+                throw ELFError(path: path, problem: "section headers of \(header.sectionHeaderSize) bytes (expected 64)")
+            }
+            // Extended numbering: more than 0xFF00 sections keep the count in
+            // section 0's size field.
+            if header.sectionHeaderCount == 0 {
+                let first = try read(offset: header.sectionHeaderOffset, count: 64)
+                header.sectionHeaderCount = Int(min(first.u64(32), size / 64))
+            }
+        } else {
+            header.sectionHeaderCount = 0
+        }
+        if header.programHeaderCount > 0, header.programHeaderSize != 56 {
+            throw ELFError(path: path, problem: "program headers of \(header.programHeaderSize) bytes (expected 56)")
+        }
+        return header
+    }
+
+    func sections(_ header: Header) throws -> [Section] {
+        guard header.sectionHeaderCount > 0 else { return [] }
+        let bytes = try read(offset: header.sectionHeaderOffset, count: UInt64(header.sectionHeaderCount) * 64)
+        return (0..<header.sectionHeaderCount).map { index in
+            let base = index * 64
+            let type = bytes.u32(base + 4)
+            return Section(
+                type: type,
+                offset: bytes.u64(base + 24),
+                // NOBITS sections occupy no file bytes.
+                size: type == ELFFile.noBitsType ? 0 : bytes.u64(base + 32),
+                link: bytes.u32(base + 40),
+                entrySize: bytes.u64(base + 56)
+            )
+        }
+    }
+
+    func programHeaders(_ header: Header) throws -> [ProgramHeader] {
+        guard header.programHeaderCount > 0 else { return [] }
+        let bytes = try read(offset: header.programHeaderOffset, count: UInt64(header.programHeaderCount) * 56)
+        return (0..<header.programHeaderCount).map { index in
+            let base = index * 56
+            return ProgramHeader(
+                type: bytes.u32(base), flags: bytes.u32(base + 4), offset: bytes.u64(base + 8),
+                vaddr: bytes.u64(base + 16), filesz: bytes.u64(base + 32), memsz: bytes.u64(base + 40),
+                align: bytes.u64(base + 48)
+            )
+        }
+    }
+
+    /// The NT_GNU_BUILD_ID note, from the PT_NOTE segments or, when there are
+    /// none (some debug files), the SHT_NOTE sections.
+    func buildID(programHeaders: [ProgramHeader], sections: [Section]) throws -> String? {
+        var regions = programHeaders.filter { $0.type == 4 }.map { ($0.offset, $0.filesz, $0.align) }
+        if regions.isEmpty { regions = sections.filter { $0.type == ELFFile.noteType }.map { ($0.offset, $0.size, 4) } }
+        for (offset, count, align) in regions where count > 0 && count < 1 << 20 {
+            let notes = try read(offset: offset, count: count)
+            let alignment = align == 8 ? 8 : 4
+            func padded(_ n: Int) -> Int { (n + alignment - 1) / alignment * alignment }
+            var cursor = 0
+            while cursor + 12 <= notes.count {
+                let nameSize = Int(notes.u32(cursor)), descSize = Int(notes.u32(cursor + 4))
+                let type = notes.u32(cursor + 8)
+                let nameStart = cursor + 12
+                guard nameSize <= notes.count, descSize <= notes.count else { break }
+                let descStart = nameStart + padded(nameSize)
+                guard descStart + descSize <= notes.count else { break }
+                if type == 3, nameSize == 4, notes[nameStart..<nameStart + 4].elementsEqual([0x47, 0x4E, 0x55, 0]), descSize > 0 {
+                    return notes[descStart..<descStart + descSize].map { String(format: "%02x", $0) }.joined()
+                }
+                cursor = descStart + padded(descSize)
+            }
+        }
+        return nil
+    }
+}
+
+/// Closes the descriptor when the last copy of the `ELFFile` goes away.
+private final class FileHandleBox {
+    let descriptor: Int32
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+    deinit { close(descriptor) }
+}
+
+extension Array where Element == UInt8 {
+    // Callers check bounds (whole tables are read and indexed in entry steps).
+    fileprivate func u16(_ at: Int) -> UInt16 { UInt16(self[at]) | UInt16(self[at + 1]) << 8 }
+    fileprivate func u32(_ at: Int) -> UInt32 { UInt32(u16(at)) | UInt32(u16(at + 2)) << 16 }
+    fileprivate func u64(_ at: Int) -> UInt64 { UInt64(u32(at)) | UInt64(u32(at + 4)) << 32 }
+}

@@ -1,0 +1,165 @@
+import Foundation
+
+/// Names for every distinct frame of a set of samples, and what went wrong
+/// while finding them.
+public struct Symbolization: Sendable {
+    /// Keyed by `Timeline.Frame.key` ("m:a"), as `coldstart.symbols` stores them.
+    public var symbols: [String: Timeline.Symbol]
+    /// One line per module that could not be used (missing, unreadable, or
+    /// not the build that ran).
+    public var warnings: [String]
+    /// Frames in a module whose build-id differs from the one that ran.
+    public var mismatchedFrames: Int
+    /// Frames left with a `module+0xoffset` (or `0xaddress`) name.
+    public var unnamedFrames: Int
+}
+
+/// Resolves sampled frames (module + ELF virtual address) to function names
+/// from the modules' files on disk: ELF `.symtab`, then `.dynsym`, then a
+/// separate debug file found by build-id. Each module's file is read once.
+///
+/// A frame that is not the leaf is a return address: the call that made it
+/// ends just before it, and a call that is the last instruction of a function
+/// returns to the *next* function's first byte, so those frames are looked up
+/// at `address − 1`. The leaf is the interrupted instruction itself.
+public final class Symbolizer {
+    private let modules: [Timeline.Module]
+    private let debugDirectory: String?
+    private var images: [Int: ModuleFile] = [:]
+    private var displayNames: [String: String] = [:]
+
+    private enum ModuleFile {
+        case usable(ELFImage)
+        case mismatched(fileBuildID: String)
+        case unusable(reason: String)
+    }
+
+    /// `debugDirectory` is where separate debug files live
+    /// (`<dir>/.build-id/xx/yyyy.debug`); nil disables the search.
+    public init(modules: [Timeline.Module], debugDirectory: String? = "/usr/lib/debug") {
+        self.modules = modules
+        self.debugDirectory = debugDirectory
+    }
+
+    /// Names every distinct frame of `samples`.
+    public func symbolize(_ samples: [Timeline.Sample]) -> Symbolization {
+        // A frame seen as a return address anywhere is looked up as one: an
+        // address that is both a leaf and a return address names the same
+        // function unless a call ends its function, which is rarer still.
+        var returnAddress: [Timeline.Frame: Bool] = [:]
+        for sample in samples {
+            for (depth, frame) in sample.frames.enumerated() {
+                returnAddress[frame, default: false] = returnAddress[frame, default: false] || depth > 0
+            }
+        }
+        var result = Symbolization(symbols: [:], warnings: [], mismatchedFrames: 0, unnamedFrames: 0)
+        var unnamedPerModule: [Int: Int] = [:]
+        for (frame, isReturnAddress) in returnAddress {
+            let (symbol, found) = self.symbol(for: frame, isReturnAddress: isReturnAddress)
+            result.symbols[frame.key] = symbol
+            if !found {
+                result.unnamedFrames += 1
+                unnamedPerModule[frame.module, default: 0] += 1
+            }
+            if frame.module >= 0, case .mismatched = images[frame.module] { result.mismatchedFrames += 1 }
+        }
+        for (module, count) in unnamedPerModule.sorted(by: { $0.key < $1.key }) where module >= 0 {
+            let path = modules[module].path
+            switch images[module] {
+            case .mismatched(let fileBuildID):
+                result.warnings.append(
+                    "\(path): build-id mismatch (file \(fileBuildID), timeline \(modules[module].buildId ?? "none")): "
+                        + "\(count) frame\(count == 1 ? "" : "s") left unnamed; symbolize on the machine that ran the launch")
+            case .unusable(let reason) where path.hasPrefix("/"):
+                result.warnings.append("\(path): \(reason): \(count) frame\(count == 1 ? "" : "s") left unnamed")
+            default:
+                break
+            }
+        }
+        result.warnings.sort()
+        return result
+    }
+
+    /// The symbol for one frame, and whether a real name was found.
+    func symbol(for frame: Timeline.Frame, isReturnAddress: Bool) -> (Timeline.Symbol, Bool) {
+        guard frame.module >= 0, frame.module < modules.count else {
+            return (Timeline.Symbol(name: Self.placeholderName(for: frame, modules: modules)), false)
+        }
+        switch file(for: frame.module) {
+        case .usable(let image):
+            let lookup = isReturnAddress && frame.address > 0 ? frame.address - 1 : frame.address
+            if let found = image.symbol(containing: lookup), !found.name.isEmpty {
+                let display = displayName(found.name)
+                return (Timeline.Symbol(name: display, system: display == found.name ? nil : found.name), true)
+            }
+        case .mismatched:
+            return (Timeline.Symbol(name: Self.placeholderName(for: frame, modules: modules) + " (build-id mismatch)"), false)
+        case .unusable:
+            break
+        }
+        return (Timeline.Symbol(name: Self.placeholderName(for: frame, modules: modules)), false)
+    }
+
+    /// `libfoo.so+0x1a2b` inside a module, `0x7f…` outside every module.
+    static func placeholderName(for frame: Timeline.Frame, modules: [Timeline.Module]) -> String {
+        guard frame.module >= 0, frame.module < modules.count else { return "0x" + String(frame.address, radix: 16) }
+        return moduleName(modules[frame.module].path) + "+0x" + String(frame.address, radix: 16)
+    }
+
+    /// The file name of a module's path.
+    static func moduleName(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    private func displayName(_ linkageName: String) -> String {
+        if let cached = displayNames[linkageName] { return cached }
+        let display = Demangler.displayName(linkageName)
+        displayNames[linkageName] = display
+        return display
+    }
+
+    private func file(for module: Int) -> ModuleFile {
+        if let cached = images[module] { return cached }
+        let entry = modules[module]
+        let loaded: ModuleFile
+        do {
+            let image = try ELFImage(path: entry.path, debugDirectory: debugDirectory)
+            if let expected = entry.buildId?.lowercased(), !expected.isEmpty, image.buildID?.lowercased() != expected {
+                loaded = .mismatched(fileBuildID: image.buildID ?? "none")
+            } else {
+                loaded = .usable(image)
+            }
+        } catch let error as ELFError {
+            loaded = .unusable(reason: error.problem)
+        } catch {
+            loaded = .unusable(reason: "\(error)")
+        }
+        images[module] = loaded
+        return loaded
+    }
+}
+
+extension Timeline {
+    /// True once `coldstart symbolize` has written names into the file: a
+    /// report then reads no binary.
+    public var isSymbolized: Bool {
+        (document["coldstart"] as? [String: Any])?["symbolized"] as? Bool ?? false
+    }
+
+    /// The name of every distinct frame: from the file when it was
+    /// symbolized, otherwise from the modules' files on disk.
+    func frameSymbols(debugDirectory: String?) -> Symbolization {
+        if isSymbolized {
+            var symbols = self.symbols
+            var unnamed = 0
+            for sample in samples {
+                for frame in sample.frames where symbols[frame.key] == nil {
+                    symbols[frame.key] = Symbol(name: Symbolizer.placeholderName(for: frame, modules: modules))
+                    unnamed += 1
+                }
+            }
+            return Symbolization(symbols: symbols, warnings: [], mismatchedFrames: 0, unnamedFrames: unnamed)
+        }
+        return Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples)
+    }
+}

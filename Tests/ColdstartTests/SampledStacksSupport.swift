@@ -1,0 +1,215 @@
+@testable import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// A timeline with sampled stacks, built by hand: each function gets its own
+/// address in its module, and (unless `symbolized` is false) the names are
+/// written into `coldstart.symbols` as `coldstart symbolize` would.
+struct SampledTimelineBuilder {
+    struct Frame {
+        var module: Int
+        var name: String
+        var system: String?
+    }
+
+    var pid = 4242
+    var executable = "/opt/app/App"
+    var hz: Double = 1000
+    var endNs: Int64 = 100_000_000
+    var endReason = "ready"
+    var samplingStartNs: Int64 = 10_000_000
+    /// Contiguous phases: (name, kind, startMs, endMs).
+    var phases: [(String, String, Double, Double)] = [
+        ("kernel exec + loader", "loader", 0, 10),
+        ("library initializers", "initializers", 10, 20),
+        ("main → config loaded", "app", 20, 50),
+        ("config loaded → ready", "app", 50, 100),
+    ]
+    var threads: [[String: Any]] = [["tid": 4242, "name": "main"]]
+    var symbolized = true
+    private(set) var modules: [[String: Any]] = []
+    private(set) var samples: [[Any]] = []
+    private(set) var symbols: [String: [String: String]] = [:]
+    private var addresses: [String: UInt64] = [:]
+
+    /// Adds a module (no file needs to exist when the timeline is symbolized).
+    mutating func module(_ path: String) -> Int {
+        modules.append(["path": path, "buildId": NSNull(), "base": 0x7f00_0000_0000 + modules.count * 0x100_0000,
+                        "start": 0, "end": 0])
+        return modules.count - 1
+    }
+
+    /// A sample at `ms` after process start; `stack` is root first (reads
+    /// like a call chain), stored leaf first as the format wants.
+    mutating func sample(at ms: Double, tid: Int? = nil, _ stack: [Frame]) {
+        var pairs: [Any] = []
+        for frame in stack.reversed() {
+            let key = "\(frame.module)\u{1}\(frame.name)"
+            let address = addresses[key] ?? UInt64(0x1000 + addresses.count * 0x100)
+            addresses[key] = address
+            pairs += [frame.module, address]
+            var symbol = ["name": frame.name]
+            if let system = frame.system { symbol["system"] = system }
+            symbols["\(frame.module):\(address)"] = symbol
+        }
+        samples.append([Int64((ms * 1e6).rounded()), tid ?? pid, pairs])
+    }
+
+    var document: [String: Any] {
+        let phaseObjects: [[String: Any]] = phases.map {
+            ["name": $0.0, "kind": $0.1, "startNs": Int64($0.2 * 1e6), "endNs": Int64($0.3 * 1e6), "rusage": NSNull()]
+        }
+        var section: [String: Any] = [
+            "version": 1,
+            "launch": [
+                "startNs": 1_000_000_000, "startSource": "spawn-env", "startPrecisionNs": 0,
+                "earliestInitNs": Int64(phases[1].2 * 1e6), "mainNs": Int64(phases[2].2 * 1e6),
+                "readyNs": endNs, "endNs": endNs, "completed": true, "endReason": endReason,
+            ] as [String: Any],
+            "process": ["pid": pid, "executable": executable, "kernelRelease": "6.1.0", "swiftVersion": "6.3"] as [String: Any],
+            "rusage": [Any](), "phases": phaseObjects, "marks": [Any](), "spans": [Any](), "threads": threads,
+            "sampling": [
+                "clock": "perf-task-clock", "unwinder": "libunwind", "requestedHz": 1000, "effectiveHz": hz,
+                "loweredHz": NSNull(), "startNs": samplingStartNs, "stopNs": endNs, "samples": samples.count, "dropped": 0,
+            ] as [String: Any],
+            "modules": modules, "samples": samples,
+        ]
+        if symbolized {
+            section["symbols"] = symbols
+            section["symbolized"] = true
+        }
+        return ["displayTimeUnit": "ms", "otherData": ["coldstartFormat": 1], "traceEvents": [Any](), "coldstart": section]
+    }
+
+    func data() throws -> Data { try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]) }
+    func timeline() throws -> Timeline { try Timeline(data: data()) }
+}
+
+/// The objects loaded in this process, as a timeline's `modules` describes
+/// them, so stacks captured here become real samples.
+struct LiveModules {
+    struct Module {
+        var path: String
+        var base: UInt64
+        var start: UInt64
+        var end: UInt64
+    }
+
+    let modules: [Module]
+
+    /// Reads /proc/self/maps: each file's mappings, its load bias from the
+    /// mapping of file offset 0 and the ELF's first loadable segment.
+    init() {
+        // procfs files report size 0: read to the end rather than by size.
+        let maps = String(decoding: FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        var order: [String] = []
+        var ranges: [String: (start: UInt64, end: UInt64, headerAt: UInt64?)] = [:]
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[5].hasPrefix("/") else { continue }
+            let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+            guard bounds.count == 2, let offset = UInt64(fields[2], radix: 16) else { continue }
+            let path = fields[5...].joined(separator: " ")
+            if ranges[path] == nil { order.append(path) }
+            var range = ranges[path] ?? (UInt64.max, 0, nil)
+            range.start = min(range.start, bounds[0])
+            range.end = max(range.end, bounds[1])
+            if offset == 0, range.headerAt == nil { range.headerAt = bounds[0] }
+            ranges[path] = range
+        }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        // The executable first, as a sampler lists it.
+        order.sort { ($0 == executable ? 0 : 1) < ($1 == executable ? 0 : 1) }
+        modules = order.compactMap { path in
+            guard let range = ranges[path], let headerAt = range.headerAt,
+                  let image = try? ELFImage(path: path, debugDirectory: nil),
+                  let first = image.segments.map(\.virtualAddress).min()
+            else { return nil }
+            return Module(path: path, base: headerAt - (first & ~0xFFF), start: range.start, end: range.end)
+        }
+    }
+
+    /// (module index, ELF virtual address) for a run-time address, or (-1, address).
+    func frame(_ address: UInt64) -> (Int, UInt64) {
+        guard let index = modules.firstIndex(where: { address >= $0.start && address < $0.end }) else { return (-1, address) }
+        return (index, address - modules[index].base)
+    }
+
+    /// `modules` of a timeline; `paths` replaces a module's path (a copy of it).
+    func timelineModules(paths: [Int: String] = [:]) -> [[String: Any]] {
+        modules.enumerated().map { index, module in
+            let buildID = (try? ELFImage(path: module.path, debugDirectory: nil))?.buildID
+            return ["path": paths[index] ?? module.path, "buildId": buildID ?? NSNull() as Any,
+                    "base": module.base, "start": module.start, "end": module.end]
+        }
+    }
+
+    /// A sample row (`[ns, tid, [m, a, …]]`) from run-time return addresses, leaf first.
+    func sampleRow(ns: Int64, tid: Int, addresses: [UInt64]) -> [Any] {
+        [ns, tid, addresses.flatMap { address -> [Any] in
+            let (module, offset) = frame(address)
+            return [module, offset]
+        }]
+    }
+}
+
+/// This thread's return addresses, innermost first.
+func currentStack() -> [UInt64] {
+    Thread.callStackReturnAddresses.map { $0.uint64Value }
+}
+
+/// A lazily initialised global (it lives outside main.swift): its initializer
+/// runs under the runtime's once, so the stack it captures holds the
+/// `…WZ` frame under `swift::threading_impl::once_slow`.
+let stackCapturedByLazyGlobal: [UInt64] = currentStack()
+
+/// A C shared library built once per test run with the toolchain's clang; its
+/// constructor records its own stack, so dlopen-ing it yields a real stack
+/// under the loader's `_dl_init`/`call_init`.
+enum ConstructorLibrary {
+    static let source = """
+    #include <execinfo.h>
+    static void *stack[128];
+    static int depth;
+    __attribute__((constructor)) static void ctortest_init(void) { depth = backtrace(stack, 128); }
+    int ctortest_stack(void ***out) { *out = stack; return depth; }
+    """
+
+    /// The library's path, built on first use.
+    static let path: Result<String, Error> = Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-ctortest-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let sourcePath = directory.appendingPathComponent("ctortest.c").path
+        let libraryPath = directory.appendingPathComponent("libctortest.so").path
+        try source.write(toFile: sourcePath, atomically: true, encoding: .utf8)
+        let clang = try toolchainClang()
+        let result = try runProcess(clang, ["-shared", "-fPIC", "-O0", "-g", "-o", libraryPath, sourcePath])
+        guard result.status == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "clang failed: \(result.stderr)"])
+        }
+        return libraryPath
+    }
+
+    /// The stack its constructor saw when loaded by `dlopen`, innermost first.
+    static func constructorStack() throws -> [UInt64] {
+        let path = try path.get()
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: String(cString: dlerror())])
+        }
+        typealias Getter = @convention(c) (UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutableRawPointer?>?>) -> Int32
+        let getter = unsafeBitCast(dlsym(handle, "ctortest_stack"), to: Getter.self)
+        var stack: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        let depth = Int(getter(&stack))
+        return (0..<depth).map { UInt64(UInt(bitPattern: stack![$0])) }
+    }
+}
+
+/// The toolchain's clang: next to the `swift` that built these tests.
+func toolchainClang() throws -> String {
+    let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/clang" }
+        + ["/opt/swift/usr/bin/clang", "/usr/bin/clang", "/usr/bin/cc"]
+    guard let clang = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no clang or cc found"])
+    }
+    return clang
+}
