@@ -1,0 +1,257 @@
+@testable import ColdstartAnalysis
+import Foundation
+import XCTest
+
+final class ProfileTests: XCTestCase {
+    typealias Frame = SampledTimelineBuilder.Frame
+
+    private var builder = SampledTimelineBuilder()
+    private var exe = 0, libc = 0, loader = 0, swiftCore = 0
+
+    override func setUp() {
+        builder = SampledTimelineBuilder()
+        exe = builder.module("/opt/app/App")
+        libc = builder.module("/usr/lib/x86_64-linux-gnu/libc.so.6")
+        loader = builder.module("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+        swiftCore = builder.module("/opt/swift/usr/lib/swift/linux/libswiftCore.so")
+    }
+
+    private func f(_ module: Int, _ name: String, _ system: String? = nil) -> Frame {
+        Frame(module: module, name: name, system: system)
+    }
+
+    private func report(_ options: ProfileOptions = ProfileOptions()) throws -> ProfileReport {
+        try ProfileReport(timeline: builder.timeline(), options: options, debugDirectory: nil)
+    }
+
+    private func row(_ rows: [ProfileReport.FunctionTime], _ name: String, file: StaticString = #filePath, line: UInt = #line) throws
+        -> ProfileReport.FunctionTime {
+        try XCTUnwrap(rows.first { $0.name == name }, "\(name) in \(rows.map(\.name))", file: file, line: line)
+    }
+
+    // MARK: Functions
+
+    func testSelfTotalPercentAndFirstSeenAreExact() throws {
+        builder.hz = 800  // 1.25 ms a sample: the effective rate, not the 1000 Hz asked for
+        let main = f(exe, "main"), parse = f(exe, "parse"), lex = f(exe, "lex"), render = f(exe, "render")
+        builder.sample(at: 21, [main, parse, lex])
+        builder.sample(at: 22, [main, parse, lex])
+        builder.sample(at: 23, [main, parse])
+        builder.sample(at: 24, [main, render])
+        let overall = try report().overall
+
+        XCTAssertEqual(overall.samples, 4)
+        XCTAssertEqual(overall.ms, 5.0)
+        XCTAssertEqual(overall.bySelf.map(\.name), ["lex", "parse", "render"], "main never ran itself")
+        XCTAssertEqual(overall.byTotal.map(\.name), ["main", "parse", "lex", "render"])
+        let lexRow = try row(overall.bySelf, "lex")
+        XCTAssertEqual([lexRow.selfSamples, lexRow.totalSamples], [2, 2])
+        XCTAssertEqual(lexRow.selfMs, 2.5)
+        XCTAssertEqual(lexRow.selfPercent, 50)
+        XCTAssertEqual(lexRow.firstSeenMs, 21)
+        XCTAssertEqual(lexRow.module, "App")
+        let parseRow = try row(overall.byTotal, "parse")
+        XCTAssertEqual([parseRow.selfSamples, parseRow.totalSamples], [1, 3])
+        XCTAssertEqual(parseRow.totalMs, 3.75)
+        XCTAssertEqual(parseRow.totalPercent, 75)
+        XCTAssertEqual(try row(overall.byTotal, "main").totalPercent, 100)
+        XCTAssertEqual(try row(overall.byTotal, "render").firstSeenMs, 24)
+    }
+
+    func testRecursionCountsOncePerSample() throws {
+        let main = f(exe, "main"), fib = f(exe, "fib"), other = f(exe, "other")
+        builder.sample(at: 21, [main, fib, fib, fib])
+        builder.sample(at: 22, [main, fib, fib])
+        builder.sample(at: 23, [main, other])
+        builder.sample(at: 24, [main, other])
+        let result = try report()
+        let fibRow = try row(result.overall.byTotal, "fib")
+        XCTAssertEqual(fibRow.totalSamples, 2)
+        XCTAssertEqual(fibRow.totalPercent, 50)
+        XCTAssertEqual(fibRow.selfSamples, 2)
+        // The tree keeps each recursion level as its own node.
+        let mainNode = try XCTUnwrap(result.callTree.first)
+        XCTAssertEqual(mainNode.name, "main")
+        XCTAssertEqual(mainNode.samples, 4)
+        XCTAssertEqual(mainNode.children.map(\.name), ["fib", "other"])
+        let fib1 = mainNode.children[0]
+        XCTAssertEqual([fib1.samples, fib1.selfSamples], [2, 0])
+        XCTAssertEqual([fib1.children[0].samples, fib1.children[0].selfSamples], [2, 1])
+        XCTAssertEqual([fib1.children[0].children[0].samples, fib1.children[0].children[0].selfSamples], [1, 1])
+    }
+
+    func testSamplesFallInThePhaseHoldingTheirTime() throws {
+        let main = f(exe, "main"), work = f(exe, "work"), late = f(exe, "late"), ctor = f(exe, "ctorWork")
+        builder.sample(at: 15, [ctor])
+        builder.sample(at: 25, [main, work])
+        builder.sample(at: 49.999, [main, work])
+        builder.sample(at: 50, [main, late])  // a boundary belongs to the phase it starts
+        builder.sample(at: 100, [main, late])  // the last phase holds the launch's end
+        builder.sample(at: 101, [main, late])  // after ready(): the extension window
+        let result = try report()
+
+        XCTAssertEqual(result.phases.map(\.name), [
+            "kernel exec + loader", "library initializers", "main → config loaded", "config loaded → ready",
+            "after ready (extension window)",
+        ])
+        XCTAssertEqual(result.phases.map(\.functions.samples), [0, 1, 2, 2, 1])
+        XCTAssertEqual(result.phases.map(\.sampled), [false, true, true, true, true], "sampling starts at the earliest init")
+        XCTAssertEqual(result.phases[2].functions.bySelf.map(\.name), ["work"])
+        XCTAssertEqual(result.phases[2].functions.bySelf.first?.selfPercent, 100, "percent of the phase's samples")
+        XCTAssertEqual(result.phases[3].functions.bySelf.map(\.name), ["late"])
+        XCTAssertEqual(result.phases[4].kind, "after-end")
+
+        let only = try report(ProfileOptions(phase: "main → config loaded"))
+        XCTAssertEqual(only.overall.samples, 2)
+        XCTAssertEqual(only.overall.bySelf.map(\.name), ["work"])
+        XCTAssertEqual(only.selection.phase, "main → config loaded")
+        XCTAssertThrowsError(try report(ProfileOptions(phase: "warm-up"))) { error in
+            XCTAssertTrue("\(error)".contains("no phase named 'warm-up'"), "\(error)")
+            XCTAssertTrue("\(error)".contains("'config loaded → ready'"), "lists the phases: \(error)")
+        }
+    }
+
+    func testThreadsAreSummarisedAndSelectable() throws {
+        builder.threads = [["tid": 4242, "name": "main"], ["tid": 4300, "name": "worker"]]
+        builder.sample(at: 21, [f(exe, "main"), f(exe, "a")])
+        builder.sample(at: 22, [f(exe, "main"), f(exe, "a")])
+        builder.sample(at: 23, [f(exe, "main"), f(exe, "b")])
+        builder.sample(at: 24, tid: 4300, [f(libc, "start_thread"), f(exe, "job")])
+        builder.sample(at: 26, tid: 4301, [f(libc, "start_thread"), f(exe, "other")])
+        let threads = try report().threads
+        XCTAssertEqual(threads.map(\.tid), [4242, 4300, 4301])
+        XCTAssertEqual(threads.map(\.name), ["main", "worker", "thread 4301"])
+        XCTAssertEqual(threads.map(\.samples), [3, 1, 1])
+        XCTAssertEqual(threads[0].percent, 60)
+        XCTAssertEqual(threads[0].topSelf.map(\.name), ["a", "b"])
+        XCTAssertEqual([threads[0].firstMs, threads[0].lastMs], [21, 23])
+
+        let worker = try report(ProfileOptions(thread: 4300))
+        XCTAssertEqual(worker.overall.samples, 1)
+        XCTAssertEqual(worker.overall.bySelf.map(\.name), ["job"])
+        XCTAssertThrowsError(try report(ProfileOptions(thread: 9))) { error in
+            XCTAssertTrue("\(error)".contains("no samples of thread 9 (sampled threads: 4242, 4300, 4301)"), "\(error)")
+        }
+    }
+
+    func testThresholdsAndTopLimitTheRows() throws {
+        // Function k is the leaf of k samples: 1 + 2 + … + 10 = 55 samples of 1 ms.
+        for k in 1...10 {
+            for n in 0..<k { builder.sample(at: 20 + Double(k) + Double(n) / 100, [f(exe, "main"), f(exe, "fn\(k)")]) }
+        }
+        XCTAssertEqual(try report().overall.bySelf.count, 10)
+        XCTAssertEqual(try report(ProfileOptions(minMs: 8)).overall.bySelf.map(\.name), ["fn10", "fn9", "fn8"])
+        // 10% of 55 samples is 5.5: fn6 (10.9%) is in, fn5 (9.1%) is out.
+        XCTAssertEqual(try report(ProfileOptions(minPercent: 10)).overall.bySelf.map(\.name), ["fn10", "fn9", "fn8", "fn7", "fn6"])
+        XCTAssertEqual(try report(ProfileOptions(top: 2)).overall.bySelf.map(\.name), ["fn10", "fn9"])
+        XCTAssertEqual(try report(ProfileOptions(minMs: 100)).overall.byTotal.map(\.name), [])
+        let tree = try report(ProfileOptions(minPercent: 15)).callTree
+        XCTAssertEqual(tree.first?.children.map(\.name), ["fn10", "fn9"], "10/55 and 9/55 are over 15%")
+    }
+
+    func testCallTreeIsDepthLimited() throws {
+        builder.sample(at: 21, [f(exe, "a"), f(exe, "b"), f(exe, "c"), f(exe, "d")])
+        let deep = try report().callTree
+        XCTAssertEqual(deep.first?.children.first?.children.first?.children.first?.name, "d")
+        let shallow = try report(ProfileOptions(treeDepth: 1)).callTree
+        XCTAssertEqual(shallow.first?.name, "a")
+        XCTAssertEqual(shallow.first?.children.map(\.name), ["b"])
+        XCTAssertEqual(shallow.first?.children.first?.children.count, 0)
+    }
+
+    // MARK: Initializers
+
+    func testInitializerTimeIsAttributedToTheLibraryTheLoaderCalled() throws {
+        let libA = builder.module("/usr/lib/libA.so"), libB = builder.module("/usr/lib/libB.so")
+        let libC = builder.module("/usr/lib/libC.so"), libD = builder.module("/usr/lib/libD.so")
+        let start = f(loader, "_dl_start_user"), dlInit = f(loader, "_dl_init"), callInit = f(loader, "call_init")
+        builder.sample(at: 11, [start, dlInit, callInit, f(libA, "a_ctor"), f(libA, "a_work")])
+        builder.sample(at: 12, [start, dlInit, callInit, f(libA, "a_ctor"), f(libc, "memset")])
+        // A constructor that dlopens another library: both are in their constructors.
+        builder.sample(at: 13, [start, dlInit, callInit, f(libB, "b_ctor"), f(libc, "dlopen"), f(loader, "_dl_open"),
+                                dlInit, callInit, f(libC, "c_ctor")])
+        // The loader without symbols: the first frame out of a loader-rooted stack.
+        builder.sample(at: 14, [f(loader, "ld-linux-x86-64.so.2+0x1ab90"), f(loader, "ld-linux-x86-64.so.2+0x4a00"),
+                                f(libD, "d_ctor")])
+        // The program's constructors, called by __libc_start_main (glibc ≥ 2.34) …
+        builder.sample(at: 15, [f(exe, "_start"), f(libc, "__libc_start_main"), f(exe, "early_ctor"), f(exe, "burn")])
+        // … its preinit array, called by the loader …
+        builder.sample(at: 16, [start, dlInit, f(exe, "coldstart_preinit")])
+        // … and, with glibc < 2.34, through __libc_csu_init.
+        builder.sample(at: 17, [f(exe, "_start"), f(libc, "__libc_start_main"), f(exe, "__libc_csu_init"), f(exe, "old_ctor")])
+        // A stack cut short during the initializers phase.
+        builder.sample(at: 18, [f(libA, "a_work")])
+        // main, with and without libc's symbols: not an initializer.
+        builder.sample(at: 25, [f(exe, "_start"), f(libc, "__libc_start_main"), f(libc, "__libc_start_call_main"), f(exe, "main")])
+        builder.sample(at: 26, [f(exe, "_start"), f(libc, "__libc_start_main"), f(libc, "libc.so.6+0x271d0"), f(exe, "main")])
+        builder.sample(at: 27, [f(exe, "_start"), f(libc, "__libc_start_main"), f(libc, "libc.so.6+0x271d0"), f(exe, "App_main")])
+
+        let result = try report().initializers
+        XCTAssertEqual(result.samples, 7)
+        XCTAssertEqual(result.ms, 7)
+        XCTAssertEqual(result.unattributedSamples, 1)
+        XCTAssertEqual(result.libraries.map(\.module), ["App", "libA.so", "libB.so", "libC.so", "libD.so"])
+        XCTAssertEqual(result.libraries.map(\.samples), [3, 2, 1, 1, 1])
+        XCTAssertEqual(result.libraries.map(\.isExecutable), [true, false, false, false, false])
+        XCTAssertEqual(result.libraries[0].constructors.map(\.name), ["coldstart_preinit", "early_ctor", "old_ctor"])
+        XCTAssertEqual(result.libraries[1].constructors.map(\.name), ["a_ctor"])
+        XCTAssertEqual(result.libraries[1].constructors.first?.samples, 2)
+        XCTAssertEqual(result.libraries[1].firstSeenMs, 11)
+        XCTAssertEqual(result.libraries[1].percent, 2.0 / 11 * 100, accuracy: 1e-9)
+        XCTAssertEqual(result.libraries[3].constructors.map(\.name), ["c_ctor"])
+        XCTAssertEqual(result.libraries[4].path, "/usr/lib/libD.so")
+    }
+
+    // MARK: Lazy globals
+
+    func testLazyGlobalsAreFoundUnderTheRuntimesOnce() throws {
+        let main = f(exe, "main"), open = f(exe, "App.Store.open()")
+        let once = f(swiftCore, "swift::threading_impl::once_slow(swift::threading_impl::once_t&, void (*)(void*), void*)",
+                     "_ZN5swift14threading_impl9once_slowERNS0_6once_tEPFvPvES3_")
+        let table = f(exe, "one-time initialization function for table", "$s3App5table_WZ")
+        let routes = f(exe, "one-time initialization function for routes", "$s3App6routes_WZ")
+        builder.sample(at: 30, [main, open, once, table, f(exe, "buildTable")])
+        builder.sample(at: 31, [main, open, once, table, f(exe, "buildTable")])
+        builder.sample(at: 60, [main, open, once, table])
+        // One global's initializer using another: both are initialising.
+        builder.sample(at: 61, [main, open, once, table, once, routes, f(exe, "buildRoutes")])
+        // A one-time initializer not reached through the once, and a function under the once that is none.
+        builder.sample(at: 62, [main, f(exe, "one-time initialization function for cache", "$s3App5cache_WZ")])
+        builder.sample(at: 63, [main, once, f(exe, "App.notAGlobal()", "$s3App10notAGlobalyyF")])
+
+        let globals = try report().lazyGlobals
+        XCTAssertEqual(globals.map(\.name), ["App.table", "App.routes"])
+        XCTAssertEqual(globals.map(\.samples), [4, 1])
+        XCTAssertEqual(globals.map(\.ms), [4, 1])
+        XCTAssertEqual(globals[0].firstSeenMs, 30)
+        XCTAssertEqual(globals[0].phases, ["main → config loaded", "config loaded → ready"])
+        XCTAssertEqual(globals[1].phases, ["config loaded → ready"])
+        XCTAssertEqual(globals[0].percent, 4.0 / 6 * 100, accuracy: 1e-9)
+    }
+
+    func testSwiftModuleNameComesFromTheMangledName() {
+        XCTAssertEqual(ProfileAnalysis.swiftModuleName("$s14ServiceStartup12routingTable_WZ"), "ServiceStartup")
+        XCTAssertEqual(ProfileAnalysis.swiftModuleName("_$s3App5table_WZ"), "App")
+        XCTAssertNil(ProfileAnalysis.swiftModuleName("$sSS5countSivg"))
+        XCTAssertNil(ProfileAnalysis.swiftModuleName("$s99Short"))
+    }
+
+    // MARK: Input
+
+    func testATimelineWithoutSamplesIsAClearError() throws {
+        XCTAssertThrowsError(try ProfileReport(timeline: builder.timeline(), path: "/tmp/t.json")) { error in
+            XCTAssertEqual("\(error)", "/tmp/t.json: no sampled stacks (the launch was not sampled)")
+        }
+    }
+
+    func testUnsymbolizedFramesOfMissingBinariesGetModuleOffsetNames() throws {
+        builder.symbolized = false
+        builder.sample(at: 21, [f(exe, "main"), f(-1, "ignored")])
+        let result = try report()
+        let names = result.overall.byTotal.map(\.name)
+        XCTAssertEqual(names.count, 2)
+        XCTAssertTrue(names.contains { $0.hasPrefix("App+0x") }, "\(names)")
+        XCTAssertTrue(names.contains { $0.hasPrefix("0x") }, "\(names)")
+        XCTAssertTrue(result.warnings.contains { $0.hasPrefix("/opt/app/App: no such file") }, "\(result.warnings)")
+    }
+}
