@@ -18,6 +18,9 @@ public struct LaunchReport: Codable, Sendable {
     public var marks: [MarkRow]
     /// Every span, slowest first.
     public var spans: [SpanRow]
+    /// Where the sampled CPU time went (functions, initializers, lazy
+    /// globals, threads, call tree); absent when the launch was not sampled.
+    public var profile: ProfileReport?
 
     /// The launch as a whole: how long, how exactly it is known, how it ended.
     public struct Summary: Codable, Sendable {

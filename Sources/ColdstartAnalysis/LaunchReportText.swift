@@ -11,6 +11,7 @@ extension LaunchReport {
         lines += [""] + phaseLines(barWidth: max(barWidth, 1))
         if !marks.isEmpty { lines += [""] + markLines() }
         if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0)) }
+        if let profile { lines += [""] + profile.lines() }
         lines += [""] + footerLines()
         // Names and paths come from the file: no control character reaches the terminal.
         return lines.map { Self.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
@@ -146,7 +147,7 @@ extension LaunchReport {
 }
 
 /// A text table: columns padded to their widest cell, counted in characters.
-private struct Table {
+struct Table {
     enum Alignment { case left, right }
     struct Column {
         var title: String

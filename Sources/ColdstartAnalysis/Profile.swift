@@ -206,6 +206,16 @@ extension ProfileReport {
     }
 }
 
+extension LaunchReport {
+    /// Adds the sampled-stacks sections when the timeline has samples; throws
+    /// `ProfileError` when `options` select a phase or thread it does not have.
+    public mutating func addProfile(of timeline: Timeline, options: ProfileOptions, path: String,
+                                    debugDirectory: String? = "/usr/lib/debug") throws {
+        guard timeline.sampling != nil, !timeline.samples.isEmpty else { return }
+        profile = try ProfileReport(timeline: timeline, options: options, path: path, debugDirectory: debugDirectory)
+    }
+}
+
 /// The working state behind a `ProfileReport`: functions interned to
 /// integers, each sample's stack as function ids, each sample's phase.
 struct ProfileAnalysis {

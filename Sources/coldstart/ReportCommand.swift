@@ -4,9 +4,10 @@ import Foundation
 /// `coldstart report FILE [--json]`: where the launch's time went.
 enum ReportCommand: Command {
     static let name = "report"
-    static let summary = "Print where a launch's time went: phases, marks, slowest spans"
+    static let summary = "Print where a launch's time went: phases, marks, spans, sampled functions"
     static let help = """
-    Usage: coldstart report FILE [--json]
+    Usage: coldstart report FILE [--json] [--min-ms MS] [--min-percent P] [--top N]
+                                 [--phase NAME] [--thread TID] [--tree-depth N]
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
     and prints:
@@ -16,23 +17,53 @@ enum ReportCommand: Command {
       - the marks, with the phase each fell in;
       - the 10 slowest spans;
       - how exactly the process start is known, and whether the launch
-        completed (ready(), exit, or abandoned by a signal or an error exit).
-    All times are CLOCK_MONOTONIC.
+        completed (ready(), exit, or abandoned by a signal or an error exit);
+      - when the launch was sampled (COLDSTART=1 samples stacks): functions
+        by self and total time, overall and per phase, with the time each was
+        first seen; slow initializers (time in each library's constructors and
+        the program's own); slow lazy globals (Swift globals initialised on
+        first use); each thread; a call tree. Sampled times are CPU time of
+        the sampling clock, samples × period, each with its sample count.
+        Names come from the binaries on this machine, or from the file once
+        `coldstart symbolize` has written them in.
+    Phase and span times are CLOCK_MONOTONIC.
 
     Options:
-      --json    Print the same report as JSON (keys: docs/report.md).
+      --json             Print the same report as JSON (keys: docs/report.md).
+      --min-ms MS        Sampled rows under MS milliseconds are left out (default 0).
+      --min-percent P    Sampled rows under P% of the samples are left out (default 0;
+                         call-tree nodes under 0.5% always are).
+      --top N            At most N rows per sampled table and children per
+                         call-tree node (default 15).
+      --phase NAME       Sampled sections for that phase only (its name as listed).
+      --thread TID       Sampled sections for that thread only.
+      --tree-depth N     Call-tree levels below the roots (default 12).
       --help    Show this text.
 
     Exit status: 0 printed; 1 the file is missing, empty, truncated, not JSON
-    or not a Coldstart timeline; 2 wrong arguments.
+    or not a Coldstart timeline, or --phase/--thread names none it has;
+    2 wrong arguments.
     """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let json = arguments.flag("--json")
+        var options = ProfileOptions()
+        options.minMs = try arguments.number("--min-ms", in: 0...1e9) ?? options.minMs
+        options.minPercent = try arguments.number("--min-percent", in: 0...100) ?? options.minPercent
+        options.top = try arguments.number("--top", in: 1...100_000) ?? options.top
+        options.phase = try arguments.option("--phase")
+        options.thread = try arguments.number("--thread", in: 0...Int(Int32.max))
+        options.treeDepth = try arguments.number("--tree-depth", in: 0...10_000) ?? options.treeDepth
         let path = try arguments.positional("FILE (a timeline written with COLDSTART=1)")
         try arguments.finish()
 
-        let report = LaunchReport(try Timeline(contentsOf: path))
+        let timeline = try Timeline(contentsOf: path)
+        var report = LaunchReport(timeline)
+        do {
+            try report.addProfile(of: timeline, options: options, path: path)
+        } catch let error as ProfileError {
+            throw CommandError(message: error.description)
+        }
         let output: Data
         if json {
             do {

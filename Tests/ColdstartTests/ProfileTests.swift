@@ -254,4 +254,81 @@ final class ProfileTests: XCTestCase {
         XCTAssertTrue(names.contains { $0.hasPrefix("0x") }, "\(names)")
         XCTAssertTrue(result.warnings.contains { $0.hasPrefix("/opt/app/App: no such file") }, "\(result.warnings)")
     }
+
+    // MARK: The report
+
+    /// A launch with a bit of everything: functions, a library constructor, a lazy global.
+    private func addRichSamples() {
+        builder.hz = 800
+        let libA = builder.module("/usr/lib/libA.so")
+        let once = f(swiftCore, "swift::threading_impl::once_slow(swift::threading_impl::once_t&, void (*)(void*), void*)")
+        builder.sample(at: 11, [f(loader, "_dl_start_user"), f(loader, "_dl_init"), f(loader, "call_init"), f(libA, "a_ctor")])
+        builder.sample(at: 21, [f(exe, "main"), f(exe, "parse")])
+        builder.sample(at: 22, [f(exe, "main"), f(exe, "parse")])
+        builder.sample(at: 60, [f(exe, "main"), once, f(exe, "one-time initialization function for table", "$s3App5table_WZ")])
+    }
+
+    private func writeRichTimeline(in directory: URL) throws -> String {
+        addRichSamples()
+        let path = directory.appendingPathComponent("rich.json").path
+        try builder.data().write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func testTextReportStatesClockRateAndPrecisionAndEverySection() throws {
+        addRichSamples()
+        let text = try report().text()
+        XCTAssertTrue(text.contains("Sampled stacks: 4 samples from 10.00 to 100.00 ms after process start (0 dropped; unwinder libunwind)"), text)
+        XCTAssertTrue(text.contains("perf-task-clock (perf task clock: each thread's own CPU time in user mode); 800.0 Hz effective, 1000 Hz asked"), text)
+        XCTAssertTrue(text.contains("every time below is samples × 1.250 ms"), text)
+        for section in ["Top functions by self time, whole launch (4 samples = 5.00 ms)", "Top functions by total time",
+                        "Per phase", "Slow initializers: 1 sample = 1.25 ms", "Slow lazy globals", "Threads", "Call tree"] {
+            XCTAssertTrue(text.contains(section), "\(section) in\n\(text)")
+        }
+        XCTAssertTrue(text.contains("not sampled"), "the loader phase says it was not sampled")
+        XCTAssertNotNil(text.range(of: #"1\.25\s+25\.0%\s+1\s+11\.00\s+libA\.so\s+a_ctor \(1\)"#, options: .regularExpression), text)
+        XCTAssertNotNil(text.range(of: #"1\.25\s+25\.0%\s+1\s+60\.00\s+App\.table\s+'config loaded → ready'"#, options: .regularExpression), text)
+    }
+
+    func testReportCommandAddsTheSampledSections() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = try writeRichTimeline(in: directory)
+        let coldstart = try Products.path("coldstart")
+
+        let text = try runProcess(coldstart, ["report", path])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdout.contains("Phases (times in ms"), "the launch report is still there")
+        XCTAssertTrue(text.stdout.contains("Sampled stacks: 4 samples"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("App.table"), text.stdout)
+
+        let json = try runProcess(coldstart, ["report", path, "--json", "--top", "1", "--min-ms", "1"])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let profile = try XCTUnwrap(object["profile"] as? [String: Any])
+        let overall = try XCTUnwrap(profile["overall"] as? [String: Any])
+        XCTAssertEqual((overall["bySelf"] as? [[String: Any]])?.map { $0["name"] as? String }, ["parse"], "--top 1")
+        XCTAssertEqual(((profile["lazyGlobals"] as? [[String: Any]])?.first)?["name"] as? String, "App.table")
+        XCTAssertEqual((profile["selection"] as? [String: Any])?["minMs"] as? Double, 1)
+
+        let phase = try runProcess(coldstart, ["report", path, "--json", "--phase", "main → config loaded"])
+        let phaseObject = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(phase.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(((phaseObject["profile"] as? [String: Any])?["selection"] as? [String: Any])?["samples"] as? Int, 2)
+
+        let bogus = try runProcess(coldstart, ["report", path, "--phase", "bogus"])
+        XCTAssertEqual(bogus.status, 1)
+        XCTAssertEqual(bogus.stdout, "")
+        XCTAssertTrue(bogus.stderr.hasPrefix("coldstart report: \(path): no phase named 'bogus' (phases: 'kernel exec + loader'"), bogus.stderr)
+        XCTAssertEqual(bogus.stderr.split(separator: "\n").count, 1)
+        XCTAssertEqual(try runProcess(coldstart, ["report", path, "--min-percent", "200"]).status, 2)
+        XCTAssertEqual(try runProcess(coldstart, ["report", path, "--top", "0"]).status, 2)
+    }
+
+    func testUnsampledTimelinesHaveNoProfileSection() throws {
+        var report = LaunchReport(try builder.timeline())
+        try report.addProfile(of: try builder.timeline(), options: ProfileOptions(), path: "x")
+        XCTAssertNil(report.profile)
+        let json = String(decoding: try report.jsonData(), as: UTF8.self)
+        XCTAssertFalse(json.contains("\"profile\""), "absent, not null")
+        XCTAssertFalse(report.text().contains("Sampled stacks"))
+    }
 }

@@ -1,0 +1,192 @@
+import Foundation
+
+extension ProfileReport {
+    /// The sampled-stacks sections of the text report.
+    public func text() -> String {
+        lines().map { LaunchReport.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
+    }
+
+    /// Header (clock, rate, precision), functions overall and per phase, slow
+    /// initializers, slow lazy globals, threads, call tree.
+    func lines() -> [String] {
+        var lines = headerLines()
+        lines += [""] + functionLines(overall, title: "Top functions by self time, \(scope)", order: \.bySelf)
+        lines += [""] + functionLines(overall, title: "Top functions by total time, \(scope)", order: \.byTotal)
+        lines += [""] + phaseLines()
+        lines += [""] + initializerLines()
+        lines += [""] + lazyGlobalLines()
+        lines += [""] + threadLines()
+        lines += [""] + callTreeLines()
+        return lines
+    }
+
+    /// What the selection covers, for titles.
+    private var scope: String {
+        var parts: [String] = []
+        if let phase = selection.phase { parts.append("phase '\(phase)'") }
+        if let thread = selection.thread { parts.append("thread \(thread)") }
+        let what = parts.isEmpty ? "whole launch" : parts.joined(separator: ", ")
+        return "\(what) (\(Self.count(selection.samples)) = \(Self.ms(selection.ms)))"
+    }
+
+    private static func clockDescription(_ clock: String) -> String {
+        switch clock {
+        case "perf-task-clock": return "perf task clock: each thread's own CPU time in user mode"
+        case "posix-cpu-timer": return "POSIX CPU-time timer: each thread's own CPU time, at most the kernel tick rate"
+        case "wall-timer": return "wall-clock timer: elapsed time, on CPU or not"
+        default: return clock
+        }
+    }
+
+    private func headerLines() -> [String] {
+        let perSample = Self.format(sampling.msPerSample, decimals: 3)
+        var lines = [
+            "Sampled stacks: \(Self.count(sampling.samples)) from \(Self.format(sampling.startMs, decimals: 2)) to "
+                + "\(Self.format(sampling.stopMs, decimals: 2)) ms after process start (\(sampling.dropped) dropped; unwinder \(sampling.unwinder))",
+            "  clock: \(sampling.clock) (\(Self.clockDescription(sampling.clock))); "
+                + "\(Self.format(sampling.effectiveHz, decimals: 1)) Hz effective, \(Self.format(sampling.requestedHz, decimals: 0)) Hz asked"
+                + (sampling.loweredHz.map { ", lowered to \(Self.format($0, decimals: 0)) Hz because the handler was slow" } ?? ""),
+            "  every time below is samples × \(perSample) ms (one period of the effective rate): ±1 sample, so read small counts with care",
+        ]
+        if selection.phase != nil || selection.thread != nil { lines.append("  selected: \(scope)") }
+        lines += warnings.map { "  warning: \($0)" }
+        return lines
+    }
+
+    private func functionColumns(selfFirst: Bool) -> [Table.Column] {
+        let selfColumns: [Table.Column] = [.init("self ms", .right), .init("self %", .right), .init("samples", .right)]
+        let totalColumns: [Table.Column] = [.init("total ms", .right), .init("total %", .right), .init("samples", .right)]
+        return (selfFirst ? selfColumns + totalColumns : totalColumns + selfColumns)
+            + [.init("first seen ms", .right), .init("function", .left), .init("module", .left)]
+    }
+
+    private func functionRow(_ row: FunctionTime, selfFirst: Bool) -> [String] {
+        let selfCells = [Self.number(row.selfMs), Self.percent(row.selfPercent), "\(row.selfSamples)"]
+        let totalCells = [Self.number(row.totalMs), Self.percent(row.totalPercent), "\(row.totalSamples)"]
+        return (selfFirst ? selfCells + totalCells : totalCells + selfCells)
+            + [Self.number(row.firstSeenMs), LaunchReport.printable(row.name, limit: 110), row.module]
+    }
+
+    private func functionLines(_ table: FunctionTable, title: String, order: KeyPath<FunctionTable, [FunctionTime]>) -> [String] {
+        let rows = table[keyPath: order]
+        guard !rows.isEmpty else { return [title, "  (no function over the thresholds)"] }
+        let selfFirst = order == \FunctionTable.bySelf
+        var rendered = Table(columns: functionColumns(selfFirst: selfFirst))
+        for row in rows { rendered.add(functionRow(row, selfFirst: selfFirst)) }
+        return [title + thresholdNote] + rendered.render()
+    }
+
+    private var thresholdNote: String {
+        var parts = ["top \(selection.top)"]
+        if selection.minMs > 0 { parts.append("≥ \(Self.format(selection.minMs, decimals: 2)) ms") }
+        if selection.minPercent > 0 { parts.append("≥ \(Self.format(selection.minPercent, decimals: 1))%") }
+        return "; " + parts.joined(separator: ", ")
+    }
+
+    private func phaseLines() -> [String] {
+        var lines = ["Per phase, by self time (percent of the phase's samples; phases by wall clock, CLOCK_MONOTONIC)"]
+        for phase in phases {
+            let span = "\(Self.format(phase.startMs, decimals: 2)) → " + (phase.endMs.map { Self.format($0, decimals: 2) } ?? "…") + " ms"
+            let heading = "  '\(phase.name)' (\(span))"
+            guard phase.sampled else {
+                lines.append(heading + ": not sampled (sampling runs from the earliest init to the end of the launch)")
+                continue
+            }
+            guard phase.functions.samples > 0 else {
+                lines.append(heading + ": no samples")
+                continue
+            }
+            lines.append(heading + ": \(Self.count(phase.functions.samples)) = \(Self.ms(phase.functions.ms))")
+            var table = Table(columns: functionColumns(selfFirst: true))
+            for row in phase.functions.bySelf { table.add(functionRow(row, selfFirst: true)) }
+            lines += phase.functions.bySelf.isEmpty ? ["    (no function over the thresholds)"] : table.render().map { "  " + $0 }
+        }
+        return lines
+    }
+
+    private func initializerLines() -> [String] {
+        var lines = [
+            "Slow initializers: \(Self.count(initializers.samples)) = \(Self.ms(initializers.ms)) under constructors "
+                + "(a library's constructors, or the program's preinit and constructors; a constructor that loads another "
+                + "library counts for both)",
+        ]
+        if initializers.unattributedSamples > 0 {
+            lines.append("  \(Self.count(initializers.unattributedSamples)) of the library-initializers phase had no constructor on their stack (cut short by the unwinder)")
+        }
+        guard !initializers.libraries.isEmpty else { return lines + ["  (none over the thresholds)"] }
+        var table = Table(columns: [
+            .init("ms", .right), .init("%", .right), .init("samples", .right), .init("first seen ms", .right),
+            .init("module", .left), .init("constructors (samples)", .left),
+        ])
+        for library in initializers.libraries {
+            let constructors = library.constructors.map { "\(LaunchReport.printable($0.name, limit: 60)) (\($0.samples))" }
+            table.add([
+                Self.number(library.ms), Self.percent(library.percent), "\(library.samples)", Self.number(library.firstSeenMs),
+                library.module + (library.isExecutable ? " (the program)" : ""), constructors.joined(separator: ", "),
+            ])
+        }
+        return lines + table.render()
+    }
+
+    private func lazyGlobalLines() -> [String] {
+        let title = "Slow lazy globals (Swift one-time initializers, run by swift_once on first use)"
+        guard !lazyGlobals.isEmpty else { return [title, "  (none over the thresholds)"] }
+        var table = Table(columns: [
+            .init("ms", .right), .init("%", .right), .init("samples", .right), .init("first seen ms", .right),
+            .init("global", .left), .init("phases", .left),
+        ])
+        for global in lazyGlobals {
+            table.add([
+                Self.number(global.ms), Self.percent(global.percent), "\(global.samples)", Self.number(global.firstSeenMs),
+                LaunchReport.printable(global.name, limit: 80), global.phases.map { "'\($0)'" }.joined(separator: ", "),
+            ])
+        }
+        return [title] + table.render()
+    }
+
+    private func threadLines() -> [String] {
+        var table = Table(columns: [
+            .init("thread", .left), .init("samples", .right), .init("ms", .right), .init("%", .right),
+            .init("seen ms", .right), .init("top self", .left),
+        ])
+        for thread in threads {
+            let top = thread.topSelf.map { "\(LaunchReport.printable($0.name, limit: 50)) (\($0.selfSamples))" }
+            table.add([
+                "\(LaunchReport.printable(thread.name, limit: 30)) (\(thread.tid))", "\(thread.samples)", Self.number(thread.ms),
+                Self.percent(thread.percent), "\(Self.number(thread.firstMs)) → \(Self.number(thread.lastMs))",
+                top.joined(separator: ", "),
+            ])
+        }
+        return ["Threads (CPU each thread was sampled in)"] + table.render()
+    }
+
+    private func callTreeLines() -> [String] {
+        var limits = ["\(selection.treeDepth) levels", "top \(selection.top) children", "nodes ≥ \(Self.format(selection.treeMinPercent, decimals: 1))%"]
+        if selection.minMs > 0 { limits.append("≥ \(Self.format(selection.minMs, decimals: 2)) ms") }
+        var lines = ["Call tree, top-down (total %, ms, samples, self samples; \(limits.joined(separator: ", ")))"]
+        func walk(_ nodes: [CallNode], depth: Int) {
+            for node in nodes {
+                let figures = "\(Self.percent(node.percent).leftPadded(6))  \(Self.number(node.ms).leftPadded(9)) ms  "
+                    + "\(String(node.samples).leftPadded(6))  \(String(node.selfSamples).leftPadded(6))  "
+                let module = node.module.isEmpty ? "" : "  [\(node.module)]"
+                lines.append("  " + figures + String(repeating: "  ", count: depth) + LaunchReport.printable(node.name, limit: 110) + module)
+                walk(node.children, depth: depth + 1)
+            }
+        }
+        walk(callTree, depth: 0)
+        if callTree.isEmpty { lines.append("  (no node over the thresholds)") }
+        return lines
+    }
+
+    private static func count(_ samples: Int) -> String { samples == 1 ? "1 sample" : "\(samples) samples" }
+    private static func ms(_ value: Double) -> String { number(value) + " ms" }
+    private static func number(_ value: Double) -> String { format(value, decimals: 2) }
+    private static func percent(_ value: Double) -> String { format(value, decimals: 1) + "%" }
+    private static func format(_ value: Double, decimals: Int) -> String { LaunchReport.format(value, decimals: decimals) }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
