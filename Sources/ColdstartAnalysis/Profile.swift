@@ -256,17 +256,22 @@ struct ProfileAnalysis {
         }
         phaseNames = timeline.phases.map(\.name) + [Self.afterEndName(timeline)]
         var ids: [String: Int] = [:]
+        var frameIDs: [Timeline.Frame: Int] = [:]
         let starts = timeline.phases.map(\.startNs)
         stacks.reserveCapacity(timeline.samples.count)
         for sample in timeline.samples {
             let stack = sample.frames.map { frame -> Int in
+                if let id = frameIDs[frame] { return id }
                 let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.placeholderName(for: frame, modules: timeline.modules))
                 let module = frame.module >= 0 && frame.module < timeline.modules.count ? frame.module : -1
                 let key = "\(module)\u{1}\(symbol.name)"
-                if let id = ids[key] { return id }
-                ids[key] = functions.count
-                functions.append(Function(name: symbol.name, linkageName: symbol.system ?? symbol.name, module: module))
-                return functions.count - 1
+                let id = ids[key] ?? functions.count
+                if id == functions.count {
+                    ids[key] = id
+                    functions.append(Function(name: symbol.name, linkageName: symbol.system ?? symbol.name, module: module))
+                }
+                frameIDs[frame] = id
+                return id
             }
             stacks.append(Stack(ns: sample.ns, tid: sample.tid, phase: phase(of: sample.ns, starts: starts), functions: stack))
         }

@@ -51,7 +51,7 @@ extension Timeline {
         root["traceEvents"] = events
         let data: Data
         do {
-            data = try JSONSerialization.data(withJSONObject: root, options: [.sortedKeys, .withoutEscapingSlashes])
+            data = try DocumentWriter.data(root)
         } catch {
             throw ProfileError(path: path, problem: "cannot encode the symbolized timeline (\(error))")
         }
@@ -74,16 +74,37 @@ extension Timeline {
             .sorted { ($0.element.ns, $0.offset) < ($1.element.ns, $1.offset) }
             .map(\.element)
 
-        struct Open { var key: String; var name: String; var module: Int; var start: Int64; var samples: Int }
+        // Functions as integers: a slice continues while the function at its
+        // depth (name and module) stays the same.
+        var functionIDs: [String: Int] = [:]
+        var functions: [(name: String, module: String?)] = []
+        var frameFunctions: [Frame: Int] = [:]
+        let moduleNames = modules.map { Symbolizer.moduleName($0.path) }
+        func function(of frame: Frame) -> Int {
+            if let id = frameFunctions[frame] { return id }
+            let name = symbols[frame.key]?.name ?? Symbolizer.placeholderName(for: frame, modules: modules)
+            let module = frame.module >= 0 && frame.module < modules.count ? frame.module : -1
+            let key = "\(module)\u{1}\(name)"
+            let id = functionIDs[key] ?? functions.count
+            if id == functions.count {
+                functionIDs[key] = id
+                functions.append((name, module >= 0 ? moduleNames[module] : nil))
+            }
+            frameFunctions[frame] = id
+            return id
+        }
+
+        struct Open { var function: Int; var start: Int64; var samples: Int }
         var open: [Open] = []
         var slices: [(start: Int64, depth: Int, event: [String: Any])] = []
         func close(from depth: Int, at end: Int64) {
             while open.count > depth {
                 let slice = open.removeLast()
                 var args: [String: Any] = ["samples": slice.samples]
-                if slice.module >= 0 { args["module"] = Symbolizer.moduleName(modules[slice.module].path) }
+                if let module = functions[slice.function].module { args["module"] = module }
                 slices.append((slice.start, open.count, [
-                    "ph": "X", "pid": process.pid, "tid": Self.flameChartTid, "cat": "samples", "name": slice.name,
+                    "ph": "X", "pid": process.pid, "tid": Self.flameChartTid, "cat": "samples",
+                    "name": functions[slice.function].name,
                     "ts": Self.microseconds(slice.start), "dur": Self.microseconds(max(end - slice.start, 0)), "args": args,
                 ]))
             }
@@ -91,16 +112,11 @@ extension Timeline {
         var previous: Int64?
         for sample in mainSamples {
             if let previous, sample.ns - previous > 2 * period { close(from: 0, at: previous + period) }
-            let stack = sample.frames.reversed().map { frame -> (key: String, name: String, module: Int) in
-                let name = symbols[frame.key]?.name ?? Symbolizer.placeholderName(for: frame, modules: modules)
-                return ("\(frame.module)\u{1}\(name)", name, frame.module)
-            }
+            let stack = sample.frames.reversed().map(function(of:))
             var common = 0
-            while common < open.count, common < stack.count, open[common].key == stack[common].key { common += 1 }
+            while common < open.count, common < stack.count, open[common].function == stack[common] { common += 1 }
             close(from: common, at: sample.ns)
-            for frame in stack[common...] {
-                open.append(Open(key: frame.key, name: frame.name, module: frame.module, start: sample.ns, samples: 0))
-            }
+            for function in stack[common...] { open.append(Open(function: function, start: sample.ns, samples: 0)) }
             for index in open.indices { open[index].samples += 1 }
             previous = sample.ns
         }
