@@ -175,10 +175,14 @@ enum ConstructorLibrary {
     int ctortest_stack(void ***out) { *out = stack; return depth; }
     """
 
+    /// Where it is built; removed when the test process exits (the library
+    /// stays mapped, and tests read the file while they run).
+    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-ctortest-\(getpid())")
+
     /// The library's path, built on first use.
     static let path: Result<String, Error> = Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-ctortest-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: ConstructorLibrary.directory) }
         let sourcePath = directory.appendingPathComponent("ctortest.c").path
         let libraryPath = directory.appendingPathComponent("libctortest.so").path
         try source.write(toFile: sourcePath, atomically: true, encoding: .utf8)

@@ -100,7 +100,7 @@ final class SymbolizerTests: XCTestCase {
         let directory = try makeTemporaryDirectory(for: self)
         let original = try Data(contentsOf: URL(fileURLWithPath: try ConstructorLibrary.path.get()))
         let sectionHeaders = Int(original.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 40, as: UInt64.self) })
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64(seed: 0xC01D_57A7)  // the same corruptions every run
         let path = directory.appendingPathComponent("fuzzed.so").path
         var opened = 0
         for _ in 0..<300 {
@@ -248,5 +248,18 @@ extension ProfileReport {
     var callTreeNames: [String] {
         func walk(_ nodes: [CallNode]) -> [String] { nodes.flatMap { [$0.name] + walk($0.children) } }
         return walk(callTree)
+    }
+}
+
+/// A small seeded generator, so a failing fuzz case can be reproduced.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
