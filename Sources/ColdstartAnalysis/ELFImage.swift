@@ -160,20 +160,34 @@ final class ELFImage {
             let value = symbolBytes.u64(base + 8)
             let size = symbolBytes.u64(base + 16)
             let type = info & 0xF, binding = info >> 4
-            // Functions (and GNU indirect functions); untyped symbols only when
-            // sized, so section markers and assembler labels stay out.
-            guard type == 2 || type == 10 || (type == 0 && size > 0) else { continue }
-            guard sectionIndex != 0, sectionIndex < 0xFF00, value != 0, nameOffset != 0 else { continue }
+            // Functions (and GNU indirect functions), and untyped symbols: the
+            // loader's `_start` and `_dl_start_user` are unsized labels.
+            // Unsized ones only ever name an address inside an executable
+            // segment (see `symbol(containing:)`), which keeps section
+            // markers such as `_end` out; ARM mapping symbols are no names.
+            guard type == 2 || type == 10 || type == 0 else { continue }
+            guard sectionIndex != 0, sectionIndex < 0xFF00, value != 0, nameOffset != 0,
+                  !(type == 0 && Self.isMappingSymbol(strings, at: Int(nameOffset)))
+            else { continue }
             var rank: UInt16 = size > 0 ? 8 : 0
             switch binding {
             case 1: rank += 4  // global
             case 2: rank += 3  // weak
             default: break
             }
-            if type == 2 { rank += 2 }
+            if type == 2 || type == 10 { rank += 2 }
             if !isDynamic { rank += 1 }  // same symbol in both tables: either is fine
             entries.append(Entry(value: value, size: size, nameOffset: nameOffset, table: tableIndex, rank: rank))
         }
+    }
+
+    /// `$x`, `$d`, `$a`, `$t`, optionally `.suffix`: ARM/AArch64 code and data
+    /// markers (Swift names start with `$s`, so the letter matters).
+    private static func isMappingSymbol(_ strings: [UInt8], at offset: Int) -> Bool {
+        guard offset + 1 < strings.count, strings[offset] == UInt8(ascii: "$"),
+              [UInt8(ascii: "x"), UInt8(ascii: "d"), UInt8(ascii: "a"), UInt8(ascii: "t")].contains(strings[offset + 1])
+        else { return false }
+        return offset + 2 >= strings.count || strings[offset + 2] == 0 || strings[offset + 2] == UInt8(ascii: ".")
     }
 
     /// Sorts by address and keeps one symbol per address: sized before

@@ -141,7 +141,7 @@ public struct ProfileReport: Codable, Sendable, Equatable {
         public var samples: Int
         public var ms: Double
         /// Samples of the library-initializers phase under no recognisable
-        /// initializer (a stack the unwinder cut short).
+        /// initializer (the loader's own work, or a stack the unwinder cut short).
         public var unattributedSamples: Int
         public var libraries: [LibraryInitializer]
     }

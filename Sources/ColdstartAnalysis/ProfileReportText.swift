@@ -111,7 +111,8 @@ extension ProfileReport {
                 + "library counts for both)",
         ]
         if initializers.unattributedSamples > 0 {
-            lines.append("  \(Self.count(initializers.unattributedSamples)) of the library-initializers phase had no constructor on their stack (cut short by the unwinder)")
+            lines.append("  \(Self.count(initializers.unattributedSamples)) of the library-initializers phase had no constructor on their stack "
+                + "(the loader's own work, or a stack the unwinder cut short)")
         }
         guard !initializers.libraries.isEmpty else { return lines + ["  (none over the thresholds)"] }
         var table = Table(columns: [

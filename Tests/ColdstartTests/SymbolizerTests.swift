@@ -71,6 +71,19 @@ final class SymbolizerTests: XCTestCase {
         XCTAssertGreaterThan(image.allSymbols.count, plain.allSymbols.count + 1000, "the debug file adds the local functions")
     }
 
+    func testUnsizedLabelsNameCodeButNotData() throws {
+        // The loader's entry points are unsized assembler labels, named only
+        // from its debug file; `_end` marks the end of data.
+        let loader = try XCTUnwrap(LiveModules().modules.first { $0.path.contains("/ld-linux") }).path
+        let image = try ELFImage(path: loader)
+        guard image.debugFilePath != nil else { throw XCTSkip("libc6-dbg is not installed") }
+        let start = try XCTUnwrap(image.allSymbols.first { $0.name == "_start" })
+        XCTAssertEqual(start.size, 0)
+        XCTAssertEqual(image.symbol(containing: start.value + 7)?.name, "_start")
+        let end = try XCTUnwrap(image.allSymbols.first { $0.name == "_end" })
+        XCTAssertNil(image.symbol(containing: end.value + 8), "not in an executable segment")
+    }
+
     func testGarbageAndTruncatedFilesThrow() throws {
         let directory = try makeTemporaryDirectory(for: self)
         let real = try Data(contentsOf: URL(fileURLWithPath: Self.libc))
