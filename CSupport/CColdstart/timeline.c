@@ -7,6 +7,7 @@
 #include <stdio.h>  // rename
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 // A point that separates two phases.
@@ -122,6 +123,7 @@ static const char *phase_kind(size_t p, bool has_earliest) {
 // Everything the writer derives before it emits a byte.
 struct plan {
     uint64_t start, precision, boot_off;
+    uint64_t start_realtime_us;  // 0 when CLOCK_REALTIME could not be read
     bool from_env, has_earliest, completed;
     uint32_t nev;
     struct boundary b[CS_MAX_BOUNDARIES + 4];
@@ -136,6 +138,15 @@ static void make_plan(struct plan *pl) {
         cs_warn("cannot read the process start from /proc/self/stat; the launch starts at the earliest init", NULL);
         pl->start = cs_g.t_earliest ? cs_g.t_earliest : cs_g.t_main;
         pl->precision = 0;
+    }
+    // Wall clock of the process start, for tools that want a date (pprof's
+    // time_nanos): the realtime clock now, less the monotonic time since.
+    struct timespec rt, mono;
+    pl->start_realtime_us = 0;
+    if (clock_gettime(CLOCK_REALTIME, &rt) == 0 && clock_gettime(CLOCK_MONOTONIC, &mono) == 0) {
+        uint64_t rt_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+        uint64_t mono_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+        if (mono_ns >= pl->start && rt_ns >= mono_ns - pl->start) pl->start_realtime_us = (rt_ns - (mono_ns - pl->start)) / 1000;
     }
     pl->has_earliest = cs_g.t_earliest != 0;
     pl->completed = cs_g.end_reason == CS_END_READY || cs_g.end_reason == CS_END_EXIT;
@@ -295,6 +306,7 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, ",\"startSource\":\""); cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
     cs_jw_raw(w, "\",\"startPrecisionNs\":"); cs_jw_u64(w, pl->precision);
     cs_jw_raw(w, ",\"bootMinusMonotonicNs\":"); cs_jw_u64(w, pl->boot_off);
+    if (pl->start_realtime_us) { cs_jw_raw(w, ",\"startRealtimeUs\":"); cs_jw_u64(w, pl->start_realtime_us); }
     cs_jw_raw(w, ",\"clockTicksPerSecond\":"); cs_jw_u64(w, cs_g.ticks_per_second);
     if (pl->has_earliest) { cs_jw_raw(w, ",\"earliestInitNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_earliest)); }
     cs_jw_raw(w, ",\"mainNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_main));

@@ -193,16 +193,8 @@ extension ProfileReport {
     /// was symbolized (no binary is read), else from the modules on disk.
     public init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
                 debugDirectory: String? = "/usr/lib/debug") throws {
-        guard let sampling = timeline.sampling, !timeline.samples.isEmpty else {
-            throw ProfileError(path: path, problem: "no sampled stacks (the launch was not sampled)")
-        }
-        let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
-        guard hz > 0, hz.isFinite else {
-            throw ProfileError(path: path, problem: "malformed timeline: sampling rate \(sampling.effectiveHz) Hz")
-        }
-        let naming = timeline.frameSymbols(debugDirectory: debugDirectory)
-        var analysis = ProfileAnalysis(timeline: timeline, symbols: naming.symbols, nsPerSample: 1e9 / hz)
-        self = try analysis.report(options: options, sampling: sampling, warnings: naming.warnings, path: path)
+        let (analysis, sampling, warnings) = try ProfileAnalysis.make(timeline: timeline, path: path, debugDirectory: debugDirectory)
+        self = try analysis.report(options: options, sampling: sampling, warnings: warnings, path: path)
     }
 }
 
@@ -277,6 +269,21 @@ struct ProfileAnalysis {
         }
     }
 
+    /// The analysis of a sampled timeline, named from the file or the
+    /// modules on disk; throws when there is nothing to analyse.
+    static func make(timeline: Timeline, path: String, debugDirectory: String?) throws
+        -> (analysis: ProfileAnalysis, sampling: Timeline.Sampling, warnings: [String]) {
+        guard let sampling = timeline.sampling, !timeline.samples.isEmpty else {
+            throw ProfileError(path: path, problem: "no sampled stacks (the launch was not sampled)")
+        }
+        let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
+        guard hz > 0, hz.isFinite else {
+            throw ProfileError(path: path, problem: "malformed timeline: sampling rate \(sampling.effectiveHz) Hz")
+        }
+        let naming = timeline.frameSymbols(debugDirectory: debugDirectory)
+        return (ProfileAnalysis(timeline: timeline, symbols: naming.symbols, nsPerSample: 1e9 / hz), sampling, naming.warnings)
+    }
+
     static func afterEndName(_ timeline: Timeline) -> String {
         "after \(timeline.launch.endReason == "ready" ? "ready" : "the end") (extension window)"
     }
@@ -298,7 +305,8 @@ struct ProfileAnalysis {
         module >= 0 ? Symbolizer.moduleName(timeline.modules[module].path) : ""
     }
 
-    mutating func report(options: ProfileOptions, sampling: Timeline.Sampling, warnings: [String], path: String) throws -> ProfileReport {
+    /// The samples `options` select (phase, thread), as indices into `stacks`.
+    func select(_ options: ProfileOptions, path: String) throws -> [Int] {
         var selected = Array(stacks.indices)
         if let phase = options.phase {
             guard let index = phaseNames.firstIndex(of: phase) else {
@@ -313,6 +321,11 @@ struct ProfileAnalysis {
             }
             selected = selected.filter { stacks[$0].tid == thread }
         }
+        return selected
+    }
+
+    func report(options: ProfileOptions, sampling: Timeline.Sampling, warnings: [String], path: String) throws -> ProfileReport {
+        let selected = try select(options, path: path)
         let treeMinPercent = max(options.minPercent, options.treeFloorPercent)
         return ProfileReport(
             sampling: .init(
@@ -399,11 +412,10 @@ struct ProfileAnalysis {
     func threadProfiles(_ indices: [Int], options: ProfileOptions) -> [ProfileReport.ThreadProfile] {
         var byThread: [Int: [Int]] = [:]
         for index in indices { byThread[stacks[index].tid, default: []].append(index) }
-        let names = Dictionary(timeline.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
         return byThread.map { tid, members in
             let table = functionTable(members, options: ProfileOptions(top: 3))
             return ProfileReport.ThreadProfile(
-                tid: tid, name: names[tid] ?? (tid == timeline.process.pid ? "main" : "thread \(tid)"),
+                tid: tid, name: timeline.threadName(tid),
                 samples: members.count, ms: ms(members.count), percent: percent(members.count, of: indices.count),
                 firstMs: Double(members.map { stacks[$0].ns }.min()!) / 1e6,
                 lastMs: Double(members.map { stacks[$0].ns }.max()!) / 1e6,
@@ -588,5 +600,65 @@ struct ProfileAnalysis {
                 }
         }
         return convert(root, depth: 0)
+    }
+}
+
+extension Timeline {
+    /// A thread's name: the one the timeline recorded, else "main" for the
+    /// process's first thread, else "thread TID".
+    func threadName(_ tid: Int) -> String {
+        threads.first { $0.tid == tid }?.name ?? (tid == process.pid ? "main" : "thread \(tid)")
+    }
+}
+
+// MARK: Time order
+
+/// A run of consecutive samples of one thread with the same function at the
+/// same depth: a slice of a flame chart in time order.
+public struct StackRun: Sendable, Equatable {
+    /// A function id of `SampledStacks.functions`.
+    public var function: Int
+    /// 0 for the outermost frame.
+    public var depth: Int
+    public var startNs: Int64
+    public var endNs: Int64
+    public var samples: Int
+}
+
+extension ProfileAnalysis {
+    /// The samples `indices` (one thread's) as nested runs, sorted by start
+    /// then depth. A sample stands for the time up to the next one; a gap of
+    /// more than two sampling periods (the thread slept, or was not sampled)
+    /// ends every run one period after its last sample.
+    func runs(_ indices: [Int]) -> [StackRun] {
+        let period = Int64(nsPerSample.rounded())
+        let ordered = indices.sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
+        struct Open { var function: Int; var start: Int64; var samples: Int }
+        var open: [Open] = []
+        var runs: [StackRun] = []
+        func close(from depth: Int, at end: Int64) {
+            while open.count > depth {
+                let run = open.removeLast()
+                runs.append(StackRun(function: run.function, depth: open.count, startNs: run.start,
+                                     endNs: max(end, run.start), samples: run.samples))
+            }
+        }
+        var previous: Int64?
+        for index in ordered {
+            let sample = stacks[index]
+            if let previous, sample.ns - previous > 2 * period { close(from: 0, at: previous + period) }
+            let stack = sample.functions.reversed() as ReversedCollection<[Int]>
+            var common = 0
+            for function in stack {
+                guard common < open.count, open[common].function == function else { break }
+                common += 1
+            }
+            close(from: common, at: sample.ns)
+            for function in stack.dropFirst(common) { open.append(Open(function: function, start: sample.ns, samples: 0)) }
+            for position in open.indices { open[position].samples += 1 }
+            previous = sample.ns
+        }
+        if let previous { close(from: 0, at: previous + period) }
+        return runs.sorted { ($0.startNs, $0.depth) < ($1.startNs, $1.depth) }
     }
 }

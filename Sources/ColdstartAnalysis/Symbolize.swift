@@ -59,69 +59,23 @@ extension Timeline {
             data: data, symbolization: symbolization, frames: symbolization.symbols.count, flameChartSlices: slices.count)
     }
 
-    /// The main thread's samples as nested `X` events in time order: a slice
-    /// per run of consecutive samples with the same function at the same
-    /// depth. A sample stands for the time up to the next one; a gap of more
-    /// than two sampling periods (the thread slept, or was not sampled) ends
-    /// every slice one period after its last sample.
+    /// The main thread's samples as nested `X` events in time order, one per
+    /// `StackRun` (docs/timeline-format.md, "After `coldstart symbolize`").
     func flameChart(symbols: [String: Symbol]) -> [[String: Any]] {
         guard let sampling else { return [] }
         let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
         guard hz > 0, hz.isFinite else { return [] }
-        let period = Int64((1e9 / hz).rounded())
-        let mainSamples = samples.enumerated()
-            .filter { $0.element.tid == process.pid }
-            .sorted { ($0.element.ns, $0.offset) < ($1.element.ns, $1.offset) }
-            .map(\.element)
-
-        // Functions as integers: a slice continues while the function at its
-        // depth (name and module) stays the same.
-        var functionIDs: [String: Int] = [:]
-        var functions: [(name: String, module: String?)] = []
-        var frameFunctions: [Frame: Int] = [:]
-        let moduleNames = modules.map { Symbolizer.moduleName($0.path) }
-        func function(of frame: Frame) -> Int {
-            if let id = frameFunctions[frame] { return id }
-            let name = symbols[frame.key]?.name ?? Symbolizer.placeholderName(for: frame, modules: modules)
-            let module = frame.module >= 0 && frame.module < modules.count ? frame.module : -1
-            let key = "\(module)\u{1}\(name)"
-            let id = functionIDs[key] ?? functions.count
-            if id == functions.count {
-                functionIDs[key] = id
-                functions.append((name, module >= 0 ? moduleNames[module] : nil))
-            }
-            frameFunctions[frame] = id
-            return id
+        let analysis = ProfileAnalysis(timeline: self, symbols: symbols, nsPerSample: 1e9 / hz)
+        let main = analysis.stacks.indices.filter { analysis.stacks[$0].tid == process.pid }
+        return analysis.runs(main).map { run in
+            let function = analysis.functions[run.function]
+            var args: [String: Any] = ["samples": run.samples]
+            if function.module >= 0 { args["module"] = analysis.moduleName(function.module) }
+            return [
+                "ph": "X", "pid": process.pid, "tid": Self.flameChartTid, "cat": "samples", "name": function.name,
+                "ts": Self.microseconds(run.startNs), "dur": Self.microseconds(run.endNs - run.startNs), "args": args,
+            ]
         }
-
-        struct Open { var function: Int; var start: Int64; var samples: Int }
-        var open: [Open] = []
-        var slices: [(start: Int64, depth: Int, event: [String: Any])] = []
-        func close(from depth: Int, at end: Int64) {
-            while open.count > depth {
-                let slice = open.removeLast()
-                var args: [String: Any] = ["samples": slice.samples]
-                if let module = functions[slice.function].module { args["module"] = module }
-                slices.append((slice.start, open.count, [
-                    "ph": "X", "pid": process.pid, "tid": Self.flameChartTid, "cat": "samples",
-                    "name": functions[slice.function].name,
-                    "ts": Self.microseconds(slice.start), "dur": Self.microseconds(max(end - slice.start, 0)), "args": args,
-                ]))
-            }
-        }
-        var previous: Int64?
-        for sample in mainSamples {
-            if let previous, sample.ns - previous > 2 * period { close(from: 0, at: previous + period) }
-            let stack = sample.frames.reversed().map(function(of:))
-            var common = 0
-            while common < open.count, common < stack.count, open[common].function == stack[common] { common += 1 }
-            close(from: common, at: sample.ns)
-            for function in stack[common...] { open.append(Open(function: function, start: sample.ns, samples: 0)) }
-            for index in open.indices { open[index].samples += 1 }
-            previous = sample.ns
-        }
-        if let previous { close(from: 0, at: previous + period) }
-        return slices.sorted { ($0.start, $0.depth) < ($1.start, $1.depth) }.map(\.event)
     }
 
     /// Trace-event time: microseconds with three decimals (nanoseconds).

@@ -28,6 +28,8 @@ public struct Timeline: Sendable {
         public var startSource: String
         public var startPrecisionNs: UInt64
         public var bootMinusMonotonicNs: UInt64?
+        /// Wall clock (`CLOCK_REALTIME`) of the process start, µs since the epoch.
+        public var startRealtimeUs: UInt64?
         public var clockTicksPerSecond: UInt64?
         public var earliestInitNs: Int64?
         public var mainNs: Int64
