@@ -27,7 +27,11 @@ let package = Package(
         ),
         .target(name: "Coldstart", dependencies: ["CColdstart", "ColdstartEarly"]),
         .target(name: "ColdstartAnalysis"),
-        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis"]),
+        // Files for other tools (HTML page, pprof, folded stacks, speedscope),
+        // made from ColdstartAnalysis's reports; never linked by the host.
+        .systemLibrary(name: "CZlib", path: "CSupport/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(name: "ColdstartExport", dependencies: ["ColdstartAnalysis", "CZlib"]),
+        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartExport"]),
         .executableTarget(
             name: "ServiceStartup",
             dependencies: ["Coldstart"],
@@ -36,7 +40,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ColdstartTests",
-            dependencies: ["ColdstartAnalysis", "CColdstart"],
+            dependencies: ["ColdstartAnalysis", "ColdstartExport", "CColdstart"],
             resources: [.copy("Fixtures")]
         ),
     ]

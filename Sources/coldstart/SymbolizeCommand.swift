@@ -43,30 +43,11 @@ enum SymbolizeCommand: Command {
             throw CommandError(message: error.description)
         }
         let destination = output ?? path
-        try writeAtomically(result.data, to: destination)
+        try OutputFile.write(result.data, to: destination)
         for warning in result.symbolization.warnings { printError("coldstart symbolize: warning: \(warning)") }
         let named = result.frames - result.symbolization.unnamedFrames
         print("\(destination): named \(named) of \(result.frames) distinct frames"
             + "; flame chart of the main thread: \(result.flameChartSlices) slices")
         return ExitStatus.success
-    }
-
-    /// Writes next to the destination, then renames: a reader never sees a
-    /// half-written file, and a failure leaves the old one untouched.
-    private static func writeAtomically(_ data: Data, to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).tmp.\(getpid())")
-        do {
-            try data.write(to: temporary)
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw CommandError(message: "\(path): cannot write (\(error.localizedDescription))")
-        }
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(at: temporary)
-            throw CommandError(message: "\(path): cannot write (\(reason))")
-        }
     }
 }

@@ -8,6 +8,7 @@ let commands: [any Command.Type] = [
     RunCommand.self,
     CompareCommand.self,
     SymbolizeCommand.self,
+    ExportCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))

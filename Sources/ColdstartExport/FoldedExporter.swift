@@ -1,0 +1,33 @@
+import ColdstartAnalysis
+
+/// `coldstart export --format folded`: one line per distinct stack,
+/// `root;caller;…;leaf COUNT`, the input of flame-graph tools. Frames are
+/// function names; a name's `\` is written `\\`, its `;` `\x3b` and a line
+/// break `\n`, so every `;` separates frames and every line is one stack.
+/// Counts are samples (each one period of the effective rate).
+public enum FoldedExporter {
+    public static func export(_ stacks: SampledStacks) -> String {
+        let names = stacks.functions.map { escape($0.name) }
+        var counts: [String: Int] = [:]
+        for total in stacks.totals() {
+            counts[total.functions.map { names[$0] }.joined(separator: ";"), default: 0] += total.samples
+        }
+        return counts.keys.sorted().map { "\($0) \(counts[$0]!)\n" }.joined()
+    }
+
+    static func escape(_ name: String) -> String {
+        // Scalars, not Characters: "\r\n" is one Character.
+        guard name.unicodeScalars.contains(where: { $0 == ";" || $0 == "\\" || $0 == "\n" || $0 == "\r" }) else { return name }
+        var escaped = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "\\": escaped += "\\\\".unicodeScalars
+            case ";": escaped += "\\x3b".unicodeScalars
+            case "\n": escaped += "\\n".unicodeScalars
+            case "\r": escaped += "\\r".unicodeScalars
+            default: escaped.append(scalar)
+            }
+        }
+        return String(escaped)
+    }
+}

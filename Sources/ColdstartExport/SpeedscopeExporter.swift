@@ -1,0 +1,85 @@
+import ColdstartAnalysis
+
+/// `coldstart export --format speedscope`: speedscope's JSON file format.
+///
+/// - one `sampled` profile per thread (most samples first), its samples in
+///   time order, root frame first, each weighted with the time one sample
+///   stands for (one period of the effective rate, in ns), so the profile's
+///   time axis is sampled time, as in `coldstart report`;
+/// - one `evented` profile "launch phases" on the wall clock (ns from the
+///   process start), a frame per phase opened at its start, closed at its end.
+/// Frames are functions (`name`, `file` = the module's path).
+public enum SpeedscopeExporter {
+    public static let schema = "https://www.speedscope.app/file-format-schema.json"
+
+    public static func export(_ stacks: SampledStacks, timeline: Timeline) -> [UInt8] {
+        let weight = Int64(stacks.nsPerSample.rounded())
+        var json = JSONText(capacity: stacks.samples.count * 64)
+        json.raw("{\"$schema\":")
+        json.string(schema)
+        json.raw(",\"exporter\":\"coldstart\",\"name\":")
+        json.string("launch of \(timeline.process.executable) (pid \(timeline.process.pid))")
+        json.raw(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[")
+        for (index, function) in stacks.functions.enumerated() {
+            json.raw(index == 0 ? "{\"name\":" : ",{\"name\":")
+            json.string(function.name)
+            if function.module >= 0 {
+                json.raw(",\"file\":")
+                json.string(stacks.modules[function.module].path)
+            }
+            json.raw("}")
+        }
+        let phaseFrame = stacks.functions.count
+        for phase in timeline.phases {
+            json.raw(",{\"name\":")
+            json.string(phase.name)
+            json.raw(",\"file\":\"launch phase\"}")
+        }
+        json.raw("]},\"profiles\":[")
+
+        var byThread: [Int: [SampledStacks.Sample]] = [:]
+        for sample in stacks.samples { byThread[sample.tid, default: []].append(sample) }
+        for (number, tid) in stacks.threads.enumerated() {
+            let samples = byThread[tid] ?? []
+            let start = samples.first?.ns ?? 0
+            if number > 0 { json.raw(",") }
+            json.raw("{\"type\":\"sampled\",\"name\":")
+            json.string("\(stacks.threadNames[tid] ?? "thread \(tid)") (tid \(tid))")
+            json.raw(",\"unit\":\"nanoseconds\",\"startValue\":")
+            json.int(start)
+            json.raw(",\"endValue\":")
+            json.int(start + Int64(samples.count) * weight)
+            json.raw(",\"samples\":[")
+            for (index, sample) in samples.enumerated() {
+                if index > 0 { json.raw(",") }
+                json.ints(sample.functions.reversed())
+            }
+            json.raw("],\"weights\":[")
+            for index in samples.indices {
+                if index > 0 { json.raw(",") }
+                json.int(weight)
+            }
+            json.raw("]}")
+        }
+
+        json.raw(stacks.threads.isEmpty ? "" : ",")
+        json.raw("{\"type\":\"evented\",\"name\":\"launch phases (wall clock, CLOCK_MONOTONIC from process start)\"")
+        json.raw(",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":")
+        json.int(max(timeline.launch.endNs, timeline.phases.last?.endNs ?? 0))
+        json.raw(",\"events\":[")
+        for (index, phase) in timeline.phases.enumerated() {
+            if index > 0 { json.raw(",") }
+            json.raw("{\"type\":\"O\",\"frame\":")
+            json.int(phaseFrame + index)
+            json.raw(",\"at\":")
+            json.int(phase.startNs)
+            json.raw("},{\"type\":\"C\",\"frame\":")
+            json.int(phaseFrame + index)
+            json.raw(",\"at\":")
+            json.int(max(phase.endNs, phase.startNs))
+            json.raw("}")
+        }
+        json.raw("]}]}\n")
+        return json.bytes
+    }
+}
