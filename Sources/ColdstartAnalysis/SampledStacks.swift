@@ -107,6 +107,13 @@ public struct SampledStacks: Sendable {
         analysis.runs(selected.filter { analysis.stacks[$0].tid == thread })
     }
 
+    /// The selected samples' call tree, top-down and merged by function, as
+    /// the text report's, but whole: nothing pruned (a flame graph's input).
+    public func callTree() -> [ProfileReport.CallNode] {
+        let whole = ProfileOptions(minMs: 0, minPercent: 0, top: .max, treeDepth: .max, treeFloorPercent: 0)
+        return analysis.callTree(selected, options: whole, minPercent: 0)
+    }
+
     /// The time `samples` samples stand for, in milliseconds.
     public func milliseconds(_ samples: Int) -> Double { analysis.ms(samples) }
 }

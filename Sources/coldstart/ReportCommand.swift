@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 
 /// `coldstart report FILE [--json]`: where the launch's time went.
@@ -52,17 +53,29 @@ enum ReportCommand: Command {
         options.minPercent = try arguments.number("--min-percent", in: 0...100) ?? options.minPercent
         options.top = try arguments.number("--top", in: 1...100_000) ?? options.top
         options.phase = try arguments.option("--phase")
-        options.thread = try arguments.number("--thread", in: 0...Int(Int32.max))
+        let thread = try arguments.option("--thread")
+        let html = try arguments.option("--html")
         options.treeDepth = try arguments.number("--tree-depth", in: 0...10_000) ?? options.treeDepth
         let path = try arguments.positional("FILE (a timeline written with COLDSTART=1)")
         try arguments.finish()
 
         let timeline = try Timeline(contentsOf: path)
         var report = LaunchReport(timeline)
+        var stacks: SampledStacks?
         do {
+            if let thread { options.thread = try ProfileOptions.thread(named: thread, in: timeline, path: path) }
             try report.addProfile(of: timeline, options: options, path: path)
+            if html != nil, report.profile != nil {
+                stacks = try SampledStacks(timeline: timeline, options: options, path: path)
+            }
         } catch let error as ProfileError {
             throw CommandError(message: error.description)
+        }
+        if let html {
+            let page = Data(HTMLReport.render(report, stacks: stacks, source: path).utf8)
+            try OutputFile.write(page, to: html)
+            if html != "-" { print("\(html): HTML report, \(OutputFile.size(page.count))") }
+            return ExitStatus.success
         }
         let output: Data
         if json {
