@@ -3,18 +3,37 @@ import Foundation
 extension LaunchReport {
     /// The report for a terminal: header, phase waterfall, marks, the slowest
     /// spans, then the precision and completion lines. Every figure names its
-    /// unit. `barWidth` is the waterfall's width in columns; `spanLimit` how
-    /// many spans to list.
-    public func text(barWidth: Int = 40, spanLimit: Int = 10) -> String {
+    /// unit. `barWidth` is the waterfall's width in columns (by default 40, or
+    /// what fits `style.width`); `spanLimit` how many spans to list. Tables
+    /// are narrowed to `style.width` by clipping their longest names.
+    public func text(barWidth: Int? = nil, spanLimit: Int = 10, style: TextStyle = TextStyle()) -> String {
+        let width = style.width
         var lines: [String] = []
         lines += headerLines()
-        lines += [""] + phaseLines(barWidth: max(barWidth, 1))
-        if !marks.isEmpty { lines += [""] + markLines() }
-        if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0)) }
-        if let profile { lines += [""] + profile.lines() }
+        lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
+        if !marks.isEmpty { lines += [""] + markLines(width: width) }
+        if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0), width: width) }
+        if let profile { lines += [""] + profile.lines(width: width) }
         lines += [""] + footerLines()
         // Names and paths come from the file: no control character reaches the terminal.
-        return lines.map { Self.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
+        return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
+    }
+
+    /// The phase table with the widest waterfall (10 to 60 columns) that fits
+    /// `width`, or `barWidth` (default 40) when given or when there is no width.
+    /// A terminal too narrow even for a 10-column waterfall gets the resource
+    /// columns in a second table.
+    private func fittedPhaseLines(barWidth: Int?, width: Int?) -> [String] {
+        guard barWidth == nil, let width else { return phaseLines(barWidth: max(barWidth ?? 40, 1), width: width, split: false) }
+        func fits(_ lines: [String]) -> Bool { !lines.dropFirst().contains { $0.count > width } }
+        for split in [false, true] {
+            for columns in stride(from: 60, through: 10, by: -2) {
+                let lines = phaseLines(barWidth: columns, width: nil, split: split)
+                if fits(lines) { return lines }
+            }
+        }
+        // Only the phase names are clipped, never the bar.
+        return phaseLines(barWidth: 10, width: width, split: true)
     }
 
     private func headerLines() -> [String] {
@@ -33,32 +52,41 @@ extension LaunchReport {
         phase.components(separatedBy: " → ").last
     }
 
-    private func phaseLines(barWidth: Int) -> [String] {
-        var table = Table(columns: [
+    private func phaseLines(barWidth: Int, width: Int?, split: Bool) -> [String] {
+        let waterfall: [Table.Column] = [
             .init("phase", .left), .init("start ms", .right), .init("wall ms", .right), .init("share", .right),
-            .init("waterfall (\(barWidth) columns = \(Self.ms(launch.totalMs)))", .left),
-            .init("CPU ms", .right), .init("CPU/wall", .right),
-            .init("faults minor/major", .right), .init("switches vol/invol", .right),
-        ])
+            .init("waterfall", .left),
+        ]
+        let resources: [Table.Column] = [
+            .init("CPU ms", .right), .init("CPU/wall", .right), .init("faults minor/major", .right), .init("switches vol/invol", .right),
+        ]
+        var table = Table(columns: split ? waterfall : waterfall + resources, flexible: 0)
+        var usageTable = Table(columns: [.init("phase", .left)] + resources)
         for phase in phases {
             let usage = phase.usage
-            table.add([
+            let usageCells = [
+                usage.map { Self.number($0.cpuMs) } ?? "–",
+                usage.map { phase.durationMs > 0 ? Self.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
+                usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
+                usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
+            ]
+            let cells = [
                 Self.printable(phase.name),
                 Self.number(phase.startMs),
                 Self.number(phase.durationMs),
                 Self.format(phase.sharePercent, decimals: 1) + "%",
                 "|" + Self.bar(start: phase.startMs, duration: phase.durationMs, total: launch.totalMs, width: barWidth) + "|",
-                usage.map { Self.number($0.cpuMs) } ?? "–",
-                usage.map { phase.durationMs > 0 ? Self.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
-                usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
-                usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
-            ])
+            ]
+            table.add(split ? cells : cells + usageCells)
+            usageTable.add([Self.printable(phase.name)] + usageCells)
         }
-        return ["Phases (times in ms from process start; share of the \(Self.ms(launch.totalMs)) launch; CPU is user+system of all threads; faults and context switches are counts)"]
-            + table.render()
+        let title = "Phases (times in ms from process start; share of the \(Self.ms(launch.totalMs)) launch; "
+            + "waterfall \(barWidth) columns = \(Self.ms(launch.totalMs)); CPU is user+system of all threads; "
+            + "faults and context switches are counts)"
+        return [title] + table.render(width: width) + (split ? usageTable.render(width: width) : [])
     }
 
-    private func markLines() -> [String] {
+    private func markLines(width: Int?) -> [String] {
         var table = Table(columns: [
             .init("mark", .left), .init("at ms", .right), .init("where", .left), .init("thread", .left),
         ])
@@ -73,10 +101,10 @@ extension LaunchReport {
             }
             table.add([Self.printable(mark.name), Self.number(mark.offsetMs), place, Self.thread(mark.tid, mark.thread)])
         }
-        return ["Marks (ms from process start)"] + table.render()
+        return ["Marks (ms from process start)"] + table.render(width: width)
     }
 
-    private func spanLines(limit: Int) -> [String] {
+    private func spanLines(limit: Int, width: Int?) -> [String] {
         var table = Table(columns: [
             .init("span", .left), .init("wall ms", .right), .init("from ms", .right), .init("began in phase", .left),
             .init("thread", .left), .init("", .left),
@@ -94,7 +122,7 @@ extension LaunchReport {
         let title = spans.count > limit
             ? "Slowest spans (top \(limit) of \(spans.count); ms)"
             : "Slowest spans (\(spans.count); ms)"
-        return [title] + table.render()
+        return [title] + table.render(width: width)
     }
 
     private func footerLines() -> [String] {
@@ -157,20 +185,49 @@ struct Table {
 
     var columns: [Column]
     var rows: [[String]] = []
+    /// The column narrowed to fit a width; by default the widest left-aligned one.
+    var flexible: Int?
+
+    init(columns: [Column], flexible: Int? = nil) {
+        self.columns = columns
+        self.flexible = flexible
+    }
 
     mutating func add(_ row: [String]) { rows.append(row) }
 
-    func render() -> [String] {
-        let widths = columns.indices.map { index in
+    /// The header and rows. With `width`, a line that would be wider loses
+    /// characters from its widest left-aligned column (a name), down to 12.
+    func render(width maxWidth: Int? = nil) -> [String] {
+        var widths = columns.indices.map { index in
             ([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0
+        }
+        if let maxWidth {
+            let total = 2 + widths.reduce(0, +) + 2 * max(columns.count - 1, 0)
+            let flexible = self.flexible ?? columns.indices.filter { columns[$0].alignment == .left }.max { widths[$0] < widths[$1] }
+            if total > maxWidth, let flexible {
+                widths[flexible] = max(widths[flexible] - (total - maxWidth), min(widths[flexible], max(12, columns[flexible].title.count)))
+            }
         }
         func line(_ cells: [String]) -> String {
             let padded = cells.enumerated().map { index, cell in
-                let fill = String(repeating: " ", count: widths[index] - cell.count)
-                return columns[index].alignment == .left ? cell + fill : fill + cell
+                let clipped = cell.count > widths[index] ? Self.clip(cell, to: widths[index]) : cell
+                let fill = String(repeating: " ", count: widths[index] - clipped.count)
+                return columns[index].alignment == .left ? clipped + fill : fill + clipped
             }
             return ("  " + padded.joined(separator: "  ")).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
         }
         return [line(columns.map(\.title))] + rows.map(line)
+    }
+
+    /// `text` in `width` characters. A function name loses its argument
+    /// list first (`f(a: Int) -> T` → `f(…) -> T`), then its end.
+    static func clip(_ text: String, to width: Int) -> String {
+        guard text.count > width else { return text }
+        if let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close {
+            let shorter = text[...open] + "…" + text[close...]
+            if shorter.count <= width { return String(shorter) }
+            if text[...open].count + 2 <= width { return text[...open] + "…)" }
+        }
+        return String(text.prefix(max(width - 1, 0))) + "…"
     }
 }

@@ -3,20 +3,21 @@ import Foundation
 extension ProfileReport {
     /// The sampled-stacks sections of the text report.
     public func text() -> String {
-        lines().map { LaunchReport.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
+        lines(width: nil).map { LaunchReport.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
     }
 
     /// Header (clock, rate, precision), functions overall and per phase, slow
-    /// initializers, slow lazy globals, threads, call tree.
-    func lines() -> [String] {
+    /// initializers, slow lazy globals, threads, call tree; tables and tree
+    /// lines narrowed to `width` when given.
+    func lines(width: Int?) -> [String] {
         var lines = headerLines()
-        lines += [""] + functionLines(overall, title: "Top functions by self time, \(scope)", order: \.bySelf)
-        lines += [""] + functionLines(overall, title: "Top functions by total time, \(scope)", order: \.byTotal)
-        lines += [""] + phaseLines()
-        lines += [""] + initializerLines()
-        lines += [""] + lazyGlobalLines()
-        lines += [""] + threadLines()
-        lines += [""] + callTreeLines()
+        lines += [""] + functionLines(overall, title: "Top functions by self time, \(scope)", order: \.bySelf, width: width)
+        lines += [""] + functionLines(overall, title: "Top functions by total time, \(scope)", order: \.byTotal, width: width)
+        lines += [""] + phaseLines(width: width)
+        lines += [""] + initializerLines(width: width)
+        lines += [""] + lazyGlobalLines(width: width)
+        lines += [""] + threadLines(width: width)
+        lines += [""] + callTreeLines(width: width)
         return lines
     }
 
@@ -67,13 +68,13 @@ extension ProfileReport {
             + [Self.number(row.firstSeenMs), LaunchReport.printable(row.name, limit: 110), row.module]
     }
 
-    private func functionLines(_ table: FunctionTable, title: String, order: KeyPath<FunctionTable, [FunctionTime]>) -> [String] {
+    private func functionLines(_ table: FunctionTable, title: String, order: KeyPath<FunctionTable, [FunctionTime]>, width: Int?) -> [String] {
         let rows = table[keyPath: order]
         guard !rows.isEmpty else { return [title, "  (no function over the thresholds)"] }
         let selfFirst = order == \FunctionTable.bySelf
         var rendered = Table(columns: functionColumns(selfFirst: selfFirst))
         for row in rows { rendered.add(functionRow(row, selfFirst: selfFirst)) }
-        return [title + thresholdNote] + rendered.render()
+        return [title + thresholdNote] + rendered.render(width: width)
     }
 
     private var thresholdNote: String {
@@ -83,7 +84,7 @@ extension ProfileReport {
         return "; " + parts.joined(separator: ", ")
     }
 
-    private func phaseLines() -> [String] {
+    private func phaseLines(width: Int?) -> [String] {
         var lines = ["Per phase, by self time (percent of the phase's samples; phases by wall clock, CLOCK_MONOTONIC)"]
         for phase in phases {
             let span = "\(Self.format(phase.startMs, decimals: 2)) → " + (phase.endMs.map { Self.format($0, decimals: 2) } ?? "…") + " ms"
@@ -99,12 +100,12 @@ extension ProfileReport {
             lines.append(heading + ": \(Self.count(phase.functions.samples)) = \(Self.ms(phase.functions.ms))")
             var table = Table(columns: functionColumns(selfFirst: true))
             for row in phase.functions.bySelf { table.add(functionRow(row, selfFirst: true)) }
-            lines += phase.functions.bySelf.isEmpty ? ["    (no function over the thresholds)"] : table.render().map { "  " + $0 }
+            lines += phase.functions.bySelf.isEmpty ? ["    (no function over the thresholds)"] : table.render(width: width.map { $0 - 2 }).map { "  " + $0 }
         }
         return lines
     }
 
-    private func initializerLines() -> [String] {
+    private func initializerLines(width: Int?) -> [String] {
         var lines = [
             "Slow initializers: \(Self.count(initializers.samples)) = \(Self.ms(initializers.ms)) under constructors "
                 + "(a library's constructors, or the program's preinit and constructors; a constructor that loads another "
@@ -126,10 +127,10 @@ extension ProfileReport {
                 library.module + (library.isExecutable ? " (the program)" : ""), constructors.joined(separator: ", "),
             ])
         }
-        return lines + table.render()
+        return lines + table.render(width: width)
     }
 
-    private func lazyGlobalLines() -> [String] {
+    private func lazyGlobalLines(width: Int?) -> [String] {
         let title = "Slow lazy globals (Swift one-time initializers, run by swift_once on first use)"
         guard !lazyGlobals.isEmpty else { return [title, "  (none over the thresholds)"] }
         var table = Table(columns: [
@@ -142,10 +143,10 @@ extension ProfileReport {
                 LaunchReport.printable(global.name, limit: 80), global.phases.map { "'\($0)'" }.joined(separator: ", "),
             ])
         }
-        return [title] + table.render()
+        return [title] + table.render(width: width)
     }
 
-    private func threadLines() -> [String] {
+    private func threadLines(width: Int?) -> [String] {
         var table = Table(columns: [
             .init("thread", .left), .init("samples", .right), .init("ms", .right), .init("%", .right),
             .init("seen ms", .right), .init("top self", .left),
@@ -158,10 +159,10 @@ extension ProfileReport {
                 top.joined(separator: ", "),
             ])
         }
-        return ["Threads (CPU each thread was sampled in)"] + table.render()
+        return ["Threads (CPU each thread was sampled in)"] + table.render(width: width)
     }
 
-    private func callTreeLines() -> [String] {
+    private func callTreeLines(width: Int?) -> [String] {
         var limits = ["\(selection.treeDepth) levels", "top \(selection.top) children", "nodes ≥ \(Self.format(selection.treeMinPercent, decimals: 1))%"]
         if selection.minMs > 0 { limits.append("≥ \(Self.format(selection.minMs, decimals: 2)) ms") }
         var lines = ["Call tree, top-down (total %, ms, samples, self samples; \(limits.joined(separator: ", ")))"]
@@ -170,7 +171,10 @@ extension ProfileReport {
                 let figures = "\(Self.percent(node.percent).leftPadded(6))  \(Self.number(node.ms).leftPadded(9)) ms  "
                     + "\(String(node.samples).leftPadded(6))  \(String(node.selfSamples).leftPadded(6))  "
                 let module = node.module.isEmpty ? "" : "  [\(node.module)]"
-                lines.append("  " + figures + String(repeating: "  ", count: depth) + LaunchReport.printable(node.name, limit: 110) + module)
+                let lead = "  " + figures + String(repeating: "  ", count: depth)
+                // A narrow terminal clips the name, never the figures or the module.
+                let room = width.map { max(12, $0 - lead.count - module.count) } ?? 110
+                lines.append(lead + LaunchReport.printable(node.name, limit: min(room, 110)) + module)
                 walk(node.children, depth: depth + 1)
             }
         }

@@ -85,7 +85,7 @@ enum ReportCommand: Command {
                 throw CommandError(message: "\(path): cannot encode the report as JSON (\(error))")
             }
         } else {
-            output = Data(report.text().utf8)
+            output = Data(report.text(style: Terminal.style()).utf8)
         }
         FileHandle.standardOutput.write(output)
         return ExitStatus.success
