@@ -1,0 +1,212 @@
+@testable import ColdstartAnalysis
+@testable import ColdstartExport
+import Foundation
+import XCTest
+
+/// `coldstart export`: what pprof, flame-graph tools and speedscope read
+/// must say what `coldstart report` says.
+final class ExportTests: XCTestCase {
+    private func coldstart(_ arguments: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
+        try runProcess(try Products.path("coldstart"), arguments, environment: environment)
+    }
+
+    /// The report's top functions by self time.
+    private func reportTopSelf(_ path: String, count: Int) throws -> [String] {
+        let result = try coldstart(["report", path, "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let profile = try XCTUnwrap(json["profile"] as? [String: Any])
+        let overall = try XCTUnwrap(profile["overall"] as? [String: Any])
+        let rows = try XCTUnwrap(overall["bySelf"] as? [[String: Any]])
+        return rows.prefix(count).compactMap { $0["name"] as? String }
+    }
+
+    func testGoToolPprofListsTheReportsTopFiveInOrder() throws {
+        let go = try ExternalTool.path(ExternalTool.go)
+        let path = try KnownProfile.timelinePath()
+        let directory = try makeTemporaryDirectory(for: self)
+        let output = directory.appendingPathComponent("known.pb.gz").path
+        let export = try coldstart(["export", path, "--format", "pprof", "-o", output])
+        XCTAssertEqual(export.status, 0, export.stderr)
+        XCTAssertEqual(Array(try Data(contentsOf: URL(fileURLWithPath: output)).prefix(2)), [0x1F, 0x8B], "gzip-compressed")
+
+        let top = try runProcess(go, ["tool", "pprof", "-top", output], environment: ["HOME": directory.path])
+        XCTAssertEqual(top.status, 0, top.stderr)
+        let lines = top.stdout.split(separator: "\n").map(String.init)
+        let header = try XCTUnwrap(lines.firstIndex { $0.contains("flat%") && $0.contains("cum%") }, top.stdout)
+        // "   40ms 40.40% 40.40%   40ms 40.40%  name with spaces"
+        let pprofTop = lines[(header + 1)...].prefix(5).map { line in
+            line.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+                .last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        let reportTop = try reportTopSelf(path, count: 5)
+        XCTAssertEqual(reportTop.count, 5)
+        XCTAssertEqual(pprofTop, reportTop, "go tool pprof -top:\n\(top.stdout)")
+        XCTAssertEqual(reportTop.map { KnownProfile.leaves.map(\.name).first(where: $0.contains) }, KnownProfile.leaves.map(\.name),
+                       "the known leaves, most samples first")
+    }
+
+    func testPprofCarriesSampleTypesPeriodTimeLabelsAndBuildIDs() throws {
+        let go = try ExternalTool.path(ExternalTool.go)
+        let path = try KnownProfile.timelinePath()
+        let directory = try makeTemporaryDirectory(for: self)
+        let output = directory.appendingPathComponent("known.pb.gz").path
+        XCTAssertEqual(try coldstart(["export", path, "--format", "pprof", "-o", output]).status, 0)
+        let raw = try runProcess(go, ["tool", "pprof", "-raw", output], environment: ["HOME": directory.path])
+        XCTAssertEqual(raw.status, 0, raw.stderr)
+        let text = raw.stdout
+        XCTAssertTrue(text.contains("PeriodType: cpu nanoseconds"), text)
+        XCTAssertTrue(text.contains("Period: 1000000"), "1 kHz: one sample is 1 ms")
+        XCTAssertTrue(text.contains("samples/count cpu/nanoseconds"), "both sample types")
+        XCTAssertTrue(text.contains("thread:[main]") && text.contains("thread:[worker]"), "thread labels")
+        XCTAssertTrue(text.contains("phase:[main → config loaded]") && text.contains("phase:[config loaded → ready]"), "phase labels")
+        XCTAssertTrue(text.contains("tid:[\(getpid())]"), "tid labels")
+        XCTAssertTrue(text.contains("Time: 2026-01-01") || text.contains("Time: 2025-12-31"), "time_nanos from startRealtimeUs:\n\(text.prefix(400))")
+        let timeline = try Timeline(contentsOf: path)
+        let buildID = try XCTUnwrap(timeline.modules.first?.buildId, "the test binary has a GNU build-id")
+        XCTAssertTrue(text.contains(buildID), "mappings carry build-ids")
+        // A Swift function's mangled name is its system_name.
+        XCTAssertTrue(text.contains("knownProfileHashIndex") && text.contains("s=0($s"), "system_name is the mangled name")
+    }
+
+    func testMalformedOrUnsampledInputGetsOneClearLine() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let fixtures = Bundle.module.resourceURL!.appendingPathComponent("Fixtures")
+        let cases: [(String, String)] = [
+            ("bad-garbage.json", "not JSON"), ("bad-truncated.json", "truncated"), ("bad-chrome-trace.json", "not a Coldstart timeline"),
+            ("ready.json", "no sampled stacks"),
+        ]
+        for (fixture, problem) in cases {
+            let input = fixtures.appendingPathComponent(fixture).path
+            let output = directory.appendingPathComponent("\(fixture).out").path
+            let result = try coldstart(["export", input, "--format", "pprof", "-o", output])
+            XCTAssertEqual(result.status, 1, fixture)
+            XCTAssertEqual(result.stdout, "", fixture)
+            let lines = result.stderr.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, "one line for \(fixture): \(result.stderr)")
+            XCTAssertTrue(result.stderr.hasPrefix("coldstart export: \(input): "), result.stderr)
+            XCTAssertTrue(result.stderr.contains(problem), "\(fixture): \(result.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: output), "no output for \(fixture)")
+        }
+        let path = try KnownProfile.timelinePath()
+        let badFormat = try coldstart(["export", path, "--format", "svg"])
+        XCTAssertEqual(badFormat.status, 2)
+        XCTAssertTrue(badFormat.stderr.contains("unknown format 'svg'"), badFormat.stderr)
+        let noThread = try coldstart(["export", path, "--format", "folded", "--thread", "renderer", "-o", "-"])
+        XCTAssertEqual(noThread.status, 1)
+        XCTAssertTrue(noThread.stderr.contains("no sampled thread named 'renderer'") && noThread.stderr.contains("'worker'"), noThread.stderr)
+    }
+
+    /// Stacks of function names (root first) and their sample counts.
+    private func expectedTotals(_ stacks: SampledStacks, thread: Int? = nil) -> [[String]: Int] {
+        var totals: [[String]: Int] = [:]
+        for total in stacks.totals(thread: thread) {
+            totals[total.functions.map { stacks.functions[$0].name }, default: 0] += total.samples
+        }
+        return totals
+    }
+
+    /// Reads folded stacks back, undoing the escapes.
+    private func parseFolded(_ text: String) throws -> [[String]: Int] {
+        var totals: [[String]: Int] = [:]
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
+            let space = try XCTUnwrap(line.lastIndex(of: " "), "a count ends \(line)")
+            let count = try XCTUnwrap(Int(line[line.index(after: space)...]), String(line))
+            let frames = line[..<space].split(separator: ";", omittingEmptySubsequences: false).map { frame -> String in
+                var name = "", rest = Substring(frame)
+                while let slash = rest.firstIndex(of: "\\") {
+                    name += rest[..<slash]
+                    let escape = rest[slash...]
+                    for (code, value) in [("\\\\", "\\"), ("\\x3b", ";"), ("\\n", "\n"), ("\\r", "\r")] where escape.hasPrefix(code) {
+                        name += value
+                        rest = escape.dropFirst(code.count)
+                        break
+                    }
+                    if rest.startIndex == slash { XCTFail("bad escape in \(frame)"); return name }
+                }
+                return name + rest
+            }
+            totals[frames, default: 0] += count
+        }
+        return totals
+    }
+
+    /// A timeline with names a flame-graph line could break on.
+    private func awkwardTimeline() throws -> Timeline {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "main")
+        let odd = SampledTimelineBuilder.Frame(module: app, name: "operator;(a\\b)\nnext")
+        let plain = SampledTimelineBuilder.Frame(module: app, name: "Store.open(recordCount: Int) -> Store")
+        for index in 0..<7 { builder.sample(at: 21 + Double(index), [main, odd, plain]) }
+        for index in 0..<3 { builder.sample(at: 30 + Double(index), tid: 4243, [main, plain]) }
+        builder.threads.append(["tid": 4243, "name": "worker"])
+        return try builder.timeline()
+    }
+
+    func testFoldedStacksRoundTrip() throws {
+        for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
+            let stacks = try SampledStacks(timeline: timeline)
+            let text = FoldedExporter.export(stacks)
+            XCTAssertEqual(text.filter { $0 == "\n" }.count, Set(expectedTotals(stacks).keys).count, "one line per distinct stack")
+            XCTAssertEqual(try parseFolded(text), expectedTotals(stacks))
+        }
+        let stacks = try SampledStacks(timeline: try awkwardTimeline())
+        XCTAssertTrue(FoldedExporter.export(stacks).contains("main;operator\\x3b(a\\\\b)\\nnext;Store.open(recordCount: Int) -> Store 7\n"))
+
+        // Through the CLI, to a file named after the input.
+        let directory = try makeTemporaryDirectory(for: self)
+        let input = directory.appendingPathComponent("launch.json")
+        try FileManager.default.copyItem(atPath: try KnownProfile.timelinePath(), toPath: input.path)
+        let result = try coldstart(["export", input.path, "--format", "folded"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let written = try String(contentsOfFile: directory.appendingPathComponent("launch.folded").path, encoding: .utf8)
+        XCTAssertEqual(try parseFolded(written), expectedTotals(try SampledStacks(timeline: Timeline(contentsOf: input.path))))
+    }
+
+    func testSpeedscopeRoundTripsPerThreadAndCarriesThePhases() throws {
+        for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
+            let stacks = try SampledStacks(timeline: timeline)
+            let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(SpeedscopeExporter.export(stacks, timeline: timeline))) as? [String: Any])
+            XCTAssertEqual(json["$schema"] as? String, SpeedscopeExporter.schema)
+            let frames = try XCTUnwrap((json["shared"] as? [String: Any])?["frames"] as? [[String: Any]]).map { $0["name"] as? String ?? "" }
+            let profiles = try XCTUnwrap(json["profiles"] as? [[String: Any]])
+            let sampled = profiles.filter { $0["type"] as? String == "sampled" }
+            XCTAssertEqual(sampled.count, stacks.threads.count, "one profile per thread")
+            let period = stacks.nsPerSample
+            for (profile, tid) in zip(sampled, stacks.threads) {
+                XCTAssertTrue((profile["name"] as? String ?? "").contains("tid \(tid)"))
+                let samples = try XCTUnwrap(profile["samples"] as? [[Int]])
+                let weights = try XCTUnwrap(profile["weights"] as? [Double])
+                XCTAssertEqual(samples.count, weights.count)
+                var totals: [[String]: Double] = [:]
+                for (stack, weight) in zip(samples, weights) { totals[stack.map { frames[$0] }, default: 0] += weight }
+                let expected = expectedTotals(stacks, thread: tid).mapValues { Double($0) * period.rounded() }
+                XCTAssertEqual(totals, expected, "thread \(tid): per-stack sampled time")
+            }
+            let evented = try XCTUnwrap(profiles.first { $0["type"] as? String == "evented" })
+            let events = try XCTUnwrap(evented["events"] as? [[String: Any]])
+            XCTAssertEqual(events.count, timeline.phases.count * 2)
+            for (index, phase) in timeline.phases.enumerated() {
+                XCTAssertEqual(frames[events[2 * index]["frame"] as! Int], phase.name)
+                XCTAssertEqual(events[2 * index]["type"] as? String, "O")
+                XCTAssertEqual((events[2 * index]["at"] as? NSNumber)?.int64Value, phase.startNs)
+                XCTAssertEqual(events[2 * index + 1]["type"] as? String, "C")
+                XCTAssertEqual((events[2 * index + 1]["at"] as? NSNumber)?.int64Value, phase.endNs)
+            }
+        }
+    }
+
+    func testMainThreadProfileIsInTimeOrder() throws {
+        // The known profile's main thread runs its leaves one after another.
+        let timeline = try Timeline(contentsOf: try KnownProfile.timelinePath())
+        let stacks = try SampledStacks(timeline: timeline)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(SpeedscopeExporter.export(stacks, timeline: timeline))) as? [String: Any])
+        let frames = ((json["shared"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []).map { $0["name"] as? String ?? "" }
+        let main = try XCTUnwrap((json["profiles"] as? [[String: Any]])?.first { ($0["name"] as? String ?? "").contains("tid \(getpid())") })
+        let leaves = (main["samples"] as? [[Int]] ?? []).compactMap { $0.last.map { frames[$0] } }
+        var runs: [String] = []
+        for leaf in leaves where runs.last != leaf { runs.append(leaf) }
+        XCTAssertEqual(runs.map { name in KnownProfile.leaves.first { name.contains($0.name) }?.name ?? name }, KnownProfile.leaves.map(\.name))
+    }
+}
