@@ -48,7 +48,8 @@ table.sortable th { cursor: pointer; user-select: none; }
 th[aria-sort="descending"]::after { content: " \25BE"; }
 th[aria-sort="ascending"]::after { content: " \25B4"; }
 th.num, td.num { text-align: right; white-space: nowrap; }
-td.name { max-width: 620px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
+.wrap { overflow-x: auto; }
+td.name { max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
 tbody tr:hover { background: #f7f9fc; }
 table.meta th { width: 280px; position: static; }
 details.phase { margin: 3px 0; border: 1px solid var(--line); border-radius: 4px; padding: 3px 8px; }

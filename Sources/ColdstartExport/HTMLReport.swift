@@ -261,7 +261,13 @@ private struct Page {
             functionIndex[key] = functions.count - 1
             return functions.count - 1
         }
-        let ids = stacks.functions.indices.map { function(stacks.functions[$0].name, stacks.moduleName(of: $0)) }
+        var ids: [Int: Int] = [:]
+        func id(_ stacked: Int) -> Int {
+            if let known = ids[stacked] { return known }
+            let new = function(stacks.functions[stacked].name, stacks.moduleName(of: stacked))
+            ids[stacked] = new
+            return new
+        }
 
         let thread = stacks.samples.contains { $0.tid == stacks.mainThread } ? stacks.mainThread : stacks.threads.first
         json.raw("{\"total\":")
@@ -286,7 +292,7 @@ private struct Page {
         for run in thread.map({ stacks.runs(thread: $0) }) ?? [] {
             json.raw(first ? "" : ",")
             first = false
-            json.int(ids[run.function]); json.raw(",")
+            json.int(id(run.function)); json.raw(",")
             json.int(run.depth); json.raw(",")
             json.int((run.startNs + 500) / 1000); json.raw(",")
             json.int(max(1, (run.endNs - run.startNs + 500) / 1000)); json.raw(",")
@@ -486,7 +492,7 @@ struct HTMLTable {
     mutating func row(_ cells: [Cell]) { rows.append(cells) }
 
     func render(caption: String?, empty: String = "no rows") -> String {
-        var html = "<table class=\"sortable\"><thead><tr>"
+        var html = "<div class=\"wrap\"><table class=\"sortable\"><thead><tr>"
         for column in columns {
             switch column {
             case .text(let title): html += "<th>\(Self.escape(title))</th>"
@@ -512,7 +518,7 @@ struct HTMLTable {
             }
             html += "</tr>"
         }
-        html += "</tbody></table>\n"
+        html += "</tbody></table></div>\n"
         if let caption { html += "<p class=\"caption\">\(Self.escape(caption))</p>\n" }
         return html
     }
@@ -521,29 +527,44 @@ struct HTMLTable {
         "<td class=\"num\" data-v=\"\(value.isFinite ? String(value) : "0")\">\(text)</td>"
     }
 
-    /// Text for HTML content and attributes. `//` is broken up so no text
-    /// from the timeline can look like a reference to elsewhere.
+    /// Text for HTML content and attributes. `//` is broken up, and so is
+    /// anything else that reads like a reference, so no text from the
+    /// timeline can look like one.
     static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        var previous: Character = " "
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            case "/" where previous == "/": escaped += "&#47;"
-            default:
-                if character.unicodeScalars.allSatisfy({ $0.properties.generalCategory == .control }) {
-                    escaped += "?"
-                } else {
-                    escaped.append(character)
-                }
+        let scalars = Array(text.unicodeScalars)
+        var escaped = String.UnicodeScalarView()
+        for (index, scalar) in scalars.enumerated() {
+            let entity: String?
+            switch scalar {
+            case "&": entity = "&amp;"
+            case "<": entity = "&lt;"
+            case ">": entity = "&gt;"
+            case "\"": entity = "&quot;"
+            case "'": entity = "&#39;"
+            case "/" where index > 0 && scalars[index - 1] == "/": entity = "&#47;"
+            case _ where looksLikeReference(scalars, at: index): entity = "&#\(scalar.value);"
+            case _ where scalar.properties.generalCategory == .control: entity = "?"
+            default: entity = nil
             }
-            previous = character
+            if let entity { escaped += entity.unicodeScalars } else { escaped.append(scalar) }
         }
-        return escaped
+        return String(escaped)
+    }
+
+    /// Whether the character at `index` makes `http`, `src=`, `url(` or
+    /// `@import` (any case): the one character escapers write as a reference.
+    static func looksLikeReference(_ scalars: [Unicode.Scalar], at index: Int) -> Bool {
+        func matches(_ word: String, from start: Int) -> Bool {
+            let letters = Array(word.unicodeScalars)
+            guard start >= 0, start + letters.count <= scalars.count else { return false }
+            return letters.indices.allSatisfy { String(scalars[start + $0]).lowercased() == String(letters[$0]) }
+        }
+        switch scalars[index] {
+        case "h", "H": return matches("http", from: index)
+        case "=": return matches("src=", from: index - 3)
+        case "(": return matches("url(", from: index - 3)
+        case "@": return matches("@import", from: index)
+        default: return false
+        }
     }
 }

@@ -2,7 +2,8 @@
 /// numbers (JSONSerialization boxes each one). Strings are escaped so the
 /// text can also sit inside an HTML `<script>` element: `/` is written `\/`,
 /// so neither `</script>` nor `//` can appear, and `<`, `>`, `&` and the
-/// line separators U+2028/9 are written as `\u` escapes.
+/// line separators U+2028/9 are written as `\u` escapes, as is one character
+/// of anything that reads like a reference (`http`, `src=`, `url(`, `@import`).
 struct JSONText {
     private(set) var bytes: [UInt8] = []
 
@@ -25,8 +26,14 @@ struct JSONText {
 
     mutating func string(_ value: String) {
         let hex = Array("0123456789abcdef".utf8)
+        let scalars = Array(value.unicodeScalars)
         bytes.append(UInt8(ascii: "\""))
-        for scalar in value.unicodeScalars {
+        for (index, scalar) in scalars.enumerated() {
+            if HTMLTable.looksLikeReference(scalars, at: index) {
+                let v = scalar.value
+                bytes += [0x5C, UInt8(ascii: "u"), hex[Int(v >> 12 & 0xF)], hex[Int(v >> 8 & 0xF)], hex[Int(v >> 4 & 0xF)], hex[Int(v & 0xF)]]
+                continue
+            }
             switch scalar {
             case "\"": bytes += [0x5C, 0x22]
             case "\\": bytes += [0x5C, 0x5C]

@@ -1,0 +1,134 @@
+@testable import ColdstartAnalysis
+@testable import ColdstartExport
+import Foundation
+import XCTest
+
+/// `coldstart report --html`: one self-contained page a browser shows
+/// without errors, with the report's phases and functions on it.
+final class HTMLReportTests: XCTestCase {
+    private func coldstart(_ arguments: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
+        try runProcess(try Products.path("coldstart"), arguments, environment: environment)
+    }
+
+    /// The page for the known profile, through the CLI.
+    private func knownPage(in directory: URL) throws -> (path: String, html: String) {
+        let output = directory.appendingPathComponent("report.html").path
+        let result = try coldstart(["report", try KnownProfile.timelinePath(), "--html", output])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix("\(output): HTML report, "), result.stdout)
+        return (output, try String(contentsOfFile: output, encoding: .utf8))
+    }
+
+    /// A launch whose names try to break out of the page or point elsewhere.
+    private func hostileTimeline() throws -> Timeline {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt//app/App")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "main")
+        let evil = SampledTimelineBuilder.Frame(module: app, name: "</script><script src=\"http://example.invalid/x.js\"></script>")
+        let slashes = SampledTimelineBuilder.Frame(module: app, name: "fetch(url: \"https://cdn.invalid//lib\") <T> & 'quotes'")
+        for index in 0..<5 { builder.sample(at: 21 + Double(index), [main, evil]) }
+        for index in 0..<3 { builder.sample(at: 30 + Double(index), [main, slashes]) }
+        builder.phases[2].0 = "main → <b>config</b> //loaded"
+        builder.phases[3].0 = "<b>config</b> //loaded → ready"
+        return try builder.timeline()
+    }
+
+    /// Everything a page could fetch: script, style, font, image, frame, link.
+    private func assertSelfContained(_ html: String, file: StaticString = #filePath, line: UInt = #line) {
+        for needle in ["http", "//", "src=", "url(", "@import", "<link", "<iframe", "<img", "<object", "<embed"] {
+            XCTAssertFalse(html.lowercased().contains(needle), "the page contains \(needle)", file: file, line: line)
+        }
+        let hrefs = html.components(separatedBy: "href=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+        XCTAssertFalse(hrefs.isEmpty, file: file, line: line)
+        for href in hrefs { XCTAssertTrue(href.hasPrefix("#"), "href=\"\(href)\" stays on the page", file: file, line: line) }
+        XCTAssertEqual(html.components(separatedBy: "<script").count - 1, 2, "the data block and the page's own script", file: file, line: line)
+    }
+
+    func testPageIsSelfContainedEvenWithHostileNames() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        assertSelfContained(try knownPage(in: directory).html)
+
+        let timeline = try hostileTimeline()
+        var report = LaunchReport(timeline)
+        try report.addProfile(of: timeline, options: ProfileOptions(), path: "hostile.json")
+        let html = HTMLReport.render(report, stacks: try SampledStacks(timeline: timeline), source: "hostile.json")
+        assertSelfContained(html)
+        XCTAssertTrue(html.contains("&lt;b&gt;config&lt;/b&gt; /&#47;loaded"), "names are text, never markup")
+        // In the embedded data the name survives exactly, once parsed.
+        let data = try XCTUnwrap(html.components(separatedBy: "id=\"coldstart-data\">").last?.components(separatedBy: "</script>").first)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+        let names = (json["functions"] as? [[Any]] ?? []).compactMap { $0.first as? String }
+        XCTAssertTrue(names.contains("</script><script src=\"http://example.invalid/x.js\"></script>"), "\(names)")
+    }
+
+    func testStaticPartsCarryTheReportsFigures() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let html = try knownPage(in: directory).html
+        let report = try JSONSerialization.jsonObject(
+            with: Data(try coldstart(["report", try KnownProfile.timelinePath(), "--json"]).stdout.utf8)) as? [String: Any]
+        for phase in report?["phases"] as? [[String: Any]] ?? [] {
+            let name = try XCTUnwrap(phase["name"] as? String)
+            let duration = String(format: "%.2f ms · %.1f%%", phase["durationMs"] as! Double, phase["sharePercent"] as! Double)
+            XCTAssertTrue(html.contains(HTMLTable.escape(name)), "phase \(name) is on the page")
+            XCTAssertTrue(html.contains(duration), "its bar says \(duration)")
+        }
+        for leaf in KnownProfile.leaves {
+            XCTAssertTrue(html.contains("data-v=\"\(leaf.samples).0\">\(leaf.samples)</td>"), "\(leaf.name): \(leaf.samples) self samples in a table")
+        }
+        XCTAssertTrue(html.contains("<svg class=\"waterfall\""), "the waterfall is drawn on the server")
+        XCTAssertTrue(html.contains("<table class=\"sortable\">"))
+    }
+
+    func testChromiumLoadsThePageWithoutErrorsAndShowsPhasesAndTopFunction() throws {
+        let chromium = try ExternalTool.path(ExternalTool.chromium)
+        let directory = try makeTemporaryDirectory(for: self)
+        let (path, _) = try knownPage(in: directory)
+        let url = URL(fileURLWithPath: path).absoluteString
+        let flags = ["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--window-size=1280,800",
+                     "--user-data-dir=\(directory.appendingPathComponent("profile").path)"]
+        let screenshot = directory.appendingPathComponent("report.png").path
+        let shot = try runProcess(chromium, flags + ["--screenshot=\(screenshot)", url], timeout: 120)
+        let dump = try runProcess(chromium, flags + ["--dump-dom", url], timeout: 120)
+        for run in [shot, dump] {
+            let console = run.stderr.split(separator: "\n").filter { $0.contains(":CONSOLE") || $0.contains("Uncaught") }
+            XCTAssertEqual(console, [], "the page logs nothing and throws nothing")
+        }
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        XCTAssertEqual(Array(png.prefix(4)), [0x89, 0x50, 0x4E, 0x47], "a PNG screenshot")
+        XCTAssertGreaterThan(png.count, 20_000, "the screenshot shows a page, not a blank")
+        // For a person to look at: COLDSTART_KEEP_SCREENSHOT=/tmp/report.png keeps it and the page beside it.
+        if let keep = ProcessInfo.processInfo.environment["COLDSTART_KEEP_SCREENSHOT"] {
+            for (from, to) in [(screenshot, keep), (path, keep + ".html")] {
+                try? FileManager.default.removeItem(atPath: to)
+                try FileManager.default.copyItem(atPath: from, toPath: to)
+            }
+        }
+
+        let dom = dump.stdout
+        let timeline = try Timeline(contentsOf: try KnownProfile.timelinePath())
+        for phase in timeline.phases {
+            XCTAssertTrue(dom.contains(HTMLTable.escape(phase.name).replacingOccurrences(of: "&#39;", with: "'")), "phase '\(phase.name)' in the DOM")
+        }
+        let report = try ProfileReport(timeline: timeline)
+        let top = try XCTUnwrap(report.overall.bySelf.first)
+        XCTAssertTrue(top.name.contains(KnownProfile.leaves[0].name))
+        let domName = top.name.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+        XCTAssertTrue(dom.contains(domName), "the top function \(top.name) in the DOM")
+        // The script ran to the end: it fills in the views' ranges.
+        XCTAssertTrue(dom.contains("showing 0.00 → "), "the flame chart was drawn")
+        XCTAssertTrue(dom.contains("all \(report.selection.samples) samples"), "the flame graph was drawn")
+    }
+
+    func testHTMLFollowsThePhaseAndThreadSelection() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = try KnownProfile.timelinePath()
+        let output = directory.appendingPathComponent("worker.html").path
+        let result = try coldstart(["report", path, "--thread", "worker", "--html", output])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let html = try String(contentsOfFile: output, encoding: .utf8)
+        XCTAssertTrue(html.contains("Sampled sections show thread \(getpid() + 1) only: \(KnownProfile.workerSamples) samples"), "the selection is stated")
+        XCTAssertTrue(html.contains("Flame chart of worker (tid \(getpid() + 1))"), "the chart shows the selected thread")
+        XCTAssertFalse(html.contains(KnownProfile.leaves[0].name), "no main-thread function")
+    }
+}
