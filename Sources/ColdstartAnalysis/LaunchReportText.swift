@@ -180,7 +180,13 @@ struct Table {
     struct Column {
         var title: String
         var alignment: Alignment
-        init(_ title: String, _ alignment: Alignment) { self.title = title; self.alignment = alignment }
+        /// Left out, rightmost first, when the table cannot fit otherwise.
+        var droppable: Bool
+        init(_ title: String, _ alignment: Alignment, droppable: Bool = false) {
+            self.title = title
+            self.alignment = alignment
+            self.droppable = droppable
+        }
     }
 
     var columns: [Column]
@@ -195,21 +201,36 @@ struct Table {
 
     mutating func add(_ row: [String]) { rows.append(row) }
 
-    /// The header and rows. With `width`, a line that would be wider loses
-    /// characters from its widest left-aligned column (a name), down to 12.
+    /// The header and rows. With `width`, a line that would be wider first
+    /// loses characters from its name column (`flexible`, by default the
+    /// widest left-aligned one) down to 24, then its droppable columns
+    /// (rightmost first), then every left-aligned column shrinks to 12.
     func render(width maxWidth: Int? = nil) -> [String] {
+        var shown = Array(columns.indices)
         var widths = columns.indices.map { index in
             ([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0
         }
         if let maxWidth {
-            let total = 2 + widths.reduce(0, +) + 2 * max(columns.count - 1, 0)
-            let flexible = self.flexible ?? columns.indices.filter { columns[$0].alignment == .left }.max { widths[$0] < widths[$1] }
-            if total > maxWidth, let flexible {
-                widths[flexible] = max(widths[flexible] - (total - maxWidth), min(widths[flexible], max(12, columns[flexible].title.count)))
+            func total() -> Int { 2 + shown.map { widths[$0] }.reduce(0, +) + 2 * max(shown.count - 1, 0) }
+            func shrink(_ column: Int, floor: Int) {
+                let excess = total() - maxWidth
+                guard excess > 0 else { return }
+                widths[column] = max(widths[column] - excess, min(widths[column], max(floor, columns[column].title.count)))
             }
+            let left = columns.indices.filter { columns[$0].alignment == .left }
+            let flexible = self.flexible ?? left.max { widths[$0] < widths[$1] }
+            if let flexible { shrink(flexible, floor: 24) }
+            while total() > maxWidth, let drop = shown.last(where: { columns[$0].droppable }) {
+                shown.removeAll { $0 == drop }
+                let natural = ([columns[flexible ?? drop].title] + rows.map { $0[flexible ?? drop] }).map(\.count).max() ?? 0
+                if let flexible { widths[flexible] = natural; shrink(flexible, floor: 24) }
+            }
+            for column in left.sorted(by: { widths[$0] > widths[$1] }) where column != flexible { shrink(column, floor: 12) }
+            if let flexible { shrink(flexible, floor: 12) }
         }
         func line(_ cells: [String]) -> String {
-            let padded = cells.enumerated().map { index, cell in
+            let padded = shown.map { index in
+                let cell = cells[index]
                 let clipped = cell.count > widths[index] ? Self.clip(cell, to: widths[index]) : cell
                 let fill = String(repeating: " ", count: widths[index] - clipped.count)
                 return columns[index].alignment == .left ? clipped + fill : fill + clipped
@@ -220,13 +241,16 @@ struct Table {
     }
 
     /// `text` in `width` characters. A function name loses its argument
-    /// list first (`f(a: Int) -> T` → `f(…) -> T`), then its end.
+    /// list first (`M.f(a: Int) -> T` → `M.f(…) -> T`), then its result,
+    /// then its qualifiers from the left (`…f(…)`), and only then its end.
     static func clip(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
         if let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close {
             let shorter = text[...open] + "…" + text[close...]
             if shorter.count <= width { return String(shorter) }
             if text[...open].count + 2 <= width { return text[...open] + "…)" }
+            let base = text[..<open]
+            if width >= 12, base.count > width - 4 { return "…" + base.suffix(width - 4) + "(…)" }
         }
         return String(text.prefix(max(width - 1, 0))) + "…"
     }

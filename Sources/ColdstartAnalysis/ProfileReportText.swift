@@ -55,10 +55,16 @@ extension ProfileReport {
     }
 
     private func functionColumns(selfFirst: Bool) -> [Table.Column] {
-        let selfColumns: [Table.Column] = [.init("self ms", .right), .init("self %", .right), .init("samples", .right)]
-        let totalColumns: [Table.Column] = [.init("total ms", .right), .init("total %", .right), .init("samples", .right)]
+        // A narrow terminal keeps the ordering figures and the second time,
+        // and leaves out the second group's % and samples and the first sighting.
+        let selfColumns: [Table.Column] = [
+            .init("self ms", .right), .init("self %", .right, droppable: !selfFirst), .init("samples", .right, droppable: !selfFirst),
+        ]
+        let totalColumns: [Table.Column] = [
+            .init("total ms", .right), .init("total %", .right, droppable: selfFirst), .init("samples", .right, droppable: selfFirst),
+        ]
         return (selfFirst ? selfColumns + totalColumns : totalColumns + selfColumns)
-            + [.init("first seen ms", .right), .init("function", .left), .init("module", .left)]
+            + [.init("first seen ms", .right, droppable: true), .init("function", .left), .init("module", .left)]
     }
 
     private func functionRow(_ row: FunctionTime, selfFirst: Bool) -> [String] {
