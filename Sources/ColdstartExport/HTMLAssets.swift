@@ -130,8 +130,9 @@ footer { margin-top: 26px; color: var(--dim); font-size: 12px; }
   function sampled(n) { return n + (n === 1 ? " sample = " : " samples = ") + ms(n * D.msPerSample); }
 
   /* A flame view: intervals [x0, x1) at integer depths, drawn on a canvas.
-     Intervals at one depth never overlap, so per depth they are sorted by
-     both ends and found by binary search. */
+     Intervals at one depth never overlap, and both inputs come in start
+     order (runs by start, the call tree in pre-order), so per depth they are
+     sorted by both ends and found by binary search. */
   function View(root, x0, x1, depth, fn, full, topRows, describe) {
     this.root = root;
     this.canvas = root.querySelector("canvas");
@@ -149,10 +150,7 @@ footer { margin-top: 26px; color: var(--dim); font-size: 12px; }
     this.byDepth = [];
     for (i = 0; i <= maxDepth; i++) { this.byDepth.push(new Int32Array(counts[i])); }
     var fill = new Int32Array(maxDepth + 1);
-    var order = new Int32Array(depth.length);
-    for (i = 0; i < order.length; i++) { order[i] = i; }
-    order.sort(function (a, b) { return x0[a] - x0[b]; });
-    for (i = 0; i < order.length; i++) { var k = order[i]; this.byDepth[depth[k]][fill[depth[k]]++] = k; }
+    for (i = 0; i < depth.length; i++) { this.byDepth[depth[i]][fill[depth[i]]++] = i; }
     var self = this;
     this.canvas.addEventListener("mousemove", function (event) { self.hover(event); });
     this.canvas.addEventListener("mouseleave", function () { tip.hidden = true; });
