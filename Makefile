@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TIMELINE ?= .build/demo-timeline.json
 
-.PHONY: deps demo test check-c bench
+.PHONY: deps demo test check-c bench bench-html
 
 deps:
 	@scripts/ensure-deps.sh
@@ -15,6 +15,7 @@ demo: deps
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
 test: deps check-c
+	@scripts/ensure-deps.sh chromium golang-go  # the HTML and pprof tests' viewers; they skip without them
 	$(SWIFT) build
 	$(SWIFT) test --disable-swift-testing
 
@@ -25,3 +26,8 @@ check-c:
 	  cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only \
 	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include $$f || exit 1; \
 	done
+
+# The HTML report and exports on a 100,000-sample profile: sizes, CLI times,
+# page load time in headless Chromium (docs/report.md).
+bench-html: deps
+	scripts/bench-html.sh
