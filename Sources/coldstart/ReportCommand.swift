@@ -7,8 +7,8 @@ enum ReportCommand: Command {
     static let name = "report"
     static let summary = "Print where a launch's time went: phases, marks, spans, sampled functions"
     static let help = """
-    Usage: coldstart report FILE [--json] [--min-ms MS] [--min-percent P] [--top N]
-                                 [--phase NAME] [--thread TID] [--tree-depth N]
+    Usage: coldstart report FILE [--json | --html OUT] [--min-ms MS] [--min-percent P]
+                                 [--top N] [--phase NAME] [--thread NAME|TID] [--tree-depth N]
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
     and prints:
@@ -27,17 +27,22 @@ enum ReportCommand: Command {
         the sampling clock, samples × period, each with its sample count.
         Names come from the binaries on this machine, or from the file once
         `coldstart symbolize` has written them in.
-    Phase and span times are CLOCK_MONOTONIC.
+    Phase and span times are CLOCK_MONOTONIC. On a terminal the report fits its
+    width (or COLUMNS) and is coloured, unless NO_COLOR is set.
 
     Options:
       --json             Print the same report as JSON (keys: docs/report.md).
+      --html OUT         Write the same report as one self-contained page: the
+                         waterfall, a flame chart of the main thread in time
+                         order, a flame graph, sortable tables (docs/report.md).
       --min-ms MS        Sampled rows under MS milliseconds are left out (default 0).
       --min-percent P    Sampled rows under P% of the samples are left out (default 0;
                          call-tree nodes under 0.5% always are).
       --top N            At most N rows per sampled table and children per
                          call-tree node (default 15).
       --phase NAME       Sampled sections for that phase only (its name as listed).
-      --thread TID       Sampled sections for that thread only.
+      --thread NAME|TID  Sampled sections for that thread only ("main" is the
+                         process's first thread).
       --tree-depth N     Call-tree levels below the roots (default 12).
       --help    Show this text.
 
