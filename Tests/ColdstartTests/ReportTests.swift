@@ -376,7 +376,7 @@ final class ReportCommandTests: XCTestCase {
     func testHelpDescribesTheCommand() throws {
         let help = try coldstart(["report", "--help"])
         XCTAssertEqual(help.status, 0)
-        XCTAssertTrue(help.stdout.hasPrefix("Usage: coldstart report FILE [--json]"))
+        XCTAssertTrue(help.stdout.hasPrefix("Usage: coldstart report FILE [--json | --html OUT]"))
         let overview = try coldstart(["--help"])
         XCTAssertEqual(overview.status, 0)
         XCTAssertTrue(overview.stdout.contains("report"))
