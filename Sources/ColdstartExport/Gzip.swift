@@ -11,6 +11,8 @@ enum Gzip {
     }
 
     static func compress(_ input: [UInt8], level: Int32 = 6) throws -> [UInt8] {
+        // One deflate call: zlib counts the input in 32 bits.
+        guard input.count < Int(UInt32.max) else { throw Failure(description: "profile too large to compress (\(input.count) bytes)") }
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
         var status = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
