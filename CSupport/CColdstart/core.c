@@ -55,7 +55,7 @@ static bool append(char *dst, size_t cap, const char *s) {
     return true;
 }
 
-static const char *env_get(char **envp, const char *name) {
+const char *cs_env_get(char **envp, const char *name) {
     size_t n = strlen(name);
     for (char **e = envp; e && *e; e++) {
         if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
@@ -146,19 +146,19 @@ static void *map_zeroed(size_t bytes) {
     return p == MAP_FAILED ? NULL : p;
 }
 
-static void arm(char **envp, bool from_preinit) {
-    const char *value = env_get(envp, "COLDSTART");
+static void arm(char **argv, char **envp, bool from_preinit) {
+    const char *value = cs_env_get(envp, "COLDSTART");
     if (value == NULL || value[0] == 0 || strcmp(value, "0") == 0) return;
 
     uint64_t now = cs_monotonic_ns();
     cs_g.pid = (int)syscall(SYS_getpid);
 
-    const char *spawn = env_get(envp, "COLDSTART_SPAWN_NS");
+    const char *spawn = cs_env_get(envp, "COLDSTART_SPAWN_NS");
     if (spawn && cs_parse_u64(spawn, &cs_g.spawn_boottime_ns) != 0) {
         cs_warn("ignoring COLDSTART_SPAWN_NS (not a CLOCK_BOOTTIME nanosecond count): ", spawn);
         cs_g.spawn_boottime_ns = 0;
     }
-    const char *extend = env_get(envp, "COLDSTART_EXTEND_MS");
+    const char *extend = cs_env_get(envp, "COLDSTART_EXTEND_MS");
     uint64_t extend_ms = 0;
     if (extend && (cs_parse_u64(extend, &extend_ms) != 0 || extend_ms > 600000)) {
         cs_warn("ignoring COLDSTART_EXTEND_MS (want 0 to 600000 ms): ", extend);
@@ -166,7 +166,7 @@ static void arm(char **envp, bool from_preinit) {
     }
     cs_g.extend_ns = extend_ms * 1000000ull;
 
-    if (!choose_destination(value, env_get(envp, "COLDSTART_DIR"))) return;
+    if (!choose_destination(value, cs_env_get(envp, "COLDSTART_DIR"))) return;
 
     cs_g.events = map_zeroed(sizeof(struct cs_event) * CS_MAX_EVENTS);
     cs_g.names = map_zeroed(CS_NAME_BYTES);
@@ -179,13 +179,13 @@ static void arm(char **envp, bool from_preinit) {
         cs_rusage_now(&cs_g.ru_earliest);
     }
     atomic_store(&cs_g.state, CS_RECORDING);
+    cs_sampler_start(argv, envp);
 }
 
 void cs_preinit(int argc, char **argv, char **envp) {
     (void)argc;
-    (void)argv;
     cs_g.preinit_ran = true;
-    arm(envp, true);
+    arm(argv, envp, true);
 }
 
 static void on_abandon_signal(int sig) {
@@ -214,7 +214,7 @@ void cs_before_main(void) {
         // Linked where .preinit_array does not run (a shared library): arm now,
         // without an earliest-init time.
         extern char **environ;
-        arm(environ, false);
+        arm(NULL, environ, false);
     }
     if (atomic_load(&cs_g.state) != CS_RECORDING) return;
     cs_g.t_main = cs_monotonic_ns();
@@ -268,9 +268,11 @@ static void write_once(void) {
     int me = cs_gettid();
     int expected = 0;
     if (atomic_compare_exchange_strong(&cs_g.writer_tid, &expected, me)) {
+        cs_sampler_stop();
         if (cs_write_timeline() != 0)
             cs_warn("could not write the timeline to ", cs_g.dest);
         atomic_store(&cs_g.written, 1);
+        cs_sampler_release();
         return;
     }
     if (expected == me) return;
@@ -303,6 +305,7 @@ void cs_ready(void) {
     cs_g.t_ready = cs_g.t_end = cs_monotonic_ns();
     cs_rusage_now(&cs_g.ru_end);
     cs_g.end_reason = CS_END_READY;
+    if (cs_g.extend_ns == 0) cs_sampler_stop();
     release_signals();
     // Serialising can take milliseconds with many samples: do it off the
     // caller's thread. The exit handler finishes it if the process ends first.

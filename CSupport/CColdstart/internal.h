@@ -12,6 +12,7 @@
 
 #include "include/coldstart.h"
 #include "jsonw.h"
+#include "sampler.h"
 
 #define CS_MAX_EVENTS 4096
 #define CS_NAME_BYTES (64 * 1024)
@@ -84,6 +85,11 @@ struct cs_global {
     // Abandonment handlers: which signals we own (installed over SIG_DFL only).
     bool owns_signal[NSIG];
 
+    // The stack sampler (sampler.c, unwind.c, modules.c): clock sources,
+    // preallocated sample buffers, per-thread slots, libunwind. All zero and
+    // untouched unless sampling started.
+    struct cs_sampler smp;
+
     // The timeline writer's scratch space, so it never allocates.
     struct cs_jw jw;
     uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
@@ -110,6 +116,8 @@ void cs_warn(const char *msg, const char *detail);
 void cs_rusage_now(struct cs_rusage *out);
 /// Current thread id. Async-signal-safe (raw syscall).
 int cs_gettid(void);
+/// The value of `name` in `envp`, or NULL. Async-signal-safe.
+const char *cs_env_get(char **envp, const char *name);
 
 // ---- timeline.c ----
 /// Serialises the whole timeline to cs_g.tmp and renames it to cs_g.dest.

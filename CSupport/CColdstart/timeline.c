@@ -197,7 +197,7 @@ static void make_plan(struct plan *pl) {
         for (size_t t = 0; t < nt; t++) seen |= cs_g.thread_ids[t] == ev[i].tid;
         if (!seen && nt < cap) cs_g.thread_ids[nt++] = ev[i].tid;
     }
-    pl->nthreads = nt;
+    pl->nthreads = cs_sampler_add_threads(cs_g.thread_ids, nt, cap);
 
     ssize_t n = readlink("/proc/self/exe", pl->exe, sizeof pl->exe - 1);
     pl->exe[n > 0 ? n : 0] = 0;
@@ -389,7 +389,9 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, t == 0 ? "main" : tname);
         cs_jw_raw(w, "}");
     }
-    cs_jw_raw(w, "],\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_events));
+    cs_jw_raw(w, "]");
+    cs_sampler_write(w, pl->start);
+    cs_jw_raw(w, ",\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_events));
     cs_jw_raw(w, ",\"nameBytes\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_name_bytes));
     cs_jw_raw(w, "}}");
 }

@@ -1,0 +1,269 @@
+// The module table and the three sampling sections of the timeline
+// (docs/timeline-format.md, "Sampling sections"). Runs in the timeline writer,
+// which may be a signal handler: /proc/self/maps is read with open/read into a
+// fixed buffer, ELF headers are read from memory with cs_safe_read, and
+// nothing allocates.
+//
+// The table is taken when the timeline is written (sampling has stopped just
+// before): a library dlopen'd *and* dlclose'd during the launch is gone from
+// /proc/self/maps by then, and its frames are recorded with module -1 and
+// their absolute address.
+#include "internal.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#define S (&cs_g.smp)
+
+struct maps_reader {
+    int fd;
+    size_t len, pos;
+    char buf[4096];
+};
+
+// Copies the next line (without '\n') into `line`; false at the end.
+static bool next_line(struct maps_reader *r, char *line, size_t cap) {
+    size_t n = 0;
+    for (;;) {
+        if (r->pos == r->len) {
+            ssize_t k = read(r->fd, r->buf, sizeof r->buf);
+            if (k <= 0) {
+                line[n] = 0;
+                return n > 0;
+            }
+            r->len = (size_t)k;
+            r->pos = 0;
+        }
+        char c = r->buf[r->pos++];
+        if (c == '\n') break;
+        if (n + 1 < cap) line[n++] = c;
+    }
+    line[n] = 0;
+    return true;
+}
+
+static uint64_t parse_hex(const char **p) {
+    uint64_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        if (c >= '0' && c <= '9') v = v * 16 + (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v = v * 16 + (uint64_t)(c - 'a' + 10);
+        else return v;
+    }
+}
+
+static const char *skip_field(const char *p) {
+    while (*p && *p != ' ') p++;
+    while (*p == ' ') p++;
+    return p;
+}
+
+// The GNU build-id from the PT_NOTE segments of the object at `bias`.
+static void read_build_id(struct cs_module *m, const ElfW(Phdr) *ph, int phnum) {
+    for (int i = 0; i < phnum; i++) {
+        if (ph[i].p_type != PT_NOTE) continue;
+        char notes[512];
+        size_t len = ph[i].p_memsz < sizeof notes ? ph[i].p_memsz : sizeof notes;
+        if (!cs_safe_read(m->base + ph[i].p_vaddr, notes, len)) continue;
+        for (size_t off = 0; off + sizeof(ElfW(Nhdr)) <= len;) {
+            ElfW(Nhdr) nh;
+            memcpy(&nh, notes + off, sizeof nh);
+            size_t name_at = off + sizeof nh, desc_at = name_at + ((nh.n_namesz + 3) & ~3u);
+            if (desc_at + nh.n_descsz > len) break;
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(notes + name_at, "GNU", 4) == 0) {
+                m->build_id_len = (uint8_t)(nh.n_descsz < sizeof m->build_id ? nh.n_descsz : sizeof m->build_id);
+                memcpy(m->build_id, notes + desc_at, m->build_id_len);
+                return;
+            }
+            off = desc_at + ((nh.n_descsz + 3) & ~3u);
+        }
+    }
+}
+
+// Load bias and build-id from the ELF header mapped at `header`.
+static void identify(struct cs_module *m, uint64_t header, uint64_t file_offset) {
+    ElfW(Ehdr) eh;
+    ElfW(Phdr) ph[32];
+    // Without a fault-free read, assume the usual layout (vaddr = file offset).
+    m->base = m->start - file_offset;
+    if (!cs_safe_read(header, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return;
+    int phnum = eh.e_phnum < 32 ? eh.e_phnum : 32;
+    if (!cs_safe_read(header + eh.e_phoff, ph, (size_t)phnum * sizeof *ph)) return;
+    for (int i = 0; i < phnum; i++) {
+        if (ph[i].p_type != PT_LOAD) continue;
+        m->base = header - (ph[i].p_vaddr & ~(uint64_t)4095);   // the lowest PT_LOAD maps the header
+        break;
+    }
+    read_build_id(m, ph, phnum);
+}
+
+static void load_modules(void) {
+    S->nmodules = 0;
+    struct maps_reader r = {.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
+    if (r.fd < 0) return;
+    char line[CS_SMP_PATH + 128];
+    char header_path[CS_SMP_PATH] = "";
+    uint64_t header_at = 0;
+    while (next_line(&r, line, sizeof line)) {
+        const char *p = line;
+        uint64_t start = parse_hex(&p);
+        if (*p++ != '-') continue;
+        uint64_t end = parse_hex(&p);
+        p = skip_field(p);
+        const char *perms = p;
+        p = skip_field(p);
+        uint64_t offset = parse_hex(&p);
+        p = skip_field(skip_field(skip_field(p)));   // offset, dev, inode
+        const char *path = p;
+        if (*path == 0 || (*path == '[' && strcmp(path, "[vdso]") != 0)) continue;
+        if (offset == 0) {
+            header_at = start;
+            strncpy(header_path, path, sizeof header_path - 1);
+        }
+        if (perms[2] != 'x' || S->nmodules == CS_SMP_MAX_MODULES) continue;
+        struct cs_module *m = &S->modules[S->nmodules++];
+        memset(m, 0, sizeof *m);
+        m->start = start;
+        m->end = end;
+        strncpy(m->path, path, sizeof m->path - 1);
+        identify(m, strcmp(path, header_path) == 0 ? header_at : start, offset);
+    }
+    close(r.fd);
+}
+
+// Index of the module holding `addr`, or -1. The table is sorted by address.
+static int module_of(uint64_t addr) {
+    int lo = 0, hi = (int)S->nmodules - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const struct cs_module *m = &S->modules[mid];
+        if (addr < m->start) hi = mid - 1;
+        else if (addr >= m->end) lo = mid + 1;
+        else return mid;
+    }
+    return -1;
+}
+
+// Value at quantile q (percent) of the handler-cost histogram (10 ns buckets).
+static uint64_t quantile(uint64_t count, uint32_t percent, uint64_t max) {
+    uint64_t rank = (count * percent + 99) / 100, seen = 0;
+    if (rank == 0) return 0;
+    for (size_t b = 0; b < CS_SMP_COST_BUCKETS; b++) {
+        seen += S->cost_hist[b];
+        if (seen >= rank) return b * 10 + 5;
+    }
+    return max;
+}
+
+static const char *clock_name(void) {
+    switch (S->clock) {
+    case CS_CLOCK_PERF: return "perf-task-clock";
+    case CS_CLOCK_POSIX: return "posix-cpu-timer";
+    case CS_CLOCK_WALL: return "wall-timer";
+    default: return "none";
+    }
+}
+
+static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
+    memset(S->cost_hist, 0, sizeof S->cost_hist);
+    uint64_t recorded = 0, max_cost = 0;
+    for (uint32_t i = 0; i < nsamples; i++) {
+        const struct cs_sample *smp = &S->samples[i];
+        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        recorded++;
+        uint32_t b = smp->cost_ns / 10;
+        S->cost_hist[b < CS_SMP_COST_BUCKETS ? b : CS_SMP_COST_BUCKETS]++;
+        if (smp->cost_ns > max_cost) max_cost = smp->cost_ns;
+    }
+    uint64_t dropped = atomic_load(&S->dropped);
+    uint64_t cpu = S->cpu_stop > S->cpu_start ? S->cpu_stop - S->cpu_start : 0;
+    uint32_t stride = atomic_load(&S->stride);
+    cs_jw_raw(w, ",\n\"sampling\":{\"clock\":\""); cs_jw_raw(w, clock_name());
+    cs_jw_raw(w, "\",\"unwinder\":\""); cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : "frame-pointer");
+    cs_jw_raw(w, "\",\"requestedHz\":"); cs_jw_u64(w, S->requested_hz);
+    // Samples per second of CPU time (all threads, user + system) in the window.
+    cs_jw_raw(w, ",\"effectiveHz\":");
+    cs_jw_milli(w, cpu ? (int64_t)((recorded + dropped) * 1000000000000ull / cpu) : 0);
+    cs_jw_raw(w, ",\"loweredHz\":");
+    if (stride > 1) cs_jw_milli(w, (int64_t)(S->requested_hz * 1000ull / stride));
+    else cs_jw_raw(w, "null");
+    cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
+    cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
+    cs_jw_raw(w, ",\"cpuNs\":"); cs_jw_u64(w, cpu);
+    cs_jw_raw(w, ",\"samples\":"); cs_jw_u64(w, recorded);
+    cs_jw_raw(w, ",\"dropped\":"); cs_jw_u64(w, dropped);
+    cs_jw_raw(w, ",\"maxSamples\":"); cs_jw_u64(w, S->max_samples);
+    cs_jw_raw(w, ",\"threads\":\""); cs_jw_raw(w, S->clock == CS_CLOCK_WALL ? "main" : "per-thread");
+    cs_jw_raw(w, "\",\"threadsSampled\":"); cs_jw_u64(w, atomic_load(&S->threads_armed));
+    cs_jw_raw(w, ",\"threadsMissed\":"); cs_jw_u64(w, atomic_load(&S->thread_overflow));
+    cs_jw_raw(w, ",\"unwindFailures\":"); cs_jw_u64(w, atomic_load(&S->unwind_failures));
+    cs_jw_raw(w, ",\"handlerNs\":{\"median\":"); cs_jw_u64(w, quantile(recorded, 50, max_cost));
+    cs_jw_raw(w, ",\"p99\":"); cs_jw_u64(w, quantile(recorded, 99, max_cost));
+    cs_jw_raw(w, ",\"max\":"); cs_jw_u64(w, max_cost);
+    cs_jw_raw(w, "}}");
+}
+
+static void write_modules(struct cs_jw *w) {
+    static const char hex[] = "0123456789abcdef";
+    cs_jw_raw(w, ",\n\"modules\":[");
+    for (uint32_t i = 0; i < S->nmodules; i++) {
+        const struct cs_module *m = &S->modules[i];
+        cs_jw_raw(w, i ? ",\n{\"path\":" : "\n{\"path\":");
+        cs_jw_cstr(w, m->path);
+        cs_jw_raw(w, ",\"buildId\":");
+        if (m->build_id_len) {
+            char id[2 * sizeof m->build_id + 1];
+            for (size_t k = 0; k < m->build_id_len; k++) {
+                id[2 * k] = hex[m->build_id[k] >> 4];
+                id[2 * k + 1] = hex[m->build_id[k] & 15];
+            }
+            cs_jw_str(w, id, 2 * (size_t)m->build_id_len);
+        } else {
+            cs_jw_raw(w, "null");
+        }
+        cs_jw_raw(w, ",\"base\":"); cs_jw_u64(w, m->base);
+        cs_jw_raw(w, ",\"start\":"); cs_jw_u64(w, m->start);
+        cs_jw_raw(w, ",\"end\":"); cs_jw_u64(w, m->end);
+        cs_jw_raw(w, "}");
+    }
+    cs_jw_raw(w, "]");
+}
+
+static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
+    cs_jw_raw(w, ",\n\"samples\":[");
+    bool first = true;
+    for (uint32_t i = 0; i < nsamples; i++) {
+        const struct cs_sample *smp = &S->samples[i];
+        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        cs_jw_raw(w, first ? "\n[" : ",\n[");
+        first = false;
+        cs_jw_i64(w, (int64_t)smp->ns - (int64_t)start_ns);
+        cs_jw_raw(w, ",");
+        cs_jw_i64(w, smp->tid);
+        cs_jw_raw(w, ",[");
+        for (uint32_t f = 0; f < smp->nframes; f++) {
+            uint64_t a = S->frames[smp->frame_off + f];
+            // Return addresses point after the call: look the caller up at a − 1.
+            int m = module_of(f == 0 ? a : a - 1);
+            if (f) cs_jw_raw(w, ",");
+            cs_jw_i64(w, m);
+            cs_jw_raw(w, ",");
+            cs_jw_u64(w, m >= 0 ? a - S->modules[m].base : a);
+        }
+        cs_jw_raw(w, "]]");
+    }
+    cs_jw_raw(w, "]");
+}
+
+void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
+    if (!S->started) return;
+    cs_sampler_stop();
+    load_modules();
+    uint32_t n = atomic_load(&S->next_sample);
+    if (n > S->max_samples) n = S->max_samples;
+    write_sampling(w, start_ns, n);
+    write_modules(w);
+    write_samples(w, start_ns, n);
+}

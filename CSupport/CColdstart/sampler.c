@@ -1,0 +1,520 @@
+// The stack sampler: a CPU-time clock per thread raises SIGPROF on the thread
+// that consumed the time, and the handler records that thread's stack.
+//
+// Clock (docs/performance.md, "Why per-thread perf events"): a software
+// PERF_COUNT_SW_TASK_CLOCK event per thread (user time only), whose overflow
+// is sent to that very thread (F_SETOWN_EX + F_SETSIG) and re-armed with
+// PERF_EVENT_IOC_REFRESH by the handler. The single inherited event with
+// `sigtrap` would need no per-thread work, but it signals SIGTRAP, which every
+// Swift program's runtime claims for its crash backtracer (and debuggers use):
+// a sample would be reported as a crash. New threads are found by re-reading
+// /proc/self/task from the handler at most every CS_SMP_SCAN_NS. When
+// perf_event_open is refused, POSIX per-thread CPU-clock timers take its place
+// (the kernel tick caps them: 250 Hz here). A wall-clock timer on the main
+// thread exists only when asked for (COLDSTART_SAMPLER=wall): it cuts the
+// host's sleeps short with EINTR.
+//
+// Everything the handler touches is preallocated and pre-faulted; it takes no
+// lock, allocates nothing and never calls into Swift.
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define CS_SMP_SCAN_NS 10000000ull        // look for new threads at most every 10 ms
+#define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
+#define CS_SMP_WINDOW 256                 // samples per cost check
+#define CS_SMP_MIN_HZ 10
+#define CS_SMP_MAX_HZ 10000
+
+#define S (&cs_g.smp)
+
+static void on_signal(int sig, siginfo_t *si, void *uc);
+
+// ---- small helpers ----
+
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    if (syscall(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *errno_name(int e) {
+    switch (e) {
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case ENOSYS: return "ENOSYS";
+    case ENOENT: return "ENOENT";
+    case EINVAL: return "EINVAL";
+    case EMFILE: return "EMFILE";
+    case ENODEV: return "ENODEV";
+    default: return "error";
+    }
+}
+
+// Pre-faulted anonymous memory: the handler must never take a page fault.
+static void *map_prefaulted(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void set_period(uint64_t ns) { S->period_ns = ns ? ns : 1; }
+
+// ---- the thread table ----
+
+struct cs_smp_thread *cs_sampler_thread(int tid, bool insert) {
+    if (tid <= 0) return NULL;
+    uint32_t mask = CS_SMP_MAX_THREADS - 1;
+    uint32_t h = ((uint32_t)tid * 2654435761u) & mask;
+    for (uint32_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        struct cs_smp_thread *t = &S->threads[(h + i) & mask];
+        int cur = atomic_load_explicit(&t->tid, memory_order_acquire);
+        if (cur == tid) return t;
+        if (cur == 0) {
+            if (!insert) return NULL;
+            int expected = 0;
+            if (atomic_compare_exchange_strong(&t->tid, &expected, tid)) {
+                t->fd = -1;
+                return t;
+            }
+            if (expected == tid) return t;
+        }
+    }
+    return NULL;
+}
+
+size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap) {
+    if (!S->started) return n;
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS && n < cap; i++) {
+        const struct cs_smp_thread *t = &S->threads[i];
+        int tid = atomic_load(&t->tid);
+        if (tid == 0 || !atomic_load(&t->armed)) continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++) seen = ids[k] == tid;
+        if (!seen) ids[n++] = tid;
+    }
+    return n;
+}
+
+// ---- clock sources ----
+
+// Opens the task-clock event of `tid` and points its overflow signal at that
+// thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
+static int arm_perf(struct cs_smp_thread *t, int tid) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = S->period_ns;
+    a.disabled = 1;
+    a.exclude_kernel = 1;   // allowed at perf_event_paranoid 2; user time only
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) return errno;
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    uint64_t id = 0;
+    if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, CS_SMP_SIGNAL) != 0
+        || fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    t->fd = fd;
+    t->event_id = id;
+    atomic_store(&t->armed, 1);
+    // One overflow, then the event disables itself until the handler refreshes it.
+    if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
+    return 0;
+}
+
+// A POSIX timer on the thread's CPU clock (or, for the wall mode, on
+// CLOCK_MONOTONIC) that signals that thread. Async-signal-safe (raw syscalls).
+static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
+    // The kernel's encoding of a thread's CPU clock: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
+    clockid_t clock = wall ? CLOCK_MONOTONIC : (clockid_t)((~(unsigned)tid << 3) | 6);
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = CS_SMP_SIGNAL;
+    ev.sigev_value.sival_ptr = (void *)(uintptr_t)S->cookie;
+    ev._sigev_un._tid = tid;
+    int kid = -1;
+    if (syscall(SYS_timer_create, clock, &ev, &kid) != 0) return errno;
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(S->period_ns / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(S->period_ns % 1000000000ull);
+    its.it_value = its.it_interval;
+    t->timer = (timer_t)(intptr_t)kid;
+    t->has_timer = true;
+    atomic_store(&t->armed, 1);
+    if (syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) return errno;
+    return 0;
+}
+
+static int arm_thread(struct cs_smp_thread *t, int tid) {
+    int e;
+    switch (S->clock) {
+    case CS_CLOCK_PERF: e = arm_perf(t, tid); break;
+    case CS_CLOCK_POSIX: e = arm_timer(t, tid, false); break;
+    case CS_CLOCK_WALL: e = arm_timer(t, tid, true); break;
+    default: e = EINVAL; break;
+    }
+    if (e == 0) atomic_fetch_add(&S->threads_armed, 1);
+    return e;
+}
+
+// True when `fd` is still the perf event we opened (the host may have closed
+// it and reused the number: never touch a descriptor that is not ours).
+static bool still_ours(const struct cs_smp_thread *t) {
+    uint64_t id = 0;
+    return t->fd >= 0 && ioctl(t->fd, PERF_EVENT_IOC_ID, &id) == 0 && id == t->event_id;
+}
+
+static void disarm_thread(struct cs_smp_thread *t) {
+    if (!atomic_exchange(&t->armed, 0)) return;
+    if (t->fd >= 0) {
+        if (still_ours(t)) {
+            ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+            close(t->fd);
+        }
+        t->fd = -1;
+    }
+    if (t->has_timer) {
+        syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
+        t->has_timer = false;
+    }
+}
+
+// ---- discovering threads ----
+
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+void cs_sampler_scan_threads(void) {
+    if (S->task_dir_fd < 0 || !atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
+    atomic_store(&S->last_scan_ns, cs_monotonic_ns());
+    char buf[2048] __attribute__((aligned(8)));
+    if (lseek(S->task_dir_fd, 0, SEEK_SET) == 0) {
+        long n;
+        while ((n = syscall(SYS_getdents64, S->task_dir_fd, buf, sizeof buf)) > 0) {
+            for (long off = 0; off < n;) {
+                const struct linux_dirent64 *d = (const void *)(buf + off);
+                off += d->d_reclen;
+                uint64_t tid;
+                if (cs_parse_u64(d->d_name, &tid) != 0 || tid == 0 || tid > INT32_MAX) continue;
+                struct cs_smp_thread *t = cs_sampler_thread((int)tid, true);
+                if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
+                if (atomic_load(&t->armed) || t->fd == -2) continue;
+                if (arm_thread(t, (int)tid) != 0) {
+                    // Gone already (ESRCH), or out of descriptors: do not retry.
+                    disarm_thread(t);
+                    t->fd = -2;
+                    atomic_fetch_add(&S->thread_overflow, 1);
+                }
+            }
+        }
+    }
+    atomic_store(&S->scanning, 0);
+}
+
+// ---- the handler ----
+
+// A SIGPROF that is not one of our clock signals (someone sent it): do what
+// the default action would have done, terminate, as if we were not here.
+static void foreign_signal(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    S->owns_signal = false;
+    // Blocked while this handler runs: delivered, with the default action, on return.
+    syscall(SYS_tgkill, cs_g.pid ? cs_g.pid : (int)syscall(SYS_getpid), cs_gettid(), sig);
+}
+
+static inline uintptr_t fs_base(void) {
+    uintptr_t v;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(v));
+    return v;
+}
+
+// Lowers the rate when the handler costs more than CS_SMP_BUDGET_PERCENT of
+// the period, measured over windows of CS_SMP_WINDOW samples.
+static void account_cost(uint64_t cost) {
+    uint64_t sum = atomic_fetch_add(&S->window_cost_ns, cost) + cost;
+    uint32_t count = atomic_fetch_add(&S->window_count, 1) + 1;
+    if (count < CS_SMP_WINDOW) return;
+    uint32_t expected = count;
+    if (!atomic_compare_exchange_strong(&S->window_count, &expected, 0)) return;
+    atomic_fetch_sub(&S->window_cost_ns, sum);
+    uint32_t stride = atomic_load(&S->stride);
+    uint64_t period = S->period_ns * stride;
+    if (sum / count * 100 > period * CS_SMP_BUDGET_PERCENT && S->requested_hz / (stride * 2) >= CS_SMP_MIN_HZ)
+        atomic_store(&S->stride, stride * 2);
+}
+
+static void take_sample(siginfo_t *si, ucontext_t *uc) {
+    uint64_t t0 = cs_monotonic_ns();
+    int tid = cs_gettid();
+    struct cs_smp_thread *t = cs_sampler_thread(tid, true);
+    uint32_t stride = atomic_load(&S->stride);
+    uint32_t tick = atomic_fetch_add(&S->ticks, 1);
+    if (t && (stride <= 1 || tick % stride == 0)) {
+        uintptr_t tcb = fs_base();
+        if (t->tcb != tcb) {
+            // A new thread (or a recycled tid): libunwind's TLS starts empty.
+            memset(t->tls, 0, sizeof t->tls);
+            t->tcb = tcb;
+        }
+        uint64_t frames[CS_SMP_MAX_DEPTH];
+        int n = cs_unwind(uc, t, frames, CS_SMP_MAX_DEPTH);
+        uint32_t off = atomic_fetch_add(&S->next_frame, (uint32_t)n);
+        uint32_t slot = off + (uint32_t)n <= S->max_frames ? atomic_fetch_add(&S->next_sample, 1) : UINT32_MAX;
+        if (slot < S->max_samples) {
+            struct cs_sample *smp = &S->samples[slot];
+            memcpy(&S->frames[off], frames, (size_t)n * sizeof *frames);
+            smp->tid = tid;
+            smp->ns = t0;
+            smp->frame_off = off;
+            smp->nframes = (uint16_t)n;
+            uint64_t cost = cs_monotonic_ns() - t0;
+            smp->cost_ns = cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost;
+            atomic_store_explicit(&smp->committed, 1, memory_order_release);
+            account_cost(cost);
+        } else {
+            atomic_fetch_add(&S->dropped, 1);
+        }
+    }
+    if (t0 - atomic_load(&S->last_scan_ns) > CS_SMP_SCAN_NS) cs_sampler_scan_threads();
+    // Re-arm last, so the time spent in this handler is not itself sampled.
+    if (S->clock == CS_CLOCK_PERF && t && t->fd == si->si_fd && atomic_load(&S->active))
+        ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+    int saved = errno;
+    int code = si->si_code;
+    bool ours = code == POLL_HUP || code == POLL_IN
+        || (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)S->cookie);
+    if (!ours) {
+        if (code <= 0) foreign_signal(sig);
+        errno = saved;
+        return;
+    }
+    atomic_fetch_add(&S->in_flight, 1);
+    if (atomic_load(&S->active)) take_sample(si, ucv);
+    atomic_fetch_sub(&S->in_flight, 1);
+    errno = saved;
+}
+
+// ---- configuration ----
+
+static uint32_t parse_bounded(char **envp, const char *name, uint64_t lo, uint64_t hi, uint32_t fallback, const char *want) {
+    const char *v = cs_env_get(envp, name);
+    uint64_t x;
+    if (v == NULL || *v == 0) return fallback;
+    if (cs_parse_u64(v, &x) != 0 || x < lo || x > hi) {
+        char msg[160] = "ignoring ";
+        strcat(msg, name);
+        strcat(msg, " (want ");
+        strcat(msg, want);
+        strcat(msg, "): ");
+        cs_warn(msg, v);
+        return fallback;
+    }
+    return (uint32_t)x;
+}
+
+static bool open_clock(enum cs_smp_clock clock) {
+    S->clock = clock;
+    struct cs_smp_thread *t = cs_sampler_thread(S->main_tid, true);
+    int e = arm_thread(t, S->main_tid);
+    if (e == 0) return true;
+    disarm_thread(t);
+    t->fd = -1;
+    if (clock == CS_CLOCK_PERF) {
+        cs_warn("perf_event_open refused the task clock, sampling with POSIX CPU timers instead (at most the kernel tick rate): ",
+                errno_name(e));
+    } else {
+        cs_warn("cannot create a sampling timer; sampling off: ", errno_name(e));
+    }
+    S->clock = CS_CLOCK_NONE;
+    return false;
+}
+
+void cs_sampler_start(char **argv, char **envp) {
+#if !defined(__x86_64__)
+    (void)argv;
+    (void)envp;
+    if (cs_env_get(envp, "COLDSTART_SAMPLER")) cs_warn("stack sampling supports x86_64 only; sampling off", NULL);
+    return;
+#else
+    if (S->started) return;
+    const char *mode = cs_env_get(envp, "COLDSTART_SAMPLER");
+    enum cs_smp_clock want = CS_CLOCK_PERF;
+    bool forced = mode && *mode;
+    if (forced) {
+        if (strcmp(mode, "off") == 0) return;
+        else if (strcmp(mode, "perf") == 0) want = CS_CLOCK_PERF;
+        else if (strcmp(mode, "posix") == 0) want = CS_CLOCK_POSIX;
+        else if (strcmp(mode, "wall") == 0) want = CS_CLOCK_WALL;
+        else cs_warn("ignoring COLDSTART_SAMPLER (want perf, posix, wall or off): ", mode);
+    }
+    S->requested_hz = parse_bounded(envp, "COLDSTART_HZ", CS_SMP_MIN_HZ, CS_SMP_MAX_HZ, 1000, "10 to 10000");
+    S->max_samples = parse_bounded(envp, "COLDSTART_MAX_SAMPLES", 100, 1000000, CS_SMP_DEFAULT_MAX_SAMPLES, "100 to 1000000");
+    const char *unw = cs_env_get(envp, "COLDSTART_UNWINDER");
+    S->unwinder = CS_UNW_LIBUNWIND;
+    if (unw && strcmp(unw, "fp") == 0) S->unwinder = CS_UNW_FP;
+    else if (unw && *unw && strcmp(unw, "libunwind") != 0)
+        cs_warn("ignoring COLDSTART_UNWINDER (want libunwind or fp): ", unw);
+    set_period(1000000000ull / S->requested_hz);
+    S->main_tid = cs_gettid();
+    S->task_dir_fd = -1;
+    atomic_store(&S->stride, 1);
+
+    struct sigaction old;
+    if (sigaction(CS_SMP_SIGNAL, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
+        cs_warn("SIGPROF already has a handler in this program; stack sampling off", NULL);
+        return;
+    }
+    S->max_frames = S->max_samples * CS_SMP_AVG_DEPTH;
+    S->samples = map_prefaulted(sizeof(struct cs_sample) * S->max_samples);
+    S->frames = map_prefaulted(sizeof(uint64_t) * S->max_frames);
+    if (!S->samples || !S->frames) {
+        cs_warn("cannot allocate the sample buffers; stack sampling off", NULL);
+        return;
+    }
+    cs_safe_read_init();
+    // The main thread's slot first: libunwind's warm-up below uses its TLS.
+    struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
+    main_slot->tcb = fs_base();
+    if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_load(argv, envp)) S->unwinder = CS_UNW_FP;
+
+    S->cookie = ((uint64_t)(uintptr_t)&cs_g ^ cs_monotonic_ns()) | 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);   // one sample at a time per thread; no reentry
+    if (sigaction(CS_SMP_SIGNAL, &sa, NULL) != 0) {
+        cs_warn("cannot install the SIGPROF handler; stack sampling off", NULL);
+        return;
+    }
+    S->owns_signal = true;
+    S->started = true;
+    S->t_start = cs_monotonic_ns();
+    S->cpu_start = cpu_ns();
+    atomic_store(&S->active, 1);
+    bool ok = open_clock(want);
+    if (!ok && want == CS_CLOCK_PERF) ok = open_clock(CS_CLOCK_POSIX);
+    if (!ok) {
+        atomic_store(&S->active, 0);
+        S->started = false;
+        cs_sampler_release();
+        return;
+    }
+    if (S->clock != CS_CLOCK_WALL) {
+        S->task_dir_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cs_sampler_scan_threads();
+    }
+#endif
+}
+
+// ---- stopping ----
+
+void cs_sampler_stop(void) {
+    if (!S->started || S->stopped) return;
+    if (!atomic_exchange(&S->active, 0)) return;
+    S->t_stop = cs_monotonic_ns();
+    S->cpu_stop = cpu_ns();
+    // A scan in progress on another thread finishes on its own (bounded).
+    for (int i = 0; i < 2000 && atomic_load(&S->scanning); i++) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        if (atomic_load(&S->threads[i].tid)) disarm_thread(&S->threads[i]);
+    }
+    if (S->task_dir_fd >= 0) {
+        close(S->task_dir_fd);
+        S->task_dir_fd = -1;
+    }
+    // Handlers already running finish their sample (microseconds); bounded wait.
+    for (int i = 0; i < 2000 && atomic_load(&S->in_flight) > 0; i++) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    S->stopped = true;
+}
+
+// True when some thread (or the process) has SIGPROF pending: giving the
+// signal back to SIG_DFL then would kill the host.
+static bool signal_may_be_pending(void) {
+    char path[64] = "/proc/self/task/";
+    char buf[2048] __attribute__((aligned(8)));
+    char status[4096];
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return true;
+    bool pending = false;
+    long n;
+    uint64_t bit = 1ull << (CS_SMP_SIGNAL - 1);
+    while (!pending && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n && !pending;) {
+            const struct linux_dirent64 *d = (const void *)(buf + off);
+            off += d->d_reclen;
+            if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+            path[16] = 0;
+            strncat(path, d->d_name, 24);
+            strcat(path, "/status");
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue;   // the thread exited
+            ssize_t k = read(fd, status, sizeof status - 1);
+            close(fd);
+            if (k <= 0) continue;
+            status[k] = 0;
+            // SigPnd: this thread; ShdPnd: the process. Both hex masks.
+            for (const char *key = status; (key = strstr(key, "Pnd:\t")) != NULL; key += 5) {
+                uint64_t mask = 0;
+                for (const char *p = key + 5; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+                    mask = mask * 16 + (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+                if (mask & bit) pending = true;
+            }
+        }
+    }
+    close(dir);
+    return pending;
+}
+
+void cs_sampler_release(void) {
+    if (!S->owns_signal || S->released) return;
+    // A signal raised just before the clocks closed is delivered within
+    // microseconds unless its thread blocks SIGPROF; wait that out once.
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+    if (signal_may_be_pending()) return;   // keep the (now idle) handler
+    struct sigaction cur;
+    if (sigaction(CS_SMP_SIGNAL, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(CS_SMP_SIGNAL, &dfl, NULL);
+    }
+    S->owns_signal = false;
+    S->released = true;
+}

@@ -1,0 +1,168 @@
+// The stack sampler's state (a member of `cs_g`, see internal.h) and the
+// functions its C files share. Format of what it records:
+// docs/timeline-format.md, "Sampling sections". Design and measurements:
+// docs/performance.md.
+#ifndef COLDSTART_SAMPLER_H
+#define COLDSTART_SAMPLER_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <link.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "jsonw.h"
+
+#define CS_SMP_MAX_DEPTH 128          // frames kept per sample (leaf first)
+#define CS_SMP_AVG_DEPTH 32           // frame pool = max samples × this
+#define CS_SMP_DEFAULT_MAX_SAMPLES 10000
+#define CS_SMP_MAX_THREADS 1024       // power of two: open-addressed by tid
+#define CS_SMP_MAX_MODULES 512
+#define CS_SMP_PATH 256
+#define CS_SMP_COST_BUCKETS 4096      // handler-cost histogram, 10 ns buckets
+#define CS_SMP_SIGNAL SIGPROF
+
+enum cs_smp_clock { CS_CLOCK_NONE, CS_CLOCK_PERF, CS_CLOCK_POSIX, CS_CLOCK_WALL };
+enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP };
+
+// One recorded sample. Its frames live in the shared pool at `frame_off`.
+struct cs_sample {
+    _Atomic uint32_t committed;       // 1 once the fields below are written
+    int32_t tid;
+    uint64_t ns;                      // absolute CLOCK_MONOTONIC at handler entry
+    uint32_t frame_off;
+    uint16_t nframes;
+    uint16_t pad;
+    uint32_t cost_ns;                 // handler entry → exit
+    uint32_t pad2;
+};
+
+// What the sampler knows about one thread: its clock source, the bounds of its
+// stack for the frame-pointer walk, and libunwind's thread-local storage
+// (libunwind's `__tls_get_addr` is redirected here, see unwind.c).
+struct cs_smp_thread {
+    _Atomic int tid;                  // 0: free slot
+    _Atomic int armed;                // 1 once the clock source is running
+    int fd;                           // perf event, or -1
+    uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
+    timer_t timer;                    // POSIX timer (posix/wall clocks)
+    bool has_timer;
+    uintptr_t stack_lo, stack_hi;     // readable [lo, hi) above the stack pointer
+    uintptr_t tcb;                    // %fs base that owns `tls`
+    uint64_t tls[4];                  // libunwind's own 16 bytes of TLS (+room)
+};
+
+// One executable mapping of /proc/self/maps, with its ELF identity.
+struct cs_module {
+    uint64_t start, end, base;        // base: load bias (address − ELF vaddr)
+    char path[CS_SMP_PATH];
+    uint8_t build_id[32];
+    uint8_t build_id_len;
+};
+
+// Function types of the libunwind entry points and of the libc functions its
+// GOT held before we redirected them.
+typedef int (*cs_unw_backtrace_fn)(void **, int);
+typedef int (*cs_dl_iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+
+struct cs_sampler {
+    // ---- configuration, fixed before sampling starts ----
+    enum cs_smp_clock clock;
+    enum cs_smp_unwinder unwinder;
+    uint32_t requested_hz;
+    uint64_t period_ns;
+    uint32_t max_samples;
+    uint32_t max_frames;              // frame pool size
+    int main_tid;
+    uint64_t cookie;                  // sigev_value of our POSIX timers
+
+    // ---- recording (handler) ----
+    _Atomic int active;               // 1 while samples are taken
+    _Atomic int in_flight;            // handlers running now
+    _Atomic uint32_t next_sample;
+    _Atomic uint32_t next_frame;
+    _Atomic uint32_t dropped;         // buffer full
+    _Atomic uint32_t ticks;           // clock signals received while active
+    _Atomic uint32_t stride;          // keep one tick in `stride` (rate lowering)
+    _Atomic uint64_t window_cost_ns;  // handler cost summed over the current window
+    _Atomic uint32_t window_count;
+    _Atomic uint32_t unwind_failures; // libunwind lost the signal frame: leaf only
+    struct cs_sample *samples;        // max_samples, mmap'd and pre-faulted
+    uint64_t *frames;                 // max_frames, mmap'd and pre-faulted
+
+    // ---- threads ----
+    struct cs_smp_thread threads[CS_SMP_MAX_THREADS];
+    _Atomic int scanning;             // one thread scans /proc/self/task at a time
+    _Atomic uint64_t last_scan_ns;
+    int task_dir_fd;                  // /proc/self/task, open while sampling
+    _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
+    _Atomic uint32_t threads_armed;   // threads whose clock source ran
+
+    // ---- signal ownership ----
+    bool owns_signal;                 // our handler is installed on CS_SMP_SIGNAL
+    bool released;
+
+    // ---- the window, for the effective rate ----
+    uint64_t t_start, t_stop;         // CLOCK_MONOTONIC
+    uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
+    bool started, stopped;
+
+    // ---- libunwind, dlopen'd privately (unwind.c) ----
+    void *unw_handle;
+    cs_unw_backtrace_fn unw_backtrace;
+    cs_dl_iterate_fn real_dl_iterate_phdr;
+    _Atomic int unw_verified;         // the dl_iterate_phdr redirection checked out
+    _Atomic int unw_verify_failed;
+    bool can_read_safely;             // process_vm_readv works on this process
+    uint64_t dead_tls[4];             // TLS for threads without a slot: "cache destroyed"
+
+    // ---- writer scratch (modules.c) ----
+    struct cs_module modules[CS_SMP_MAX_MODULES];
+    uint32_t nmodules;
+    uint32_t cost_hist[CS_SMP_COST_BUCKETS + 1];
+};
+
+// ---- sampler.c ----
+/// Reads COLDSTART_HZ / _SAMPLER / _UNWINDER / _MAX_SAMPLES from envp and starts
+/// sampling. Runs from cs_preinit (before libc's constructors) or the first
+/// constructor. Not async-signal-safe (dlopen); never called from a handler.
+void cs_sampler_start(char **argv, char **envp);
+/// Stops taking samples and closes every clock source; waits (bounded) for
+/// running handlers. Idempotent. Async-signal-safe.
+void cs_sampler_stop(void);
+/// Gives the signal back (restores SIG_DFL) unless one of ours may still be
+/// pending. Call after cs_sampler_stop. Async-signal-safe.
+void cs_sampler_release(void);
+/// Looks for threads created since the last look and starts sampling them.
+/// Async-signal-safe; skips if another thread is scanning.
+void cs_sampler_scan_threads(void);
+/// Adds sampled threads' ids to `ids` (no duplicates); returns the new count.
+/// Async-signal-safe.
+size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap);
+/// The thread slot for `tid`, inserting it when `insert`; NULL if full or
+/// absent. Lock-free, async-signal-safe.
+struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);
+
+// ---- unwind.c ----
+/// Loads libunwind privately and redirects its loader and TLS calls (see the
+/// file comment). `argv`/`envp` are the process's when called before libc's
+/// constructors ran (NULL otherwise). Returns false, having said why on
+/// stderr, when unusable. Not async-signal-safe.
+bool cs_unwind_load(char **argv, char **envp);
+/// Fills `out` with the interrupted thread's stack, leaf first (the PC in
+/// `uc`); returns the frame count (≥ 1). Async-signal-safe.
+int cs_unwind(void *uc, struct cs_smp_thread *self, uint64_t *out, int cap);
+/// Copies `len` bytes from `addr` without faulting; false if unreadable.
+/// Async-signal-safe (process_vm_readv on this process).
+bool cs_safe_read(uintptr_t addr, void *buf, size_t len);
+/// Checks that cs_safe_read works here. Not async-signal-safe.
+void cs_safe_read_init(void);
+
+// ---- modules.c ----
+/// Writes `"sampling"`, `"modules"` and `"samples"` (each preceded by a comma)
+/// when sampling ran. `start_ns` is the process start (CLOCK_MONOTONIC).
+/// Async-signal-safe: reads /proc/self/maps with open/read.
+void cs_sampler_write(struct cs_jw *w, uint64_t start_ns);
+
+#endif
