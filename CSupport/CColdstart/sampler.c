@@ -10,7 +10,13 @@
 // a sample would be reported as a crash. New threads are found by re-reading
 // /proc/self/task from the handler at most every CS_SMP_SCAN_NS. When
 // perf_event_open is refused, POSIX per-thread CPU-clock timers take its place
-// (the kernel tick caps them: 250 Hz here). A wall-clock timer on the main
+// (the kernel tick caps them: 250 Hz here).
+// A thread that starts while every sampled thread is idle (the main thread
+// waiting in pthread_join) would not be found by those handlers: on Linux
+// ≥ 6.4, where a process CPU-clock timer signals the thread that is running,
+// one such timer at CS_SMP_SCAN_HZ triggers a scan from whichever thread burns
+// CPU. Older kernels may signal an idle main thread, cutting its sleep short,
+// so there the scans come from sampled threads only. A wall-clock timer on the main
 // thread exists only when asked for (COLDSTART_SAMPLER=wall): it cuts the
 // host's sleeps short with EINTR.
 //
@@ -26,11 +32,13 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #define CS_SMP_SCAN_NS 10000000ull        // look for new threads at most every 10 ms
+#define CS_SMP_SCAN_HZ 100                // process CPU time between scans: 10 ms
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
 #define CS_SMP_MIN_HZ 10
@@ -255,17 +263,19 @@ static inline uintptr_t fs_base(void) {
 }
 
 // Lowers the rate when the handler costs more than CS_SMP_BUDGET_PERCENT of
-// the period, measured over windows of CS_SMP_WINDOW samples.
+// the period in most samples of a window of CS_SMP_WINDOW. The cost is wall
+// time, so a handler preempted on a busy machine looks slow: the median, not
+// the mean, decides.
 static void account_cost(uint64_t cost) {
-    uint64_t sum = atomic_fetch_add(&S->window_cost_ns, cost) + cost;
+    uint32_t stride = atomic_load(&S->stride);
+    uint64_t budget = S->period_ns * stride * CS_SMP_BUDGET_PERCENT / 100;
+    uint32_t over = cost > budget ? atomic_fetch_add(&S->window_over, 1) + 1 : atomic_load(&S->window_over);
     uint32_t count = atomic_fetch_add(&S->window_count, 1) + 1;
     if (count < CS_SMP_WINDOW) return;
     uint32_t expected = count;
     if (!atomic_compare_exchange_strong(&S->window_count, &expected, 0)) return;
-    atomic_fetch_sub(&S->window_cost_ns, sum);
-    uint32_t stride = atomic_load(&S->stride);
-    uint64_t period = S->period_ns * stride;
-    if (sum / count * 100 > period * CS_SMP_BUDGET_PERCENT && S->requested_hz / (stride * 2) >= CS_SMP_MIN_HZ)
+    atomic_fetch_sub(&S->window_over, over);
+    if (over * 2 > count && S->requested_hz / (stride * 2) >= CS_SMP_MIN_HZ)
         atomic_store(&S->stride, stride * 2);
 }
 
@@ -310,6 +320,11 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
     int code = si->si_code;
+    if (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)(S->cookie + 2)) {
+        if (atomic_load(&S->active)) cs_sampler_scan_threads();
+        errno = saved;
+        return;
+    }
     bool ours = code == POLL_HUP || code == POLL_IN
         || (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)S->cookie);
     if (!ours) {
@@ -358,6 +373,36 @@ static bool open_clock(enum cs_smp_clock clock) {
     return false;
 }
 
+// True on Linux ≥ 6.4: process-directed CPU-timer signals go to the running thread.
+static bool kernel_prefers_current_thread(void) {
+    struct utsname u;
+    if (uname(&u) != 0) return false;
+    const char *p = u.release;
+    unsigned major = 0, minor = 0;
+    while (*p >= '0' && *p <= '9') major = major * 10 + (unsigned)(*p++ - '0');
+    if (*p++ != '.') return false;
+    while (*p >= '0' && *p <= '9') minor = minor * 10 + (unsigned)(*p++ - '0');
+    return major > 6 || (major == 6 && minor >= 4);
+}
+
+static void start_scan_timer(void) {
+    S->scan_timer = -1;
+    if (!kernel_prefers_current_thread()) return;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = CS_SMP_SIGNAL;
+    ev.sigev_value.sival_ptr = (void *)(uintptr_t)(S->cookie + 2);
+    int kid = -1;
+    if (syscall(SYS_timer_create, CLOCK_PROCESS_CPUTIME_ID, &ev, &kid) != 0) return;
+    struct itimerspec its = {{0, 1000000000 / CS_SMP_SCAN_HZ}, {0, 1000000000 / CS_SMP_SCAN_HZ}};
+    if (syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) {
+        syscall(SYS_timer_delete, kid);
+        return;
+    }
+    S->scan_timer = kid;
+}
+
 void cs_sampler_start(char **argv, char **envp) {
 #if !defined(__x86_64__)
     (void)argv;
@@ -386,6 +431,7 @@ void cs_sampler_start(char **argv, char **envp) {
     set_period(1000000000ull / S->requested_hz);
     S->main_tid = cs_gettid();
     S->task_dir_fd = -1;
+    S->scan_timer = -1;
     atomic_store(&S->stride, 1);
 
     struct sigaction old;
@@ -432,6 +478,7 @@ void cs_sampler_start(char **argv, char **envp) {
     if (S->clock != CS_CLOCK_WALL) {
         S->task_dir_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         cs_sampler_scan_threads();
+        start_scan_timer();
     }
 #endif
 }
@@ -443,6 +490,10 @@ void cs_sampler_stop(void) {
     if (!atomic_exchange(&S->active, 0)) return;
     S->t_stop = cs_monotonic_ns();
     S->cpu_stop = cpu_ns();
+    if (S->scan_timer >= 0) {
+        syscall(SYS_timer_delete, S->scan_timer);
+        S->scan_timer = -1;
+    }
     // A scan in progress on another thread finishes on its own (bounded).
     for (int i = 0; i < 2000 && atomic_load(&S->scanning); i++) {
         struct timespec ts = {0, 50000};
@@ -503,11 +554,11 @@ static bool signal_may_be_pending(void) {
 
 void cs_sampler_release(void) {
     if (!S->owns_signal || S->released) return;
-    // A signal raised just before the clocks closed is delivered within
-    // microseconds unless its thread blocks SIGPROF; wait that out once.
-    struct timespec ts = {0, 2000000};
-    nanosleep(&ts, NULL);
-    if (signal_may_be_pending()) return;   // keep the (now idle) handler
+    // The clocks are closed and no handler runs (cs_sampler_stop waited), so a
+    // signal of ours can only still be pending on a thread that blocks
+    // SIGPROF. Then the (now idle) handler stays, rather than SIG_DFL killing
+    // the host when that thread unblocks.
+    if (signal_may_be_pending()) return;
     struct sigaction cur;
     if (sigaction(CS_SMP_SIGNAL, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal) {
         struct sigaction dfl;

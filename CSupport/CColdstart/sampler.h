@@ -85,7 +85,7 @@ struct cs_sampler {
     _Atomic uint32_t dropped;         // buffer full
     _Atomic uint32_t ticks;           // clock signals received while active
     _Atomic uint32_t stride;          // keep one tick in `stride` (rate lowering)
-    _Atomic uint64_t window_cost_ns;  // handler cost summed over the current window
+    _Atomic uint32_t window_over;     // samples over budget in the current window
     _Atomic uint32_t window_count;
     _Atomic uint32_t unwind_failures; // libunwind lost the signal frame: leaf only
     struct cs_sample *samples;        // max_samples, mmap'd and pre-faulted
@@ -96,6 +96,7 @@ struct cs_sampler {
     _Atomic int scanning;             // one thread scans /proc/self/task at a time
     _Atomic uint64_t last_scan_ns;
     int task_dir_fd;                  // /proc/self/task, open while sampling
+    int scan_timer;                   // process CPU-clock timer that triggers scans, or -1
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
 
