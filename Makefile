@@ -2,8 +2,11 @@
 # `make test`: the whole test suite.
 SWIFT ?= swift
 DEMO_TIMELINE ?= .build/demo-timeline.json
+# Test programs (Tests/Fixtures), built once per `make test` and shared by the tests.
+FIXTURES := Tests/Fixtures
+FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c bench bench-html
+.PHONY: deps demo test check-c fixtures bench bench-html
 
 deps:
 	@scripts/ensure-deps.sh
@@ -14,10 +17,25 @@ demo: deps
 	COLDSTART=$(abspath $(DEMO_TIMELINE)) .build/release/ServiceStartup
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
-test: deps check-c
+test: deps check-c fixtures
 	@scripts/ensure-deps.sh chromium golang-go  # the HTML and pprof tests' viewers; they skip without them
 	$(SWIFT) build
-	$(SWIFT) test --disable-swift-testing
+	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
+
+fixtures: deps
+	$(SWIFT) build --package-path $(FIXTURES)
+
+# What sampling costs: per-sample handler cost and launch-time ratios, from one
+# interleaved run of release builds (docs/performance.md). BENCH_RUNS=N.
+BENCH_RUNS ?= 40
+bench: deps
+	$(SWIFT) build -c release
+	$(SWIFT) build -c release --package-path $(FIXTURES)
+	$(SWIFT) build -c release --package-path $(FIXTURES)/Unprofiled
+	$(FIXTURES)/.build/release/SamplerBench --runs $(BENCH_RUNS) \
+	  --host $(abspath $(FIXTURES)/.build/release/SamplerHost) \
+	  --linked $(abspath .build/release/ServiceStartup) \
+	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup)
 
 # SwiftPM compiles C without extra warnings and the package may not carry
 # unsafeFlags, so the capture layer is checked here with the brief's flags.

@@ -12,7 +12,6 @@
 
 #include "include/coldstart.h"
 #include "jsonw.h"
-#include "sampler.h"
 
 #define CS_MAX_EVENTS 4096
 #define CS_NAME_BYTES (64 * 1024)
@@ -22,6 +21,8 @@
 struct cs_rusage {
     uint64_t minflt, majflt, nvcsw, nivcsw, utime_ns, stime_ns;
 };
+
+#include "sampler.h"   // struct cs_sampler, a member of cs_global; uses cs_rusage
 
 enum cs_event_kind { CS_EV_MARK = 1, CS_EV_SPAN_BEGIN = 2, CS_EV_SPAN_END = 3 };
 

@@ -12,13 +12,11 @@
 // perf_event_open is refused, POSIX per-thread CPU-clock timers take its place
 // (the kernel tick caps them: 250 Hz here).
 // A thread that starts while every sampled thread is idle (the main thread
-// waiting in pthread_join) would not be found by those handlers: on Linux
-// ≥ 6.4, where a process CPU-clock timer signals the thread that is running,
-// one such timer at CS_SMP_SCAN_HZ triggers a scan from whichever thread burns
-// CPU. Older kernels may signal an idle main thread, cutting its sleep short,
-// so there the scans come from sampled threads only. A wall-clock timer on the main
-// thread exists only when asked for (COLDSTART_SAMPLER=wall): it cuts the
-// host's sleeps short with EINTR.
+// waiting in pthread_join) would not be found by those handlers, so from the
+// executable's first constructor on a helper thread ("coldstart-scan", all
+// signals blocked) also looks every CS_SMP_SCAN_NS of wall time. A
+// process-directed CPU-clock timer cannot do it: measured on Linux 6.18, its
+// signal went to the sleeping main thread and cut its usleep short.
 //
 // Everything the handler touches is preallocated and pre-faulted; it takes no
 // lock, allocates nothing and never calls into Swift.
@@ -31,14 +29,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
+#include <pthread.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#define CS_SMP_SCAN_NS 10000000ull        // look for new threads at most every 10 ms
-#define CS_SMP_SCAN_HZ 100                // process CPU time between scans: 10 ms
+#define CS_SMP_SCAN_NS 5000000ull         // look for new threads at most every 5 ms
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
 #define CS_SMP_MIN_HZ 10
@@ -105,7 +103,7 @@ size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap) {
     for (size_t i = 0; i < CS_SMP_MAX_THREADS && n < cap; i++) {
         const struct cs_smp_thread *t = &S->threads[i];
         int tid = atomic_load(&t->tid);
-        if (tid == 0 || !atomic_load(&t->armed)) continue;
+        if (tid == 0 || !atomic_load(&t->sampled) || tid == S->scanner_tid) continue;
         bool seen = false;
         for (size_t k = 0; k < n && !seen; k++) seen = ids[k] == tid;
         if (!seen) ids[n++] = tid;
@@ -127,6 +125,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     a.disabled = 1;
     a.exclude_kernel = 1;   // allowed at perf_event_paranoid 2; user time only
     a.exclude_hv = 1;
+    a.wakeup_events = 1;    // with a ring buffer: a wakeup, so a signal, per overflow
     int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) return errno;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
@@ -139,9 +138,14 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     }
     t->fd = fd;
     t->event_id = id;
+    // A one-page ring buffer makes every overflow signal on its own; the
+    // handler only moves the tail (no system call). Without one (the locked
+    // memory limit: perf_event_mlock_kb), the event disables itself after
+    // each overflow and the handler re-enables it with an ioctl (~0.9 µs here).
+    void *ring = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    t->ring = ring == MAP_FAILED ? NULL : ring;
     atomic_store(&t->armed, 1);
-    // One overflow, then the event disables itself until the handler refreshes it.
-    if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
+    if (ioctl(fd, t->ring ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
     return 0;
 }
 
@@ -177,7 +181,10 @@ static int arm_thread(struct cs_smp_thread *t, int tid) {
     case CS_CLOCK_WALL: e = arm_timer(t, tid, true); break;
     default: e = EINVAL; break;
     }
-    if (e == 0) atomic_fetch_add(&S->threads_armed, 1);
+    if (e == 0) {
+        atomic_fetch_add(&S->threads_armed, 1);
+        atomic_store(&t->sampled, 1);
+    }
     return e;
 }
 
@@ -196,6 +203,10 @@ static void disarm_thread(struct cs_smp_thread *t) {
             close(t->fd);
         }
         t->fd = -1;
+    }
+    if (t->ring) {
+        munmap(t->ring, 2 * 4096);
+        t->ring = NULL;
     }
     if (t->has_timer) {
         syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
@@ -227,6 +238,7 @@ void cs_sampler_scan_threads(void) {
                 off += d->d_reclen;
                 uint64_t tid;
                 if (cs_parse_u64(d->d_name, &tid) != 0 || tid == 0 || tid > INT32_MAX) continue;
+                if ((int)tid == atomic_load(&S->scanner_tid)) continue;
                 struct cs_smp_thread *t = cs_sampler_thread((int)tid, true);
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
                 if (atomic_load(&t->armed) || t->fd == -2) continue;
@@ -256,10 +268,38 @@ static void foreign_signal(int sig) {
     syscall(SYS_tgkill, cs_g.pid ? cs_g.pid : (int)syscall(SYS_getpid), cs_gettid(), sig);
 }
 
-static inline uintptr_t fs_base(void) {
-    uintptr_t v;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(v));
-    return v;
+static uint32_t tcb_hash(uintptr_t tcb) { return (uint32_t)((tcb >> 12) * 2654435761u) & (CS_SMP_MAX_THREADS - 1); }
+
+// Points this thread's %fs base at its slot. Only the owning thread writes its entry.
+static void index_tcb(uintptr_t tcb, struct cs_smp_thread *t) {
+    for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
+        uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
+        uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);
+        if (cur == 0) {
+            uintptr_t expected = 0;
+            S->by_tcb[k].thread = t;
+            if (atomic_compare_exchange_strong(&S->by_tcb[k].tcb, &expected, tcb)) return;
+            cur = expected;
+        }
+        if (cur == tcb) {
+            S->by_tcb[k].thread = t;   // a new thread on a recycled TCB
+            return;
+        }
+    }
+}
+
+struct cs_smp_thread *cs_sampler_current_thread(void) {
+    uintptr_t tcb = cs_fs_base();
+    for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
+        uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
+        uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);
+        if (cur == tcb) {
+            struct cs_smp_thread *t = S->by_tcb[k].thread;
+            return t && t->tcb == tcb ? t : NULL;
+        }
+        if (cur == 0) return NULL;
+    }
+    return NULL;
 }
 
 // Lowers the rate when the handler costs more than CS_SMP_BUDGET_PERCENT of
@@ -286,11 +326,12 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
     uint32_t stride = atomic_load(&S->stride);
     uint32_t tick = atomic_fetch_add(&S->ticks, 1);
     if (t && (stride <= 1 || tick % stride == 0)) {
-        uintptr_t tcb = fs_base();
+        uintptr_t tcb = cs_fs_base();
         if (t->tcb != tcb) {
             // A new thread (or a recycled tid): libunwind's TLS starts empty.
             memset(t->tls, 0, sizeof t->tls);
             t->tcb = tcb;
+            index_tcb(tcb, t);
         }
         uint64_t frames[CS_SMP_MAX_DEPTH];
         int n = cs_unwind(uc, t, frames, CS_SMP_MAX_DEPTH);
@@ -312,19 +353,21 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
         }
     }
     if (t0 - atomic_load(&S->last_scan_ns) > CS_SMP_SCAN_NS) cs_sampler_scan_threads();
-    // Re-arm last, so the time spent in this handler is not itself sampled.
-    if (S->clock == CS_CLOCK_PERF && t && t->fd == si->si_fd && atomic_load(&S->active))
-        ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+    if (S->clock == CS_CLOCK_PERF && t && t->fd == si->si_fd && atomic_load(&S->active)) {
+        if (t->ring) {
+            // Records are headers only; consume them all so the buffer never fills.
+            uint64_t head = __atomic_load_n(&t->ring->data_head, __ATOMIC_ACQUIRE);
+            __atomic_store_n(&t->ring->data_tail, head, __ATOMIC_RELEASE);
+        } else {
+            // Re-arm last, so the time spent in this handler is not itself sampled.
+            ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+        }
+    }
 }
 
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
     int code = si->si_code;
-    if (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)(S->cookie + 2)) {
-        if (atomic_load(&S->active)) cs_sampler_scan_threads();
-        errno = saved;
-        return;
-    }
     bool ours = code == POLL_HUP || code == POLL_IN
         || (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)S->cookie);
     if (!ours) {
@@ -373,36 +416,6 @@ static bool open_clock(enum cs_smp_clock clock) {
     return false;
 }
 
-// True on Linux ≥ 6.4: process-directed CPU-timer signals go to the running thread.
-static bool kernel_prefers_current_thread(void) {
-    struct utsname u;
-    if (uname(&u) != 0) return false;
-    const char *p = u.release;
-    unsigned major = 0, minor = 0;
-    while (*p >= '0' && *p <= '9') major = major * 10 + (unsigned)(*p++ - '0');
-    if (*p++ != '.') return false;
-    while (*p >= '0' && *p <= '9') minor = minor * 10 + (unsigned)(*p++ - '0');
-    return major > 6 || (major == 6 && minor >= 4);
-}
-
-static void start_scan_timer(void) {
-    S->scan_timer = -1;
-    if (!kernel_prefers_current_thread()) return;
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = CS_SMP_SIGNAL;
-    ev.sigev_value.sival_ptr = (void *)(uintptr_t)(S->cookie + 2);
-    int kid = -1;
-    if (syscall(SYS_timer_create, CLOCK_PROCESS_CPUTIME_ID, &ev, &kid) != 0) return;
-    struct itimerspec its = {{0, 1000000000 / CS_SMP_SCAN_HZ}, {0, 1000000000 / CS_SMP_SCAN_HZ}};
-    if (syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) {
-        syscall(SYS_timer_delete, kid);
-        return;
-    }
-    S->scan_timer = kid;
-}
-
 void cs_sampler_start(char **argv, char **envp) {
 #if !defined(__x86_64__)
     (void)argv;
@@ -431,7 +444,6 @@ void cs_sampler_start(char **argv, char **envp) {
     set_period(1000000000ull / S->requested_hz);
     S->main_tid = cs_gettid();
     S->task_dir_fd = -1;
-    S->scan_timer = -1;
     atomic_store(&S->stride, 1);
 
     struct sigaction old;
@@ -449,7 +461,8 @@ void cs_sampler_start(char **argv, char **envp) {
     cs_safe_read_init();
     // The main thread's slot first: libunwind's warm-up below uses its TLS.
     struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
-    main_slot->tcb = fs_base();
+    main_slot->tcb = cs_fs_base();
+    index_tcb(main_slot->tcb, main_slot);
     if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_load(argv, envp)) S->unwinder = CS_UNW_FP;
 
     S->cookie = ((uint64_t)(uintptr_t)&cs_g ^ cs_monotonic_ns()) | 1;
@@ -466,6 +479,7 @@ void cs_sampler_start(char **argv, char **envp) {
     S->started = true;
     S->t_start = cs_monotonic_ns();
     S->cpu_start = cpu_ns();
+    cs_rusage_now(&S->ru_start);
     atomic_store(&S->active, 1);
     bool ok = open_clock(want);
     if (!ok && want == CS_CLOCK_PERF) ok = open_clock(CS_CLOCK_POSIX);
@@ -478,9 +492,47 @@ void cs_sampler_start(char **argv, char **envp) {
     if (S->clock != CS_CLOCK_WALL) {
         S->task_dir_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         cs_sampler_scan_threads();
-        start_scan_timer();
     }
 #endif
+}
+
+// ---- the scanning thread ----
+
+static void *scan_loop(void *arg) {
+    (void)arg;
+    int me = cs_gettid();
+    S->scanner_tid = me;
+    struct cs_smp_thread *self = cs_sampler_thread(me, false);
+    if (self) {
+        // A scan may have found this thread before it knew its own id.
+        disarm_thread(self);
+        atomic_store(&self->sampled, 0);
+    }
+    prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
+    while (atomic_load(&S->active)) {
+        struct timespec ts = {0, (long)CS_SMP_SCAN_NS};
+        nanosleep(&ts, NULL);
+        if (cs_monotonic_ns() - atomic_load(&S->last_scan_ns) >= CS_SMP_SCAN_NS) cs_sampler_scan_threads();
+    }
+    return NULL;
+}
+
+void cs_sampler_after_initializers(void) {
+    if (!atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
+    // Started with every signal blocked: the host's process-directed signals
+    // (SIGINT, SIGCHLD …) keep going to the host's own threads.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t thread;
+    if (pthread_create(&thread, &attr, scan_loop, NULL) != 0)
+        cs_warn("cannot start the thread scanner; threads that start while sampled threads sleep may be missed", NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 // ---- stopping ----
@@ -488,12 +540,6 @@ void cs_sampler_start(char **argv, char **envp) {
 void cs_sampler_stop(void) {
     if (!S->started || S->stopped) return;
     if (!atomic_exchange(&S->active, 0)) return;
-    S->t_stop = cs_monotonic_ns();
-    S->cpu_stop = cpu_ns();
-    if (S->scan_timer >= 0) {
-        syscall(SYS_timer_delete, S->scan_timer);
-        S->scan_timer = -1;
-    }
     // A scan in progress on another thread finishes on its own (bounded).
     for (int i = 0; i < 2000 && atomic_load(&S->scanning); i++) {
         struct timespec ts = {0, 50000};
@@ -511,6 +557,10 @@ void cs_sampler_stop(void) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
+    // After the last handler: every recorded sample lies inside the window.
+    S->t_stop = cs_monotonic_ns();
+    S->cpu_stop = cpu_ns();
+    cs_rusage_now(&S->ru_stop);
     S->stopped = true;
 }
 

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <link.h>
+#include <linux/perf_event.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -43,8 +44,10 @@ struct cs_sample {
 // (libunwind's `__tls_get_addr` is redirected here, see unwind.c).
 struct cs_smp_thread {
     _Atomic int tid;                  // 0: free slot
-    _Atomic int armed;                // 1 once the clock source is running
+    _Atomic int armed;                // 1 while the clock source is running
+    _Atomic int sampled;              // 1 once it was armed (listed in "threads")
     int fd;                           // perf event, or -1
+    struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
     timer_t timer;                    // POSIX timer (posix/wall clocks)
     bool has_timer;
@@ -93,12 +96,15 @@ struct cs_sampler {
 
     // ---- threads ----
     struct cs_smp_thread threads[CS_SMP_MAX_THREADS];
+    // The same slots keyed by %fs base, so libunwind's TLS lookups need no
+    // gettid system call. Each entry is written only by the thread it names.
+    struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
     _Atomic int scanning;             // one thread scans /proc/self/task at a time
     _Atomic uint64_t last_scan_ns;
     int task_dir_fd;                  // /proc/self/task, open while sampling
-    int scan_timer;                   // process CPU-clock timer that triggers scans, or -1
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
+    _Atomic int scanner_tid;          // the "coldstart-scan" helper: never sampled
 
     // ---- signal ownership ----
     bool owns_signal;                 // our handler is installed on CS_SMP_SIGNAL
@@ -107,6 +113,7 @@ struct cs_sampler {
     // ---- the window, for the effective rate ----
     uint64_t t_start, t_stop;         // CLOCK_MONOTONIC
     uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
+    struct cs_rusage ru_start, ru_stop; // user/system split of that CPU time
     bool started, stopped;
 
     // ---- libunwind, dlopen'd privately (unwind.c) ----
@@ -129,6 +136,10 @@ struct cs_sampler {
 /// sampling. Runs from cs_preinit (before libc's constructors) or the first
 /// constructor. Not async-signal-safe (dlopen); never called from a handler.
 void cs_sampler_start(char **argv, char **envp);
+/// Starts the thread that looks for new threads every few milliseconds. Runs
+/// from the executable's first constructor (libc is initialised by then).
+/// Not async-signal-safe.
+void cs_sampler_after_initializers(void);
 /// Stops taking samples and closes every clock source; waits (bounded) for
 /// running handlers. Idempotent. Async-signal-safe.
 void cs_sampler_stop(void);
@@ -144,6 +155,17 @@ size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap);
 /// The thread slot for `tid`, inserting it when `insert`; NULL if full or
 /// absent. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);
+/// The calling thread's slot, found by its %fs base without a system call;
+/// NULL if the thread has not been sampled yet. Async-signal-safe.
+struct cs_smp_thread *cs_sampler_current_thread(void);
+/// The calling thread's %fs base (its TCB). Async-signal-safe.
+static inline uintptr_t cs_fs_base(void) {
+    uintptr_t v = 0;
+#if defined(__x86_64__)
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(v));
+#endif
+    return v;
+}
 
 // ---- unwind.c ----
 /// Loads libunwind privately and redirects its loader and TLS calls (see the

@@ -111,7 +111,8 @@ static int hook_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *)
 typedef struct { unsigned long module, offset; } cs_tls_index;
 
 static void *hook_tls_get_addr(cs_tls_index *ti) {
-    struct cs_smp_thread *t = cs_sampler_thread(cs_gettid(), true);
+    struct cs_smp_thread *t = cs_sampler_current_thread();
+    if (t == NULL) t = cs_sampler_thread(cs_gettid(), true);
     if (t == NULL || ti->offset + sizeof(uint64_t) > sizeof t->tls) {
         // No room: a block that says "this thread's cache is being destroyed",
         // so libunwind unwinds without a cache instead of touching real TLS.

@@ -91,3 +91,20 @@ func makeTemporaryDirectory(for test: XCTestCase) throws -> URL {
     test.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
     return url
 }
+
+/// The fixture programs of Tests/Fixtures, built once by `make fixtures`.
+enum FixturePrograms {
+    /// The fixtures' bin directory, from COLDSTART_FIXTURES (set by `make test`).
+    static func path(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        guard let directory = ProcessInfo.processInfo.environment["COLDSTART_FIXTURES"], !directory.isEmpty else {
+            XCTFail("COLDSTART_FIXTURES is not set: run the tests with `make test` (it builds Tests/Fixtures and sets it)", file: file, line: line)
+            throw CocoaError(.fileNoSuchFile)
+        }
+        let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            XCTFail("\(path) is missing: `make fixtures` builds it", file: file, line: line)
+            throw CocoaError(.fileNoSuchFile)
+        }
+        return path
+    }
+}

@@ -1,0 +1,196 @@
+import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// The stack sampler, end to end: SamplerHost runs under profiling and must
+/// behave exactly as without it, and the samples it leaves must be usable.
+final class SamplerTests: XCTestCase {
+    private var host: String!
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        host = try FixturePrograms.path("SamplerHost")
+        directory = try makeTemporaryDirectory(for: self)
+    }
+
+    /// Runs SamplerHost profiled and returns what it printed and its timeline.
+    private func profiled(
+        _ arguments: [String], hz: Int = 1000, sampler: String? = nil, extra: [String: String?] = [:],
+        timeout: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (ProcessResult, Timeline) {
+        let path = directory.appendingPathComponent("\(UUID().uuidString).json").path
+        var environment: [String: String?] = ["COLDSTART": path, "COLDSTART_HZ": String(hz), "COLDSTART_SAMPLER": sampler]
+        for (key, value) in extra { environment[key] = value }
+        let result = try runProcess(host, arguments, environment: environment, timeout: timeout)
+        XCTAssertEqual(result.status, 0, "SamplerHost \(arguments) failed: \(result.stderr)", file: file, line: line)
+        return (result, try Timeline(contentsOf: path))
+    }
+
+    private func sampling(_ timeline: Timeline, file: StaticString = #filePath, line: UInt = #line) throws -> Timeline.Sampling {
+        try XCTUnwrap(timeline.sampling, "the timeline has a sampling section", file: file, line: line)
+    }
+
+    /// The clock this machine gives the default sampler, and why it fell back.
+    private func perfClockOrSkip() throws {
+        let (result, timeline) = try profiled(["burn", "20"])
+        if try sampling(timeline).clock != "perf-task-clock" {
+            throw XCTSkip("perf_event_open is refused on this machine (\(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))); the POSIX fallback is tested separately")
+        }
+    }
+
+    func testSleepsAndBlockingReadsAreNotCutShort() throws {
+        for (hz, sampler) in [(1000, nil), (10000, nil), (1000, "posix")] as [(Int, String?)] {
+            let (result, timeline) = try profiled(["sleep"], hz: hz, sampler: sampler)
+            let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            let slept = try XCTUnwrap(report?["sleptUs"] as? [Int])
+            XCTAssertEqual(slept.count, 3)
+            for microseconds in slept {
+                XCTAssertGreaterThanOrEqual(microseconds, 50_000, "usleep(50 ms) slept its full time at \(hz) Hz (\(sampler ?? "default"))")
+            }
+            XCTAssertEqual(report?["read"] as? Int, 1, "a blocking read is not interrupted (errno \(report?["readErrno"] ?? "?"))")
+            XCTAssertEqual(report?["byte"] as? Int, 42)
+            XCTAssertGreaterThan(try sampling(timeline).samples, 0, "the burning thread was sampled meanwhile")
+        }
+    }
+
+    func testExceptionsStillWorkWhileSampled() throws {
+        for hz in [1000, 10000] {
+            let (result, timeline) = try profiled(["exception", "100"], hz: hz)
+            XCTAssertEqual(result.stdout, "every exception caught: true\n", "C++ and Swift throws are caught at \(hz) Hz")
+            XCTAssertGreaterThan(try sampling(timeline).samples, 0)
+        }
+    }
+
+    func testEffectiveRateIsWithinTenPercentOfTheRequest() throws {
+        try perfClockOrSkip()
+        for hz in [1000, 10000] {
+            let (_, timeline) = try profiled(["burn", "300"], hz: hz)
+            let sampling = try sampling(timeline)
+            XCTAssertEqual(sampling.clock, "perf-task-clock")
+            XCTAssertEqual(sampling.requestedHz, Double(hz))
+            XCTAssertNil(sampling.loweredHz, "a 1 µs handler never needs a lower rate")
+            XCTAssertEqual(sampling.effectiveHz, Double(hz), accuracy: Double(hz) * 0.10, "effective rate at \(hz) Hz")
+            XCTAssertEqual(sampling.dropped, 0)
+        }
+    }
+
+    func testThePOSIXTimerFallbackSamplesWhenForced() throws {
+        let (result, timeline) = try profiled(["burn", "300"], hz: 1000, sampler: "posix")
+        XCTAssertEqual(result.stderr, "")
+        let sampling = try sampling(timeline)
+        XCTAssertEqual(sampling.clock, "posix-cpu-timer")
+        XCTAssertEqual(sampling.requestedHz, 1000)
+        // Capped by the kernel tick (250 Hz here), never above what was asked.
+        XCTAssertGreaterThan(sampling.effectiveHz, 50)
+        XCTAssertLessThanOrEqual(sampling.effectiveHz, 1100)
+        XCTAssertGreaterThan(sampling.samples, 300 * Int(sampling.effectiveHz) / 1000 / 2, "about 300 ms of samples")
+        XCTAssertFalse(timeline.samples.isEmpty)
+    }
+
+    func testThreadsStartedDuringTheLaunchAreSampled() throws {
+        let (_, timeline) = try profiled(["threads"])
+        let main = timeline.launch.mainNs
+        let tids = Set(timeline.samples.filter { $0.ns > main }.map(\.tid))
+        XCTAssertGreaterThanOrEqual(tids.count, 3, "each of the three burning threads has samples: \(tids)")
+        let named = Set(timeline.threads.map(\.tid))
+        XCTAssertTrue(tids.isSubset(of: named), "sampled threads are listed in threads")
+    }
+
+    func testSamplesLoadAndLeavesAreInTheBurningFunction() throws {
+        let (_, timeline) = try profiled(["burn", "200", "5"])
+        let sampling = try sampling(timeline)
+        XCTAssertEqual(sampling.unwinder, "libunwind")
+        XCTAssertEqual(sampling.samples, timeline.samples.count)
+        XCTAssertGreaterThan(timeline.samples.count, 100)
+        XCTAssertTrue(zip(timeline.samples, timeline.samples.dropFirst()).allSatisfy { $0.tid != $1.tid || $0.ns <= $1.ns }, "time order per thread")
+        XCTAssertTrue(timeline.samples.allSatisfy { $0.ns >= sampling.startNs && $0.ns <= sampling.stopNs })
+        let executable = try XCTUnwrap(timeline.modules.firstIndex { $0.path == timeline.process.executable }, "the executable is a module")
+        let module = timeline.modules[executable]
+        XCTAssertNotNil(module.buildId, "the executable's GNU build-id is recorded")
+        XCTAssertLessThanOrEqual(module.base, module.start)
+        let afterMain = timeline.samples.filter { $0.ns > timeline.launch.mainNs }
+        let inExecutable = afterMain.filter { $0.frames.first?.module == executable }
+        XCTAssertGreaterThan(inExecutable.count, afterMain.count * 8 / 10, "a CPU burn in the executable puts most leaves there")
+        // Five extra frames of burnAtDepth, then main: deep stacks, not just leaves.
+        let depths = afterMain.map(\.frames.count).sorted()
+        XCTAssertGreaterThanOrEqual(depths[depths.count / 2], 9, "median depth")
+        XCTAssertTrue(timeline.samples.allSatisfy { $0.frames.allSatisfy { $0.module >= -1 } })
+    }
+
+    func testTheFramePointerUnwinderIsAnOption() throws {
+        let (_, timeline) = try profiled(["burn", "200", "5"], extra: ["COLDSTART_UNWINDER": "fp"])
+        XCTAssertEqual(try sampling(timeline).unwinder, "frame-pointer")
+        let afterMain = timeline.samples.filter { $0.ns > timeline.launch.mainNs }
+        XCTAssertFalse(afterMain.isEmpty)
+        let depths = afterMain.map(\.frames.count).sorted()
+        XCTAssertGreaterThanOrEqual(depths[depths.count / 2], 7, "Swift keeps frame pointers: burnAtDepth's frames are walked")
+    }
+
+    func testInvalidRateFallsBackToTheDefaultWithOneLine() throws {
+        let (result, timeline) = try profiled(["burn", "50"], extra: ["COLDSTART_HZ": "20000"])
+        XCTAssertEqual(result.stderr, "coldstart: ignoring COLDSTART_HZ (want 10 to 10000): 20000\n")
+        XCTAssertEqual(try sampling(timeline).requestedHz, 1000)
+    }
+
+    func testSamplingOffLeavesNoSamplingSection() throws {
+        let (result, timeline) = try profiled(["burn", "50"], sampler: "off")
+        XCTAssertEqual(result.stderr, "")
+        XCTAssertNil(timeline.sampling)
+        XCTAssertTrue(timeline.samples.isEmpty)
+    }
+
+    func testStressDlopenMallocAndThrowingNeitherCrashesNorHangs() throws {
+        // Ten runs of 1 s at 10 kHz, each bounded: a deadlock shows as a timeout.
+        var dropped = 0
+        for run in 0..<10 {
+            let small = run == 0
+            let (result, timeline) = try profiled(
+                ["stress", "1"], hz: 10000,
+                extra: small ? ["COLDSTART_MAX_SAMPLES": "100"] : [:], timeout: 30)
+            XCTAssertEqual(result.stdout, "stress done: true\n", "run \(run)")
+            let sampling = try sampling(timeline)
+            XCTAssertEqual(sampling.samples, timeline.samples.count)
+            if small {
+                XCTAssertEqual(sampling.samples, 100, "a full buffer keeps what it has")
+                dropped = sampling.dropped
+            }
+        }
+        XCTAssertGreaterThan(dropped, 0, "samples past a full buffer are counted as dropped")
+    }
+
+    func testNotProfilingLoadsNoLibunwindAndChangesNothing() throws {
+        let plain = try runProcess(host, ["maps"])
+        XCTAssertEqual(plain.stdout, "libunwind mapped: no\n", "profiling off: libunwind is not loaded")
+        XCTAssertEqual(plain.stderr, "")
+        let (profiledRun, _) = try profiled(["maps"])
+        XCTAssertEqual(profiledRun.stdout, "libunwind mapped: yes\n", "profiling on: libunwind is loaded, privately")
+
+        let exitPlain = try runProcess(host, ["exit", "3"])
+        let path = directory.appendingPathComponent("exit.json").path
+        let exitProfiled = try runProcess(host, ["exit", "3"], environment: ["COLDSTART": path])
+        XCTAssertEqual(exitPlain.status, 3)
+        XCTAssertEqual(exitProfiled.status, exitPlain.status, "the exit status is the host's")
+        XCTAssertEqual(exitProfiled.stdout, exitPlain.stdout)
+        XCTAssertEqual(exitProfiled.stderr, exitPlain.stderr)
+        XCTAssertEqual(try Timeline(contentsOf: path).launch.exitStatus, 3)
+    }
+
+    func testTheHostsExceptionsStillBindToLibgcc() throws {
+        let path = directory.appendingPathComponent("bindings.json").path
+        let result = try runProcess(host, ["exception", "10"], environment: [
+            "COLDSTART": path, "LD_BIND_NOW": "1", "LD_DEBUG": "bindings",
+        ])
+        XCTAssertEqual(result.status, 0)
+        // libunwind's own references bind to itself; every other library's must not.
+        let unwindBindings = result.stderr.split(separator: "\n").filter {
+            ($0.contains("`_Unwind_RaiseException'") || $0.contains("`_Unwind_Resume'") || $0.contains("`_Unwind_Backtrace'"))
+                && !($0.components(separatedBy: " to ").first ?? "").contains("libunwind")
+        }
+        XCTAssertFalse(unwindBindings.isEmpty, "LD_DEBUG shows the unwinder bindings")
+        for binding in unwindBindings {
+            let target = binding.components(separatedBy: " to ").last ?? ""
+            XCTAssertTrue(target.contains("libgcc_s"), "still bound to libgcc_s: \(binding)")
+            XCTAssertFalse(target.contains("libunwind"), "never to libunwind: \(binding)")
+        }
+    }
+}

@@ -1,0 +1,6 @@
+#ifndef SLOW_INIT_H
+#define SLOW_INIT_H
+#include <stdint.h>
+/// CPU time (CLOCK_THREAD_CPUTIME_ID, ns) the library's constructor burned.
+uint64_t slow_init_constructor_cpu_ns(void);
+#endif

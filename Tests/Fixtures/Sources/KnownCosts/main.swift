@@ -1,0 +1,34 @@
+// A launch with known costs, each measured by the program itself (thread CPU
+// time): a shared library's constructor (~30 ms, before main), three functions
+// run in sequence (~150, ~100, ~50 ms) and a lazily initialised global (~20 ms,
+// first touched after main). Prints the measured milliseconds as one JSON
+// object on stderr.
+import Coldstart
+import Glibc
+import SlowInit
+
+@inline(never)
+func burnOneHundredFiftyMilliseconds() -> UInt64 { measure { burnCPU(milliseconds: 150) } }
+
+@inline(never)
+func burnOneHundredMilliseconds() -> UInt64 { measure { burnCPU(milliseconds: 100) } }
+
+@inline(never)
+func burnFiftyMilliseconds() -> UInt64 { measure { burnCPU(milliseconds: 50) } }
+
+let first = burnOneHundredFiftyMilliseconds()
+Coldstart.mark("functions", isPhaseBoundary: false)
+let second = burnOneHundredMilliseconds()
+let third = burnFiftyMilliseconds()
+let entries = slowGlobalTable.count   // first touch: runs the initializer now
+Coldstart.ready()
+
+func ms(_ ns: UInt64) -> String { String(Double(ns / 1000) / 1000) }
+fputs("""
+{"constructor":\(ms(slow_init_constructor_cpu_ns())),\
+"burnOneHundredFiftyMilliseconds":\(ms(first)),\
+"burnOneHundredMilliseconds":\(ms(second)),\
+"burnFiftyMilliseconds":\(ms(third)),\
+"slowGlobalTable":\(ms(slowGlobalInitializerNs)),"entries":\(entries)}
+
+""", stderr)

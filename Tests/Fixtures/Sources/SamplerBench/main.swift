@@ -1,0 +1,170 @@
+// `make bench`: what sampling costs, measured in one interleaved run.
+//
+//     SamplerBench --host SamplerHost --linked ServiceStartup --plain ServiceStartup [--runs N]
+//
+// 1. Per-sample handler cost (median and p99, ns) at stack depths ~10 and ~50,
+//    for libunwind and the frame-pointer walk: SamplerHost burns 1 s of CPU at
+//    1 kHz that many frames deep; the cost is what the handler measured itself
+//    (CLOCK_MONOTONIC at entry and exit, 10 ns histogram buckets), taken from
+//    the timeline's `sampling.handlerNs`. Kernel signal delivery is not in it.
+// 2. Launch time of the example: not linked with Coldstart, linked with
+//    profiling off, profiled at 1 kHz and at 10 kHz. Each run is timed from
+//    just before posix_spawn to the "ready to serve" line (printed right after
+//    Coldstart.ready()) on a pseudo-terminal, CLOCK_MONOTONIC. The four
+//    variants take turns, so drift on the machine hits them alike.
+import BenchSupport
+import Foundation
+
+struct Options {
+    var host = "", linked = "", plain = "", runs = 40
+    init() {
+        var it = CommandLine.arguments.dropFirst().makeIterator()
+        while let flag = it.next() {
+            let value = it.next() ?? ""
+            switch flag {
+            case "--host": host = value
+            case "--linked": linked = value
+            case "--plain": plain = value
+            case "--runs": runs = Int(value) ?? runs
+            default:
+                FileHandle.standardError.write(Data("SamplerBench: unknown option \(flag)\n".utf8))
+                exit(64)
+            }
+        }
+        if host.isEmpty || linked.isEmpty || plain.isEmpty {
+            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH [--runs N]\n".utf8))
+            exit(64)
+        }
+    }
+}
+
+let options = Options()
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-bench-\(getpid())")
+try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: scratch) }
+
+func environment(_ extra: [String: String]) -> [String] {
+    var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("COLDSTART") }
+    for (key, value) in extra { env[key] = value }
+    return env.map { "\($0.key)=\($0.value)" }
+}
+
+/// Runs `path` and returns nanoseconds until a line containing `marker`.
+func timeToLine(_ path: String, _ arguments: [String], _ env: [String], marker: String) -> Int64 {
+    func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] { strings.map { strdup($0) } + [nil] }
+    let argv = cStrings([path] + arguments), envp = cStrings(env)
+    defer { (argv + envp).forEach { free($0) } }
+    return bench_time_to_line(path, argv, envp, marker)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+func format(_ value: Double, _ decimals: Int = 0) -> String { String(format: "%.\(decimals)f", value) }
+
+// ---- 1. per-sample cost ----
+
+struct CostRun { var median: Double, p99: Double, depth: Double, samples: Int }
+
+func costRun(unwinder: String, extraFrames: Int) -> CostRun? {
+    let timeline = scratch.appendingPathComponent("cost.json").path
+    let env = environment(["COLDSTART": timeline, "COLDSTART_HZ": "1000", "COLDSTART_UNWINDER": unwinder])
+    guard timeToLine(options.host, ["burn", "1000", String(extraFrames)], env, marker: "burned") >= 0,
+          let data = FileManager.default.contents(atPath: timeline),
+          let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let section = root["coldstart"] as? [String: Any],
+          let sampling = section["sampling"] as? [String: Any],
+          let handler = sampling["handlerNs"] as? [String: Any],
+          let samples = section["samples"] as? [[Any]],
+          let launch = section["launch"] as? [String: Any]
+    else { return nil }
+    try? FileManager.default.removeItem(atPath: timeline)
+    let main = (launch["mainNs"] as? NSNumber)?.int64Value ?? 0
+    let depths = samples.filter { (($0[0] as? NSNumber)?.int64Value ?? 0) > main }.map { Double((($0[2] as? [Any])?.count ?? 0) / 2) }
+    return CostRun(
+        median: (handler["median"] as? NSNumber)?.doubleValue ?? .nan,
+        p99: (handler["p99"] as? NSNumber)?.doubleValue ?? .nan,
+        depth: median(depths), samples: samples.count)
+}
+
+// SamplerHost's burn stack is main, burnAtDepth, burnCPU and three frames of
+// libc start-up: extra frames 4 and 44 give depths of about 10 and 50.
+let costCases: [(unwinder: String, label: String, frames: Int)] = [
+    ("libunwind", "libunwind", 4), ("libunwind", "libunwind", 44), ("fp", "frame pointer", 4), ("fp", "frame pointer", 44),
+]
+var costs = [[CostRun]](repeating: [], count: costCases.count)
+for _ in 0..<3 {
+    for (index, c) in costCases.enumerated() {
+        if let run = costRun(unwinder: c.unwinder, extraFrames: c.frames) { costs[index].append(run) }
+    }
+}
+
+print("Coldstart sampler benchmark (\(ProcessInfo.processInfo.activeProcessorCount) CPUs)")
+print("")
+print("Per-sample handler cost, 1 kHz, 1 s CPU burn per run, 3 runs per row (median of the runs' figures):")
+print("  unwinder        depth   median ns   p99 ns   samples/run")
+var libunwindDepth50Median = Double.nan
+for (index, c) in costCases.enumerated() {
+    let runs = costs[index]
+    let row = "  " + c.label.padding(toLength: 14, withPad: " ", startingAt: 0)
+        + format(median(runs.map(\.depth))).leftPadded(7)
+        + format(median(runs.map(\.median))).leftPadded(12)
+        + format(median(runs.map(\.p99))).leftPadded(9)
+        + String(runs.isEmpty ? 0 : runs.map(\.samples).reduce(0, +) / runs.count).leftPadded(14)
+    print(runs.isEmpty ? "  \(c.label) at \(c.frames) extra frames: no run succeeded" : row)
+    if c.unwinder == "libunwind" && c.frames == 44 { libunwindDepth50Median = median(runs.map(\.median)) }
+}
+
+// ---- 2. launch time ----
+
+let variants: [(label: String, path: String, env: [String: String])] = [
+    ("not linked", options.plain, [:]),
+    ("linked, profiling off", options.linked, [:]),
+    ("profiled, 1 kHz", options.linked, ["COLDSTART_HZ": "1000"]),
+    ("profiled, 10 kHz", options.linked, ["COLDSTART_HZ": "10000"]),
+]
+var launches = [[Double]](repeating: [], count: variants.count)
+var failures = 0
+for round in -3..<options.runs {   // three warm-up rounds
+    for step in 0..<variants.count {
+        let index = (step + max(round, 0)) % variants.count   // rotate who goes first
+        let v = variants[index]
+        var extra = v.env
+        let timeline = scratch.appendingPathComponent("launch.json").path
+        if !extra.isEmpty { extra["COLDSTART"] = timeline }
+        let ns = timeToLine(v.path, [], environment(extra), marker: "ready to serve")
+        try? FileManager.default.removeItem(atPath: timeline)
+        if ns < 0 { failures += 1; continue }
+        if round >= 0 { launches[index].append(Double(ns) / 1e6) }
+    }
+}
+print("")
+print("Launch time of the example (release), spawn → \"ready to serve\" line, CLOCK_MONOTONIC ms,")
+print("\(options.runs) interleaved runs per variant, median [p25–p75]:")
+let medians = launches.map(median)
+for (index, v) in variants.enumerated() {
+    let base = index == 0 ? "" : index == 1 ? "   ×\(format(medians[1] / medians[0], 3)) vs not linked" : "   ×\(format(medians[index] / medians[1], 3)) vs off"
+    print("  " + v.label.padding(toLength: 22, withPad: " ", startingAt: 0)
+        + format(medians[index], 2).leftPadded(8) + "  [" + format(percentile(launches[index], 0.25), 2) + "–"
+        + format(percentile(launches[index], 0.75), 2) + "]" + base)
+}
+if failures > 0 { print("  (\(failures) runs failed and are not counted)") }
+
+print("")
+print("Targets:")
+func verdict(_ ok: Bool) -> String { ok ? "met" : "NOT met" }
+let offRatio = medians[1] / medians[0], oneKRatio = medians[2] / medians[1]
+print("  linked, off ≤ 1% over not linked:  ×\(format(offRatio, 3))  \(verdict(offRatio <= 1.01))")
+print("  1 kHz ≤ 3% over off:               ×\(format(oneKRatio, 3))  \(verdict(oneKRatio <= 1.03))")
+print("  median cost ≤ 2 µs at depth ~50:   \(format(libunwindDepth50Median)) ns (libunwind)  \(verdict(libunwindDepth50Median <= 2000))")
+
+extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

@@ -1,0 +1,145 @@
+// A host for the sampler tests: each mode exercises something the profiler
+// must not disturb, and prints what it observed on stdout.
+//
+//     SamplerHost burn MS [DEPTH]   burn MS ms of CPU DEPTH frames deep, then ready()
+//     SamplerHost sleep             usleep(50 ms) and a blocking read while another thread burns
+//     SamplerHost exception N       throw and catch N C++ exceptions and N Swift errors
+//     SamplerHost threads           three threads, started one after another, each burning 100 ms
+//     SamplerHost stress SECONDS    dlopen/dlclose, dl_iterate_phdr, malloc/free, throwing, thread churn
+//     SamplerHost maps              whether libunwind is mapped into this process
+//     SamplerHost exit CODE         print a line and exit(CODE) before ready()
+import Coldstart
+import CxxThrow
+import Glibc
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let mode = arguments.first ?? ""
+func argument(_ index: Int, default value: Int) -> Int { arguments.count > index ? Int(arguments[index]) ?? value : value }
+
+switch mode {
+case "burn":
+    burnAtDepth(argument(2, default: 0), milliseconds: UInt64(argument(1, default: 300)))
+    Coldstart.ready()
+    print("burned")
+
+case "sleep":
+    // Another thread keeps the sampler busy; this one sleeps and reads.
+    let burner = startThread { burnCPU(milliseconds: 400) }
+    burnCPU(milliseconds: 20)
+    var slept: [String] = []
+    for _ in 0..<3 {
+        let start = monotonicNanoseconds()
+        usleep(50_000)
+        slept.append(String((monotonicNanoseconds() - start) / 1_000))
+    }
+    var fds: [Int32] = [0, 0]
+    pipe(&fds)
+    let writer = fds[1]
+    let feeder = startThread {
+        usleep(60_000)
+        var byte: UInt8 = 42
+        _ = write(writer, &byte, 1)
+    }
+    var byte: UInt8 = 0
+    let got = read(fds[0], &byte, 1)
+    let readErrno = got < 0 ? errno : 0
+    pthread_join(feeder, nil)
+    pthread_join(burner, nil)
+    Coldstart.ready()
+    print("{\"sleptUs\":[\(slept.joined(separator: ","))],\"read\":\(got),\"readErrno\":\(readErrno),\"byte\":\(byte)}")
+
+case "exception":
+    let count = argument(1, default: 1000)
+    struct Failure: Error { let index: Int }
+    func fail(_ i: Int) throws { if i >= 0 { throw Failure(index: i) } }
+    // Keep throwing for 200 ms of CPU so that many samples land in the unwinders.
+    let start = threadCPUNanoseconds()
+    var rounds = 0, allCaught = true
+    while threadCPUNanoseconds() - start < 200_000_000 || rounds == 0 {
+        allCaught = allCaught && cxx_throw_and_catch(Int32(count)) == count
+        var swiftCaught = 0
+        for i in 0..<count {
+            do { try fail(i) } catch let failure as Failure where failure.index == i { swiftCaught += 1 } catch {}
+        }
+        allCaught = allCaught && swiftCaught == count
+        rounds += 1
+    }
+    Coldstart.ready()
+    print("every exception caught: \(allCaught)")
+
+case "threads":
+    var threads: [pthread_t] = []
+    for _ in 0..<3 {
+        threads.append(startThread { burnCPU(milliseconds: 100) })
+        usleep(30_000)
+    }
+    for thread in threads { pthread_join(thread, nil) }
+    Coldstart.ready()
+    print("threads done")
+
+case "stress":
+    let seconds = UInt64(argument(1, default: 1))
+    let deadline = monotonicNanoseconds() + seconds * 1_000_000_000
+    nonisolated(unsafe) var counts = [Int](repeating: 0, count: 5)
+    let workers: [(Int, () -> Void)] = [
+        (0, {
+            // The loader's lock, taken and released all the time.
+            if let handle = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL) {
+                _ = dlsym(handle, "zlibVersion")
+                dlclose(handle)
+            }
+        }),
+        (1, {
+            // A dl_iterate_phdr callback that allocates while holding the lock.
+            _ = iterate_objects_allocating()
+        }),
+        (2, {
+            for size in [16, 256, 4096, 65536] { free(malloc(size)) }
+        }),
+        (3, { _ = cxx_throw_and_catch(5) }),
+        (4, {
+            // New threads all the time: each must be found and sampled.
+            let t = startThread { burnCPU(milliseconds: 1) }
+            pthread_join(t, nil)
+        }),
+    ]
+    var threads: [pthread_t] = []
+    for (index, work) in workers {
+        threads.append(startThread {
+            while monotonicNanoseconds() < deadline {
+                work()
+                counts[index] += 1
+            }
+        })
+    }
+    for thread in threads { pthread_join(thread, nil) }
+    Coldstart.ready()
+    print("stress done: \(counts.allSatisfy { $0 > 0 })")
+
+case "maps":
+    let maps = (try? String(decoding: readAll("/proc/self/maps"), as: UTF8.self)) ?? ""
+    Coldstart.ready()
+    print("libunwind mapped: \(maps.contains("libunwind") ? "yes" : "no")")
+
+case "exit":
+    print("exiting before ready")
+    exit(Int32(argument(1, default: 3)))
+
+default:
+    fputs("usage: SamplerHost burn|sleep|exception|threads|stress|maps|exit …\n", stderr)
+    exit(64)
+}
+
+func readAll(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        bytes += buffer[0..<n]
+    }
+    return bytes
+}
