@@ -39,6 +39,7 @@
 #define CS_SMP_SCAN_NS 5000000ull         // look for new threads at most every 5 ms
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
+#define CS_SMP_EARLY_SAMPLES 512          // buffers faulted in before the first sample
 #define CS_SMP_MIN_HZ 10
 #define CS_SMP_MAX_HZ 10000
 
@@ -67,10 +68,41 @@ static const char *errno_name(int e) {
     }
 }
 
-// Pre-faulted anonymous memory: the handler must never take a page fault.
-static void *map_prefaulted(size_t bytes) {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   // Linux 5.14
+#endif
+
+static void *map_buffer(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+// Faults in [p, p + bytes) without changing its contents (the handler may be
+// writing there): MADV_POPULATE_WRITE, or an atomic add of 0 per page.
+static void prefault(void *p, size_t bytes) {
+    if (bytes == 0) return;
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
+    for (size_t off = 0; off < bytes; off += 4096)
+        __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
+}
+
+// The buffers of the first CS_SMP_EARLY_SAMPLES samples are faulted in at
+// start (a few dozen pages); faulting in all of them there cost ~1 ms of a
+// 28 ms launch. The scanning thread faults in the rest as soon as it starts,
+// after the library initializers, long before the handler gets there at any
+// rate up to 10 kHz. (A sample that did get there first would take an
+// ordinary page fault: slower, still safe.)
+static void prefault_buffers(bool early) {
+    size_t nsamples = S->max_samples < CS_SMP_EARLY_SAMPLES ? S->max_samples : CS_SMP_EARLY_SAMPLES;
+    size_t s_bytes = nsamples * sizeof(struct cs_sample), f_bytes = nsamples * CS_SMP_AVG_DEPTH * sizeof(uint64_t);
+    if (early) {
+        prefault(S->samples, s_bytes);
+        prefault(S->frames, f_bytes);
+    } else {
+        size_t s_page = s_bytes & ~(size_t)4095, f_page = f_bytes & ~(size_t)4095;
+        prefault((char *)S->samples + s_page, sizeof(struct cs_sample) * S->max_samples - s_page);
+        prefault((char *)S->frames + f_page, sizeof(uint64_t) * S->max_frames - f_page);
+    }
 }
 
 static void set_period(uint64_t ns) { S->period_ns = ns ? ns : 1; }
@@ -452,12 +484,13 @@ void cs_sampler_start(char **argv, char **envp) {
         return;
     }
     S->max_frames = S->max_samples * CS_SMP_AVG_DEPTH;
-    S->samples = map_prefaulted(sizeof(struct cs_sample) * S->max_samples);
-    S->frames = map_prefaulted(sizeof(uint64_t) * S->max_frames);
+    S->samples = map_buffer(sizeof(struct cs_sample) * S->max_samples);
+    S->frames = map_buffer(sizeof(uint64_t) * S->max_frames);
     if (!S->samples || !S->frames) {
         cs_warn("cannot allocate the sample buffers; stack sampling off", NULL);
         return;
     }
+    prefault_buffers(true);
     cs_safe_read_init();
     // The main thread's slot first: libunwind's warm-up below uses its TLS.
     struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
@@ -508,6 +541,7 @@ static void *scan_loop(void *arg) {
         disarm_thread(self);
         atomic_store(&self->sampled, 0);
     }
+    prefault_buffers(false);
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
     while (atomic_load(&S->active)) {
         struct timespec ts = {0, (long)CS_SMP_SCAN_NS};
@@ -518,7 +552,11 @@ static void *scan_loop(void *arg) {
 }
 
 void cs_sampler_after_initializers(void) {
-    if (!atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
+    if (!atomic_load(&S->active)) return;
+    if (S->clock == CS_CLOCK_WALL) {   // one thread, no scanning: fault in here
+        prefault_buffers(false);
+        return;
+    }
     // Started with every signal blocked: the host's process-directed signals
     // (SIGINT, SIGCHLD …) keep going to the host's own threads.
     sigset_t all, old;
@@ -529,8 +567,10 @@ void cs_sampler_after_initializers(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     pthread_t thread;
-    if (pthread_create(&thread, &attr, scan_loop, NULL) != 0)
+    if (pthread_create(&thread, &attr, scan_loop, NULL) != 0) {
         cs_warn("cannot start the thread scanner; threads that start while sampled threads sleep may be missed", NULL);
+        prefault_buffers(false);
+    }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

@@ -2,6 +2,10 @@
 #include "bench_support.h"
 
 #include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,4 +52,64 @@ int64_t bench_time_to_line(const char *path, char *const argv[], char *const env
     int status = 0;
     waitpid(pid, &status, 0);
     return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? found : -1;
+}
+
+static volatile long signals_seen;
+
+static void empty_handler(int sig, siginfo_t *si, void *uc) {
+    (void)sig; (void)si; (void)uc;
+    signals_seen++;
+}
+
+static int64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// A fixed amount of work: ~0.5 s of CPU.
+static int64_t fixed_loop_cpu_ns(void) {
+    int64_t start = thread_cpu_ns();
+    volatile uint64_t sink;
+    uint64_t x = 1;
+    for (long i = 0; i < 500000000L; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    sink = x;
+    (void)sink;
+    return thread_cpu_ns() - start;
+}
+
+double bench_signal_cost_ns(int hz, long *signals) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = empty_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, &old) != 0) return -1;
+    int64_t base = fixed_loop_cpu_ns();
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = 1000000000ull / (uint64_t)hz;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.wakeup_events = 1;
+    int tid = (int)syscall(SYS_gettid);
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) { sigaction(SIGPROF, &old, NULL); return -1; }
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    void *ring = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    fcntl(fd, F_SETFL, O_ASYNC);
+    fcntl(fd, F_SETSIG, SIGPROF);
+    fcntl(fd, F_SETOWN_EX, &owner);
+    signals_seen = 0;
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    int64_t sampled = fixed_loop_cpu_ns();
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    if (ring != MAP_FAILED) munmap(ring, 2 * 4096);
+    close(fd);
+    sigaction(SIGPROF, &old, NULL);
+    *signals = signals_seen;
+    return signals_seen > 0 ? (double)(sampled - base) / (double)signals_seen : -1;
 }

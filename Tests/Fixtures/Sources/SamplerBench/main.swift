@@ -122,6 +122,21 @@ for (index, c) in costCases.enumerated() {
     if c.unwinder == "libunwind" && c.frames == 44 { libunwindDepth50Median = median(runs.map(\.median)) }
 }
 
+// ---- 1b. what the kernel charges per sample ----
+
+print("")
+print("Kernel cost per sample, no unwinding: a fixed ~0.5 s CPU loop with and without a perf")
+print("task-clock event signalling an empty handler (extra thread CPU time / signals, 3 runs, median):")
+for hz in [1000, 10000] {
+    var perSignal: [Double] = [], count = 0
+    for _ in 0..<3 {
+        var signals = 0
+        let ns = bench_signal_cost_ns(Int32(hz), &signals)
+        if ns >= 0 { perSignal.append(ns); count = signals }
+    }
+    print("  \(String(hz).leftPadded(5)) Hz: " + (perSignal.isEmpty ? "perf_event_open refused" : "\(format(median(perSignal))) ns per signal (\(count) signals per run), \(format(median(perSignal) * Double(hz) / 1e7, 1))% of CPU"))
+}
+
 // ---- 2. launch time ----
 
 let variants: [(label: String, path: String, env: [String: String])] = [
@@ -129,6 +144,9 @@ let variants: [(label: String, path: String, env: [String: String])] = [
     ("linked, profiling off", options.linked, [:]),
     ("profiled, 1 kHz", options.linked, ["COLDSTART_HZ": "1000"]),
     ("profiled, 10 kHz", options.linked, ["COLDSTART_HZ": "10000"]),
+    // Where the cost goes: the timeline without sampling, and sampling without libunwind.
+    ("profiled, no sampling", options.linked, ["COLDSTART_SAMPLER": "off"]),
+    ("1 kHz, frame pointers", options.linked, ["COLDSTART_HZ": "1000", "COLDSTART_UNWINDER": "fp"]),
 ]
 var launches = [[Double]](repeating: [], count: variants.count)
 var failures = 0
@@ -147,13 +165,15 @@ for round in -3..<options.runs {   // three warm-up rounds
 }
 print("")
 print("Launch time of the example (release), spawn → \"ready to serve\" line, CLOCK_MONOTONIC ms,")
-print("\(options.runs) interleaved runs per variant, median [p25–p75]:")
-let medians = launches.map(median)
+print("\(options.runs) interleaved runs per variant; ratios of medians (and of minimums, less noisy on a busy machine):")
+print("  variant                 median  [p25–p75]         min    ratio (median, min)")
+let medians = launches.map(median), minimums = launches.map { $0.min() ?? .nan }
 for (index, v) in variants.enumerated() {
-    let base = index == 0 ? "" : index == 1 ? "   ×\(format(medians[1] / medians[0], 3)) vs not linked" : "   ×\(format(medians[index] / medians[1], 3)) vs off"
+    let reference = index == 1 ? 0 : 1
+    let ratio = index == 0 ? "" : "   ×\(format(medians[index] / medians[reference], 3)), ×\(format(minimums[index] / minimums[reference], 3)) vs \(index == 1 ? "not linked" : "off")"
     print("  " + v.label.padding(toLength: 22, withPad: " ", startingAt: 0)
         + format(medians[index], 2).leftPadded(8) + "  [" + format(percentile(launches[index], 0.25), 2) + "–"
-        + format(percentile(launches[index], 0.75), 2) + "]" + base)
+        + format(percentile(launches[index], 0.75), 2) + "]" + format(minimums[index], 2).leftPadded(9) + ratio)
 }
 if failures > 0 { print("  (\(failures) runs failed and are not counted)") }
 
