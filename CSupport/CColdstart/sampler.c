@@ -366,7 +366,9 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
             index_tcb(tcb, t);
         }
         uint64_t frames[CS_SMP_MAX_DEPTH];
+        atomic_store_explicit(&t->in_handler, 1, memory_order_relaxed);
         int n = cs_unwind(uc, t, frames, CS_SMP_MAX_DEPTH);
+        atomic_store_explicit(&t->in_handler, 0, memory_order_relaxed);
         uint32_t off = atomic_fetch_add(&S->next_frame, (uint32_t)n);
         uint32_t slot = off + (uint32_t)n <= S->max_frames ? atomic_fetch_add(&S->next_sample, 1) : UINT32_MAX;
         if (slot < S->max_samples) {

@@ -46,6 +46,7 @@ struct cs_smp_thread {
     _Atomic int tid;                  // 0: free slot
     _Atomic int armed;                // 1 while the clock source is running
     _Atomic int sampled;              // 1 once it was armed (listed in "threads")
+    _Atomic int in_handler;           // 1 while this thread runs the sampling handler
     int fd;                           // perf event, or -1
     struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd

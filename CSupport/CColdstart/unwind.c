@@ -20,6 +20,7 @@
 //   replacement returns a per-thread block from the sampler's thread table.
 // `malloc` becomes "always fails" and `free` a no-op for libunwind: the
 // paths that allocate (.debug_frame, minidebuginfo) are never needed here.
+// `sigprocmask` is skipped inside the handler, where all signals are blocked.
 //
 // The frame-pointer walk (COLDSTART_UNWINDER=fp, or when libunwind cannot be
 // used) reads the stack only inside the range between the stack pointer and
@@ -32,6 +33,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -122,6 +124,19 @@ static void *hook_tls_get_addr(cs_tls_index *ti) {
 }
 
 static void *hook_malloc(size_t n) { (void)n; return NULL; }
+
+// libunwind blocks every signal around its internal locks, two system calls
+// each time (a third of a cold unwind here). Inside our handler every signal
+// is already blocked (sa_mask is full), so there they are skipped; anywhere
+// else (the warm-up, a thread's exit) they run.
+static int hook_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    struct cs_smp_thread *t = cs_sampler_current_thread();
+    if (t && atomic_load_explicit(&t->in_handler, memory_order_relaxed)) {
+        if (old) sigfillset(old);
+        return 0;
+    }
+    return (int)syscall(SYS_rt_sigprocmask, how, set, old, sizeof(uint64_t));
+}
 static void hook_free(void *p) { (void)p; }
 
 // Rewrites libunwind's GOT entries for the functions above. Returns how many
@@ -148,15 +163,16 @@ static int patch_got(struct link_map *lm) {
     }
 #undef PTR
     if (!symtab || !strtab) return 0;
-    static const char *const names[] = {"dl_iterate_phdr", "__tls_get_addr", "malloc", "free"};
-    void *const hooks[] = {(void *)hook_dl_iterate_phdr, (void *)hook_tls_get_addr, (void *)hook_malloc, (void *)hook_free};
+    static const char *const names[] = {"dl_iterate_phdr", "__tls_get_addr", "malloc", "free", "sigprocmask"};
+    void *const hooks[] = {(void *)hook_dl_iterate_phdr, (void *)hook_tls_get_addr, (void *)hook_malloc, (void *)hook_free,
+                           (void *)hook_sigprocmask};
     int essential = 0;
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; rel[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
             uint32_t type = ELF64_R_TYPE(rel[k][i].r_info);
             if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
             const char *name = strtab + symtab[ELF64_R_SYM(rel[k][i].r_info)].st_name;
-            for (int h = 0; h < 4; h++) {
+            for (int h = 0; h < 5; h++) {
                 if (strcmp(name, names[h]) != 0) continue;
                 void **slot = (void **)(base + rel[k][i].r_offset);
                 uintptr_t page = (uintptr_t)slot & ~(PAGE - 1);
