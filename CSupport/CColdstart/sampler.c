@@ -257,14 +257,18 @@ struct linux_dirent64 {
 };
 
 void cs_sampler_scan_threads(void) {
-    if (S->task_dir_fd < 0 || !atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
+    if (!atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
     atomic_store(&S->last_scan_ns, cs_monotonic_ns());
+    // Opened per scan, not kept: a host that closes descriptors it does not
+    // know could otherwise get this number reused for its own file, and our
+    // seek would move that file's offset.
+    int dir = atomic_load(&S->active) ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     char buf[2048] __attribute__((aligned(8)));
-    if (lseek(S->task_dir_fd, 0, SEEK_SET) == 0) {
+    if (dir >= 0) {
         long n;
-        while ((n = syscall(SYS_getdents64, S->task_dir_fd, buf, sizeof buf)) > 0) {
+        while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
             for (long off = 0; off < n;) {
                 const struct linux_dirent64 *d = (const void *)(buf + off);
                 off += d->d_reclen;
@@ -282,6 +286,7 @@ void cs_sampler_scan_threads(void) {
                 }
             }
         }
+        close(dir);
     }
     atomic_store(&S->scanning, 0);
 }
@@ -477,7 +482,6 @@ void cs_sampler_start(char **argv, char **envp) {
         cs_warn("ignoring COLDSTART_UNWINDER (want libunwind or fp): ", unw);
     set_period(1000000000ull / S->requested_hz);
     S->main_tid = cs_gettid();
-    S->task_dir_fd = -1;
     atomic_store(&S->stride, 1);
 
     struct sigaction old;
@@ -524,10 +528,7 @@ void cs_sampler_start(char **argv, char **envp) {
         cs_sampler_release();
         return;
     }
-    if (S->clock != CS_CLOCK_WALL) {
-        S->task_dir_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        cs_sampler_scan_threads();
-    }
+    if (S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
 #endif
 }
 
@@ -580,8 +581,16 @@ void cs_sampler_after_initializers(void) {
 // ---- stopping ----
 
 void cs_sampler_stop(void) {
-    if (!S->started || S->stopped) return;
-    if (!atomic_exchange(&S->active, 0)) return;
+    if (!S->started || atomic_load(&S->stopped)) return;
+    if (!atomic_exchange(&S->active, 0)) {
+        // Another thread is stopping: the caller may write the timeline
+        // next, so wait (bounded) until the window is closed.
+        for (int i = 0; i < 4000 && !atomic_load(&S->stopped); i++) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+        return;
+    }
     // A scan in progress on another thread finishes on its own (bounded).
     for (int i = 0; i < 2000 && atomic_load(&S->scanning); i++) {
         struct timespec ts = {0, 50000};
@@ -589,10 +598,6 @@ void cs_sampler_stop(void) {
     }
     for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
         if (atomic_load(&S->threads[i].tid)) disarm_thread(&S->threads[i]);
-    }
-    if (S->task_dir_fd >= 0) {
-        close(S->task_dir_fd);
-        S->task_dir_fd = -1;
     }
     // Handlers already running finish their sample (microseconds); bounded wait.
     for (int i = 0; i < 2000 && atomic_load(&S->in_flight) > 0; i++) {
@@ -603,7 +608,7 @@ void cs_sampler_stop(void) {
     S->t_stop = cs_monotonic_ns();
     S->cpu_stop = cpu_ns();
     cs_rusage_now(&S->ru_stop);
-    S->stopped = true;
+    atomic_store(&S->stopped, true);
 }
 
 // True when some thread (or the process) has SIGPROF pending: giving the

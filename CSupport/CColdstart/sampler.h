@@ -102,7 +102,6 @@ struct cs_sampler {
     struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
     _Atomic int scanning;             // one thread scans /proc/self/task at a time
     _Atomic uint64_t last_scan_ns;
-    int task_dir_fd;                  // /proc/self/task, open while sampling
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
     _Atomic int scanner_tid;          // the "coldstart-scan" helper: never sampled
@@ -115,7 +114,8 @@ struct cs_sampler {
     uint64_t t_start, t_stop;         // CLOCK_MONOTONIC
     uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
     struct cs_rusage ru_start, ru_stop; // user/system split of that CPU time
-    bool started, stopped;
+    bool started;
+    _Atomic bool stopped;             // the window is closed: t_stop, cpu_stop are set
 
     // ---- libunwind, dlopen'd privately (unwind.c) ----
     void *unw_handle;

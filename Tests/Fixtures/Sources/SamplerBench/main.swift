@@ -125,16 +125,16 @@ for (index, c) in costCases.enumerated() {
 // ---- 1b. what the kernel charges per sample ----
 
 print("")
-print("Kernel cost per sample, no unwinding: a fixed ~0.5 s CPU loop with and without a perf")
-print("task-clock event signalling an empty handler (extra thread CPU time / signals, 3 runs, median):")
+print("Kernel cost per sample, no unwinding: a fixed CPU loop with and without a perf task-clock")
+print("event signalling an empty handler (extra thread CPU time / signals, 3 runs, median):")
 for hz in [1000, 10000] {
-    var perSignal: [Double] = [], count = 0
+    var perSignal: [Double] = [], count = 0, loop = 0.0
     for _ in 0..<3 {
-        var signals = 0
-        let ns = bench_signal_cost_ns(Int32(hz), &signals)
-        if ns >= 0 { perSignal.append(ns); count = signals }
+        var signals = 0, loopMs = 0.0
+        let ns = bench_signal_cost_ns(Int32(hz), &signals, &loopMs)
+        if ns >= 0 { perSignal.append(ns); count = signals; loop = loopMs }
     }
-    print("  \(String(hz).leftPadded(5)) Hz: " + (perSignal.isEmpty ? "perf_event_open refused" : "\(format(median(perSignal))) ns per signal (\(count) signals per run), \(format(median(perSignal) * Double(hz) / 1e7, 1))% of CPU"))
+    print("  \(String(hz).leftPadded(5)) Hz: " + (perSignal.isEmpty ? "perf_event_open refused" : "\(format(median(perSignal))) ns per signal (\(count) signals in a \(format(loop)) ms loop), \(format(median(perSignal) * Double(hz) / 1e7, 1))% of CPU"))
 }
 
 // ---- 2. launch time ----

@@ -13,7 +13,8 @@ int64_t bench_time_to_line(const char *path, char *const argv[], char *const env
 /// CPU loop on this thread twice, without and with a perf task-clock event at
 /// `hz` whose overflow signals this thread (as the sampler's does) into an
 /// empty handler, and returns the extra thread CPU time per signal in ns
-/// (negative on failure). Uses SIGPROF; call it before anything else does.
-double bench_signal_cost_ns(int hz, long *signals);
+/// (negative on failure), the signal count and the loop's CPU ms without
+/// sampling. Uses SIGPROF; call it before anything else does.
+double bench_signal_cost_ns(int hz, long *signals, double *loop_ms);
 
 #endif
