@@ -185,8 +185,8 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     // a share of its time in the kernel gets that share fewer samples. The
     // user/system split (getrusage: the exact total split by tick counts, a
     // few percent off over a short launch) is written for readers who want a
-    // rate per user second.
-    uint64_t counted = cpu;
+    // rate per user second. The wall timer's rate is per second of wall time.
+    uint64_t counted = S->clock == CS_CLOCK_WALL ? S->t_stop - S->t_start : cpu;
     uint32_t stride = atomic_load(&S->stride);
     cs_jw_raw(w, ",\n\"sampling\":{\"clock\":\""); cs_jw_raw(w, clock_name());
     cs_jw_raw(w, "\",\"unwinder\":\""); cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : "frame-pointer");

@@ -139,6 +139,12 @@ final class SamplerTests: XCTestCase {
         XCTAssertTrue(timeline.samples.isEmpty)
     }
 
+    func testTheSignalIsOursOnlyWhileSampling() throws {
+        XCTAssertEqual(try runProcess(host, ["disposition"]).stdout, "during: default, after: default\n", "not profiled: untouched")
+        let (result, _) = try profiled(["disposition"])
+        XCTAssertEqual(result.stdout, "during: handled, after: default\n", "SIGPROF is given back once sampling is over")
+    }
+
     func testStressDlopenMallocAndThrowingNeitherCrashesNorHangs() throws {
         // Ten runs of 1 s at 10 kHz, each bounded: a deadlock shows as a timeout.
         var dropped = 0

@@ -7,6 +7,7 @@
 //     SamplerHost threads           three threads, started one after another, each burning 100 ms
 //     SamplerHost stress SECONDS    dlopen/dlclose, dl_iterate_phdr, malloc/free, throwing, thread churn
 //     SamplerHost maps              whether libunwind is mapped into this process
+//     SamplerHost disposition       SIGPROF's handler during the launch and once the timeline is written
 //     SamplerHost exit CODE         print a line and exit(CODE) before ready()
 import Coldstart
 import CxxThrow
@@ -120,6 +121,23 @@ case "maps":
     let maps = (try? String(decoding: readAll("/proc/self/maps"), as: UTF8.self)) ?? ""
     Coldstart.ready()
     print("libunwind mapped: \(maps.contains("libunwind") ? "yes" : "no")")
+
+case "disposition":
+    func sigprofHandled() -> Bool {
+        var action = sigaction()
+        sigaction(SIGPROF, nil, &action)
+        return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) != 0
+    }
+    burnCPU(milliseconds: 20)
+    let during = sigprofHandled()
+    Coldstart.ready()
+    // The timeline is written on a background thread; the handler goes after it.
+    var after = true
+    for _ in 0..<400 where after {
+        usleep(5_000)
+        after = sigprofHandled()
+    }
+    print("during: \(during ? "handled" : "default"), after: \(after ? "handled" : "default")")
 
 case "exit":
     print("exiting before ready")
