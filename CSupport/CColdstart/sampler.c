@@ -227,23 +227,32 @@ static bool still_ours(const struct cs_smp_thread *t) {
     return t->fd >= 0 && ioctl(t->fd, PERF_EVENT_IOC_ID, &id) == 0 && id == t->event_id;
 }
 
-static void disarm_thread(struct cs_smp_thread *t) {
+// Stops the thread's clock: no new signal after this returns.
+static void silence_thread(struct cs_smp_thread *t) {
     if (!atomic_exchange(&t->armed, 0)) return;
+    if (t->fd >= 0 && still_ours(t)) ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+    if (t->has_timer) {
+        syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
+        t->has_timer = false;
+    }
+}
+
+// Frees what the handler may touch (the ring buffer): only once no handler runs.
+static void free_thread(struct cs_smp_thread *t) {
     if (t->fd >= 0) {
-        if (still_ours(t)) {
-            ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
-            close(t->fd);
-        }
+        if (still_ours(t)) close(t->fd);
         t->fd = -1;
     }
     if (t->ring) {
         munmap(t->ring, 2 * 4096);
         t->ring = NULL;
     }
-    if (t->has_timer) {
-        syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
-        t->has_timer = false;
-    }
+}
+
+// For a thread no handler can be running on (never enabled, or the caller).
+static void disarm_thread(struct cs_smp_thread *t) {
+    silence_thread(t);
+    free_thread(t);
 }
 
 // ---- discovering threads ----
@@ -597,12 +606,20 @@ void cs_sampler_stop(void) {
         nanosleep(&ts, NULL);
     }
     for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        if (atomic_load(&S->threads[i].tid)) disarm_thread(&S->threads[i]);
+        if (atomic_load(&S->threads[i].tid)) silence_thread(&S->threads[i]);
     }
-    // Handlers already running finish their sample (microseconds); bounded wait.
-    for (int i = 0; i < 2000 && atomic_load(&S->in_flight) > 0; i++) {
+    // Handlers already running finish their sample (microseconds); bounded
+    // wait. A handler that saw `active` after we cleared it touches nothing,
+    // so once none runs the ring buffers can go. If one is still running
+    // (preempted for 200 ms), they stay mapped: a leak, never a fault.
+    for (int i = 0; i < 4000 && atomic_load(&S->in_flight) > 0; i++) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&S->in_flight) == 0) {
+        for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+            if (atomic_load(&S->threads[i].tid)) free_thread(&S->threads[i]);
+        }
     }
     // After the last handler: every recorded sample lies inside the window.
     S->t_stop = cs_monotonic_ns();
