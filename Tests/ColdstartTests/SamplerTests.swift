@@ -139,6 +139,19 @@ final class SamplerTests: XCTestCase {
         XCTAssertTrue(timeline.samples.isEmpty)
     }
 
+    func testLibraryInitializersStillSeeTheEnvironment() throws {
+        // libunwind is loaded before libc's own constructor has run; libc must
+        // still hand later initializers the environment and the program name.
+        let knownCosts = try FixturePrograms.path("KnownCosts")
+        let path = directory.appendingPathComponent("known.json").path
+        for environment in [[:], ["COLDSTART": path]] as [[String: String?]] {
+            let result = try runProcess(knownCosts, environment: environment)
+            XCTAssertEqual(result.status, 0)
+            XCTAssertTrue(result.stderr.contains("\"environmentAtInit\":true"), "profiled: \(environment.isEmpty ? "no" : "yes"); \(result.stderr)")
+        }
+        XCTAssertNotNil(try Timeline(contentsOf: path).sampling)
+    }
+
     func testTheSignalIsOursOnlyWhileSampling() throws {
         XCTAssertEqual(try runProcess(host, ["disposition"]).stdout, "during: default, after: default\n", "not profiled: untouched")
         let (result, _) = try profiled(["disposition"])

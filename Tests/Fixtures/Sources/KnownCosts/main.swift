@@ -29,6 +29,7 @@ fputs("""
 "burnOneHundredFiftyMilliseconds":\(ms(first)),\
 "burnOneHundredMilliseconds":\(ms(second)),\
 "burnFiftyMilliseconds":\(ms(third)),\
-"slowGlobalTable":\(ms(slowGlobalInitializerNs)),"entries":\(entries)}
+"slowGlobalTable":\(ms(slowGlobalInitializerNs)),"entries":\(entries),\
+"environmentAtInit":\(slow_init_saw_environment() != 0)}
 
 """, stderr)

@@ -1,8 +1,13 @@
+#define _GNU_SOURCE
 #include "slow_init.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static uint64_t measured_ns;
+static int saw_environment;
 static volatile uint64_t sink;
 
 static uint64_t thread_cpu_ns(void) {
@@ -24,6 +29,10 @@ __attribute__((constructor)) static void slow_init_constructor(void) {
     uint64_t start = thread_cpu_ns();
     slow_init_burn(30);
     measured_ns = thread_cpu_ns() - start;
+    saw_environment = getenv("PATH") != NULL && program_invocation_short_name != NULL
+        && strcmp(program_invocation_short_name, "KnownCosts") == 0;
 }
+
+int slow_init_saw_environment(void) { return saw_environment; }
 
 uint64_t slow_init_constructor_cpu_ns(void) { return measured_ns; }
