@@ -53,6 +53,7 @@ struct cs_smp_thread {
     timer_t timer;                    // POSIX timer (posix/wall clocks)
     bool has_timer;
     uintptr_t stack_lo, stack_hi;     // readable [lo, hi) above the stack pointer
+    uintptr_t object_lo, object_hi;   // the loaded object libunwind read from last
     uintptr_t tcb;                    // %fs base that owns `tls`
     uint64_t tls[4];                  // libunwind's own 16 bytes of TLS (+room)
 };
@@ -69,6 +70,7 @@ struct cs_module {
 // GOT held before we redirected them.
 typedef int (*cs_unw_backtrace_fn)(void **, int);
 typedef int (*cs_dl_iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+typedef int (*cs_access_mem_fn)(void *, uintptr_t, uintptr_t *, int, void *);
 
 struct cs_sampler {
     // ---- configuration, fixed before sampling starts ----
@@ -121,6 +123,8 @@ struct cs_sampler {
     void *unw_handle;
     cs_unw_backtrace_fn unw_backtrace;
     cs_dl_iterate_fn real_dl_iterate_phdr;
+    cs_access_mem_fn real_access_mem;   // libunwind's local memory reader, now behind ours
+    _Atomic uint32_t access_checks;     // reads our reader vetted (proves it is in use)
     _Atomic int unw_verified;         // the dl_iterate_phdr redirection checked out
     _Atomic int unw_verify_failed;
     bool can_read_safely;             // process_vm_readv works on this process

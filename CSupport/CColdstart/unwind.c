@@ -22,6 +22,13 @@
 // paths that allocate (.debug_frame, minidebuginfo) are never needed here.
 // `sigprocmask` is skipped inside the handler, where all signals are blocked.
 //
+// libunwind's local memory reader dereferences whatever address the unwind
+// tables (or, without them, its frame-pointer guess) produce. Behind ours, a
+// read in the handler goes through only if it lies in the thread's stack or
+// in a loaded object; anything else is read with process_vm_readv, which
+// fails instead of faulting. (libunwind's cached fast path reads the stack
+// directly, at offsets the unwind tables gave.)
+//
 // The frame-pointer walk (COLDSTART_UNWINDER=fp, or when libunwind cannot be
 // used) reads the stack only inside the range between the stack pointer and
 // the first unreadable page above it, probed once per thread with
@@ -139,6 +146,39 @@ static int hook_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
 }
 static void hook_free(void *p) { (void)p; }
 
+static void probe_stack(struct cs_smp_thread *t, uintptr_t sp);
+
+static int hook_access_mem(void *as, uintptr_t addr, uintptr_t *val, int write, void *arg) {
+    struct cs_smp_thread *t = write ? NULL : cs_sampler_current_thread();
+    if (t && atomic_load_explicit(&t->in_handler, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&S->access_checks, 1, memory_order_relaxed);
+        bool known = (addr >= t->stack_lo && addr + sizeof *val <= t->stack_hi)
+            || (addr >= t->object_lo && addr + sizeof *val <= t->object_hi);
+        if (!known) {
+            struct dl_find_object fo;
+            if (_dl_find_object((void *)addr, &fo) == 0 && addr + sizeof *val <= (uintptr_t)fo.dlfo_map_end) {
+                t->object_lo = (uintptr_t)fo.dlfo_map_start;
+                t->object_hi = (uintptr_t)fo.dlfo_map_end;
+            } else {
+                return cs_safe_read(addr, val, sizeof *val) ? 0 : -8;   // -UNW_EINVAL
+            }
+        }
+    }
+    return S->real_access_mem(as, addr, val, write, arg);
+}
+
+// Puts hook_access_mem in front of the local address space's reader.
+static void wrap_access_mem(void *h) {
+    typedef void **(*get_accessors_fn)(void *);
+    get_accessors_fn get = (get_accessors_fn)dlsym(h, "_Ux86_64_get_accessors");
+    void **local = dlsym(h, "_ULx86_64_local_addr_space");
+    if (!get || !local || !*local) return;
+    void **acc = get(*local);   // unw_accessors_t: access_mem is its fourth member
+    if (!acc || !acc[3]) return;
+    S->real_access_mem = (cs_access_mem_fn)acc[3];
+    acc[3] = (void *)hook_access_mem;
+}
+
 // Rewrites libunwind's GOT entries for the functions above. Returns how many
 // of dl_iterate_phdr and __tls_get_addr were found (both are needed).
 static int patch_got(struct link_map *lm) {
@@ -233,6 +273,7 @@ bool cs_unwind_load(char **argv, char **envp) {
         return fail("libunwind.so.8 has no unw_backtrace; unwinding with frame pointers", NULL);
     if (patch_got(lm) != 2 || !S->real_dl_iterate_phdr)
         return fail("cannot redirect libunwind's loader calls; unwinding with frame pointers", NULL);
+    wrap_access_mem(h);
     // Warm-up outside any handler: libunwind's one-time set-up (pthread_once,
     // its pthread key, memory pools) happens here, and the redirection is
     // checked against the real dl_iterate_phdr.
@@ -289,6 +330,7 @@ int cs_unwind(void *ucv, struct cs_smp_thread *t, uint64_t *out, int cap) {
     uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     out[0] = pc;
     if (S->unwinder == CS_UNW_LIBUNWIND && atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
+        if (t && (sp < t->stack_lo || sp >= t->stack_hi)) probe_stack(t, sp);
         // From here: this function, the handler, the signal trampoline, then
         // the interrupted PC. Keep from the PC on.
         enum { SKIP_MAX = 12 };
