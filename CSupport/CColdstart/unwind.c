@@ -152,7 +152,10 @@ static int hook_access_mem(void *as, uintptr_t addr, uintptr_t *val, int write, 
     struct cs_smp_thread *t = write ? NULL : cs_sampler_current_thread();
     if (t && atomic_load_explicit(&t->in_handler, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&S->access_checks, 1, memory_order_relaxed);
-        bool known = (addr >= t->stack_lo && addr + sizeof *val <= t->stack_hi)
+        // From this very frame up to the stack's readable top is stack in use
+        // (libunwind's own context lies just below the handler's frames).
+        uintptr_t here = (uintptr_t)__builtin_frame_address(0) & ~(PAGE - 1);
+        bool known = (addr >= here && addr + sizeof *val <= t->stack_hi)
             || (addr >= t->object_lo && addr + sizeof *val <= t->object_hi);
         if (!known) {
             struct dl_find_object fo;
@@ -330,7 +333,10 @@ int cs_unwind(void *ucv, struct cs_smp_thread *t, uint64_t *out, int cap) {
     uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     out[0] = pc;
     if (S->unwinder == CS_UNW_LIBUNWIND && atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
-        if (t && (sp < t->stack_lo || sp >= t->stack_hi)) probe_stack(t, sp);
+        // The readable top of this stack, for the memory reader (hook_access_mem).
+        uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+        uintptr_t low = here < sp ? here : sp;
+        if (t && (low < t->stack_lo || sp >= t->stack_hi)) probe_stack(t, low);
         // From here: this function, the handler, the signal trampoline, then
         // the interrupted PC. Keep from the PC on.
         enum { SKIP_MAX = 12 };
