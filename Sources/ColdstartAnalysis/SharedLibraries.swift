@@ -99,13 +99,6 @@ public struct SharedLibraries: Sendable {
     }
 }
 
-/// Why an executable's libraries could not be read (one line naming it).
-public struct SharedLibrariesError: Error, CustomStringConvertible, Sendable {
-    public var path: String
-    public var problem: String
-    public var description: String { "\(path): \(problem)" }
-}
-
 /// What the loader reads from one ELF file's program headers and dynamic
 /// section. 64-bit little-endian only (x86_64, aarch64).
 struct ELFDynamicInfo {
@@ -116,46 +109,22 @@ struct ELFDynamicInfo {
     var runpath: [String] = []
 
     init(path: String) throws {
-        func fail(_ problem: String) -> SharedLibrariesError { SharedLibrariesError(path: path, problem: problem) }
-        guard let file = FileHandle(forReadingAtPath: path) else { throw fail("cannot be opened") }
-        defer { try? file.close() }
-        func read(_ offset: UInt64, _ count: Int) throws -> Data {
-            try file.seek(toOffset: offset)
-            guard let data = try file.read(upToCount: count), data.count == count else { throw fail("truncated ELF file") }
-            return data
+        let file = try ELFFile(path: path)
+        let header = try file.header()
+        machine = header.machine
+        let programHeaders = try file.programHeaders(header)
+        if let interp = programHeaders.first(where: { $0.type == 3 }), interp.filesz > 0, interp.filesz < 4096 {
+            interpreter = String(decoding: try file.read(offset: interp.offset, count: interp.filesz).prefix { $0 != 0 }, as: UTF8.self)
         }
-        let header: Data
-        do { header = try read(0, 64) } catch { throw fail("not an ELF file") }
-        guard header.starts(with: [0x7F, 0x45, 0x4C, 0x46]) else { throw fail("not an ELF file") }
-        guard header[4] == 2, header[5] == 1 else { throw fail("not a 64-bit little-endian ELF file") }
-        machine = header.le(UInt16.self, at: 18)
-        let phoff = header.le(UInt64.self, at: 32)
-        let phentsize = Int(header.le(UInt16.self, at: 54)), phnum = Int(header.le(UInt16.self, at: 56))
-        guard phentsize >= 56, phnum < 4096 else { throw fail("malformed ELF program headers") }
-        let table = try read(phoff, phentsize * phnum)
-        var loads: [(vaddr: UInt64, offset: UInt64, size: UInt64)] = []
-        var dynamic: (offset: UInt64, size: UInt64)?
-        for i in 0..<phnum {
-            let base = i * phentsize
-            let type = table.le(UInt32.self, at: base)
-            let offset = table.le(UInt64.self, at: base + 8), vaddr = table.le(UInt64.self, at: base + 16)
-            let filesz = table.le(UInt64.self, at: base + 32)
-            switch type {
-            case 1: loads.append((vaddr, offset, filesz))
-            case 2: dynamic = (offset, filesz)
-            case 3 where filesz > 0 && filesz < 4096:
-                interpreter = String(decoding: try read(offset, Int(filesz)).prefix { $0 != 0 }, as: UTF8.self)
-            default: break
-            }
-        }
-        guard let dynamic, dynamic.size > 0, dynamic.size < 1 << 20 else { return }  // static: no libraries
-        let entries = try read(dynamic.offset, Int(dynamic.size))
+        guard let dynamic = programHeaders.first(where: { $0.type == 2 }), dynamic.filesz >= 16, dynamic.filesz < 1 << 20
+        else { return }  // static: no libraries
+        let entries = try file.read(offset: dynamic.offset, count: dynamic.filesz)
         var strtab: UInt64?, strsz: UInt64?
         var neededOffsets: [UInt64] = [], rpathOffsets: [UInt64] = [], runpathOffsets: [UInt64] = []
-        for base in stride(from: 0, to: entries.count - 15, by: 16) {
-            let tag = entries.le(UInt64.self, at: base), value = entries.le(UInt64.self, at: base + 8)
+        for base in stride(from: 0, through: entries.count - 16, by: 16) {
+            let tag = entries.u64(base), value = entries.u64(base + 8)
+            if tag == 0 { break }  // DT_NULL ends the table
             switch tag {
-            case 0: break  // DT_NULL ends the table; the stride stops soon anyway
             case 1: neededOffsets.append(value)
             case 5: strtab = value
             case 10: strsz = value
@@ -163,16 +132,15 @@ struct ELFDynamicInfo {
             case 29: runpathOffsets.append(value)
             default: continue
             }
-            if tag == 0 { break }
         }
         // DT_STRTAB is a virtual address: find the file offset through PT_LOAD.
         guard let strtab, let strsz, strsz < 1 << 24,
-              let segment = loads.first(where: { strtab >= $0.vaddr && strtab < $0.vaddr + $0.size })
+              let segment = programHeaders.first(where: { $0.type == 1 && strtab >= $0.vaddr && strtab < $0.vaddr + $0.filesz })
         else {
-            if !neededOffsets.isEmpty { throw fail("malformed dynamic section (no string table)") }
+            if !neededOffsets.isEmpty { throw ELFError(path: path, problem: "malformed dynamic section (no string table)") }
             return
         }
-        let strings = try read(strtab - segment.vaddr + segment.offset, Int(strsz))
+        let strings = try file.read(offset: strtab - segment.vaddr + segment.offset, count: strsz)
         func string(_ offset: UInt64) -> String? {
             guard offset < UInt64(strings.count) else { return nil }
             return String(decoding: strings[Int(offset)...].prefix { $0 != 0 }, as: UTF8.self)

@@ -1,0 +1,184 @@
+import Foundation
+
+/// Bounds-checked reads of one ELF64 little-endian file: every table is read
+/// whole with `pread` and checked against the file size, so a truncated or
+/// hostile file throws instead of crashing.
+struct ELFFile {
+    static let symtabType: UInt32 = 2
+    static let strtabType: UInt32 = 3
+    static let noteType: UInt32 = 7
+    static let dynsymType: UInt32 = 11
+    static let noBitsType: UInt32 = 8
+
+    struct Header {
+        var machine: UInt16
+        var programHeaderOffset: UInt64
+        var sectionHeaderOffset: UInt64
+        var programHeaderSize: Int
+        var programHeaderCount: Int
+        var sectionHeaderSize: Int
+        var sectionHeaderCount: Int
+        var sectionNamesIndex: Int
+    }
+
+    struct Section {
+        var type: UInt32
+        var offset: UInt64
+        var size: UInt64
+        var link: UInt32
+        var entrySize: UInt64
+    }
+
+    struct ProgramHeader {
+        var type: UInt32
+        var flags: UInt32
+        var offset: UInt64
+        var vaddr: UInt64
+        var filesz: UInt64
+        var memsz: UInt64
+        var align: UInt64
+    }
+
+    let path: String
+    let size: UInt64
+    private let handle: FileHandleBox
+
+    init(path: String) throws {
+        self.path = path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw ELFError(path: path, problem: errno == ENOENT ? "no such file" : "cannot be read (\(String(cString: strerror(errno))))")
+        }
+        handle = FileHandleBox(descriptor)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ELFError(path: path, problem: "not a regular file")
+        }
+        size = UInt64(info.st_size)
+    }
+
+    /// `count` bytes at `offset`, or a throw if they are not all in the file.
+    func read(offset: UInt64, count: UInt64) throws -> [UInt8] {
+        guard offset <= size, count <= size - offset else {
+            throw ELFError(path: path, problem: "truncated ELF file (needs bytes \(offset)..<\(offset &+ count) of \(size))")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(count))
+        var done = 0
+        while done < bytes.count {
+            let got = bytes.withUnsafeMutableBytes {
+                pread(handle.descriptor, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done))
+            }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw ELFError(path: path, problem: "read failed at offset \(Int(offset) + done)") }
+            done += got
+        }
+        return bytes
+    }
+
+    func header() throws -> Header {
+        guard size > 0 else { throw ELFError(path: path, problem: "empty file, not ELF") }
+        let magic = try read(offset: 0, count: min(size, 4))
+        guard magic.elementsEqual([0x7F, 0x45, 0x4C, 0x46]) else { throw ELFError(path: path, problem: "not an ELF file") }
+        guard size >= 64 else { throw ELFError(path: path, problem: "too short for an ELF header") }
+        let bytes = try read(offset: 0, count: 64)
+        guard bytes[4] == 2 else { throw ELFError(path: path, problem: "not a 64-bit ELF file") }
+        guard bytes[5] == 1 else { throw ELFError(path: path, problem: "not a little-endian ELF file") }
+        var header = Header(
+            machine: bytes.u16(18),
+            programHeaderOffset: bytes.u64(32),
+            sectionHeaderOffset: bytes.u64(40),
+            programHeaderSize: Int(bytes.u16(54)),
+            programHeaderCount: Int(bytes.u16(56)),
+            sectionHeaderSize: Int(bytes.u16(58)),
+            sectionHeaderCount: Int(bytes.u16(60)),
+            sectionNamesIndex: Int(bytes.u16(62))
+        )
+        if header.sectionHeaderOffset != 0 {
+            guard header.sectionHeaderSize == 64 else {
+                throw ELFError(path: path, problem: "section headers of \(header.sectionHeaderSize) bytes (expected 64)")
+            }
+            // Extended numbering: more than 0xFF00 sections keep the count in
+            // section 0's size field.
+            if header.sectionHeaderCount == 0 {
+                let first = try read(offset: header.sectionHeaderOffset, count: 64)
+                header.sectionHeaderCount = Int(min(first.u64(32), size / 64))
+            }
+        } else {
+            header.sectionHeaderCount = 0
+        }
+        if header.programHeaderCount > 0, header.programHeaderSize != 56 {
+            throw ELFError(path: path, problem: "program headers of \(header.programHeaderSize) bytes (expected 56)")
+        }
+        return header
+    }
+
+    func sections(_ header: Header) throws -> [Section] {
+        guard header.sectionHeaderCount > 0 else { return [] }
+        let bytes = try read(offset: header.sectionHeaderOffset, count: UInt64(header.sectionHeaderCount) * 64)
+        return (0..<header.sectionHeaderCount).map { index in
+            let base = index * 64
+            let type = bytes.u32(base + 4)
+            return Section(
+                type: type,
+                offset: bytes.u64(base + 24),
+                // NOBITS sections occupy no file bytes.
+                size: type == ELFFile.noBitsType ? 0 : bytes.u64(base + 32),
+                link: bytes.u32(base + 40),
+                entrySize: bytes.u64(base + 56)
+            )
+        }
+    }
+
+    func programHeaders(_ header: Header) throws -> [ProgramHeader] {
+        guard header.programHeaderCount > 0 else { return [] }
+        let bytes = try read(offset: header.programHeaderOffset, count: UInt64(header.programHeaderCount) * 56)
+        return (0..<header.programHeaderCount).map { index in
+            let base = index * 56
+            return ProgramHeader(
+                type: bytes.u32(base), flags: bytes.u32(base + 4), offset: bytes.u64(base + 8),
+                vaddr: bytes.u64(base + 16), filesz: bytes.u64(base + 32), memsz: bytes.u64(base + 40),
+                align: bytes.u64(base + 48)
+            )
+        }
+    }
+
+    /// The NT_GNU_BUILD_ID note, from the PT_NOTE segments or, when there are
+    /// none (some debug files), the SHT_NOTE sections.
+    func buildID(programHeaders: [ProgramHeader], sections: [Section]) throws -> String? {
+        var regions = programHeaders.filter { $0.type == 4 }.map { ($0.offset, $0.filesz, $0.align) }
+        if regions.isEmpty { regions = sections.filter { $0.type == ELFFile.noteType }.map { ($0.offset, $0.size, 4) } }
+        for (offset, count, align) in regions where count > 0 && count < 1 << 20 {
+            let notes = try read(offset: offset, count: count)
+            let alignment = align == 8 ? 8 : 4
+            func padded(_ n: Int) -> Int { (n + alignment - 1) / alignment * alignment }
+            var cursor = 0
+            while cursor + 12 <= notes.count {
+                let nameSize = Int(notes.u32(cursor)), descSize = Int(notes.u32(cursor + 4))
+                let type = notes.u32(cursor + 8)
+                let nameStart = cursor + 12
+                guard nameSize <= notes.count, descSize <= notes.count else { break }
+                let descStart = nameStart + padded(nameSize)
+                guard descStart + descSize <= notes.count else { break }
+                if type == 3, nameSize == 4, notes[nameStart..<nameStart + 4].elementsEqual([0x47, 0x4E, 0x55, 0]), descSize > 0 {
+                    return notes[descStart..<descStart + descSize].map { String(format: "%02x", $0) }.joined()
+                }
+                cursor = descStart + padded(descSize)
+            }
+        }
+        return nil
+    }
+}
+
+/// Closes the descriptor when the last copy of the `ELFFile` goes away.
+final class FileHandleBox {
+    let descriptor: Int32
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+    deinit { close(descriptor) }
+}
+
+extension Array where Element == UInt8 {
+    // Callers check bounds (whole tables are read and indexed in entry steps).
+    func u16(_ at: Int) -> UInt16 { UInt16(self[at]) | UInt16(self[at + 1]) << 8 }
+    func u32(_ at: Int) -> UInt32 { UInt32(u16(at)) | UInt32(u16(at + 2)) << 16 }
+    func u64(_ at: Int) -> UInt64 { UInt64(u32(at)) | UInt64(u32(at + 4)) << 32 }
+}
