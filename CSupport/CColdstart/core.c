@@ -186,6 +186,7 @@ void cs_preinit(int argc, char **argv, char **envp) {
     (void)argc;
     cs_g.preinit_ran = true;
     arm(argv, envp, true);
+    if (atomic_load(&cs_g.state) == CS_RECORDING) cs_watch_start(envp, true);
 }
 
 static void on_abandon_signal(int sig) {
@@ -215,8 +216,10 @@ void cs_before_main(void) {
         // without an earliest-init time.
         extern char **environ;
         arm(NULL, environ, false);
+        if (atomic_load(&cs_g.state) == CS_RECORDING) cs_watch_start(environ, false);
     }
     if (atomic_load(&cs_g.state) != CS_RECORDING) return;
+    cs_watch_main_started();
     cs_g.t_main = cs_monotonic_ns();
     cs_sampler_after_initializers();
     cs_rusage_now(&cs_g.ru_main);

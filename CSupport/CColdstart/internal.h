@@ -12,6 +12,7 @@
 
 #include "include/coldstart.h"
 #include "jsonw.h"
+#include "watch.h"
 
 #define CS_MAX_EVENTS 4096
 #define CS_NAME_BYTES (64 * 1024)
@@ -90,6 +91,10 @@ struct cs_global {
     // preallocated sample buffers, per-thread slots, libunwind. All zero and
     // untouched unless sampling started.
     struct cs_sampler smp;
+
+    // The off-CPU watcher thread (watcher.c): per-thread states, causes and
+    // blocked stacks, read from /proc without signalling anyone.
+    struct cs_watch watch;
 
     // The timeline writer's scratch space, so it never allocates.
     struct cs_jw jw;

@@ -99,7 +99,7 @@ static void identify(struct cs_module *m, uint64_t header, uint64_t file_offset)
     read_build_id(m, ph, phnum);
 }
 
-static void load_modules(void) {
+void cs_modules_load(void) {
     S->nmodules = 0;
     struct maps_reader r = {.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
     if (r.fd < 0) return;
@@ -134,7 +134,7 @@ static void load_modules(void) {
 }
 
 // Index of the module holding `addr`, or -1. The table is sorted by address.
-static int module_of(uint64_t addr) {
+int cs_module_of(uint64_t addr) {
     int lo = 0, hi = (int)S->nmodules - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
@@ -215,7 +215,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     cs_jw_raw(w, "}}");
 }
 
-static void write_modules(struct cs_jw *w) {
+void cs_modules_write(struct cs_jw *w) {
     static const char hex[] = "0123456789abcdef";
     cs_jw_raw(w, ",\n\"modules\":[");
     for (uint32_t i = 0; i < S->nmodules; i++) {
@@ -256,7 +256,7 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
         for (uint32_t f = 0; f < smp->nframes; f++) {
             uint64_t a = S->frames[smp->frame_off + f];
             // Return addresses point after the call: look the caller up at a − 1.
-            int m = module_of(f == 0 ? a : a - 1);
+            int m = cs_module_of(f == 0 ? a : a - 1);
             if (f) cs_jw_raw(w, ",");
             cs_jw_i64(w, m);
             cs_jw_raw(w, ",");
@@ -270,10 +270,10 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
 void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
     if (!S->started) return;
     cs_sampler_stop();
-    load_modules();
+    cs_modules_load();
     uint32_t n = atomic_load(&S->next_sample);
     if (n > S->max_samples) n = S->max_samples;
     write_sampling(w, start_ns, n);
-    write_modules(w);
+    cs_modules_write(w);
     write_samples(w, start_ns, n);
 }

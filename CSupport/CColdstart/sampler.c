@@ -283,7 +283,7 @@ void cs_sampler_scan_threads(void) {
                 off += d->d_reclen;
                 uint64_t tid;
                 if (cs_parse_u64(d->d_name, &tid) != 0 || tid == 0 || tid > INT32_MAX) continue;
-                if ((int)tid == atomic_load(&S->scanner_tid)) continue;
+                if ((int)tid == atomic_load(&S->scanner_tid) || (int)tid == atomic_load(&cs_g.watch.tid)) continue;
                 struct cs_smp_thread *t = cs_sampler_thread((int)tid, true);
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
                 if (atomic_load(&t->armed) || t->fd == -2) continue;

@@ -188,6 +188,14 @@ bool cs_safe_read(uintptr_t addr, void *buf, size_t len);
 void cs_safe_read_init(void);
 
 // ---- modules.c ----
+/// Fills the module table from /proc/self/maps (writer only; also used for
+/// the off-CPU watcher's stacks when sampling did not run). Async-signal-safe.
+void cs_modules_load(void);
+/// Index of the module holding `addr` in the loaded table, or -1.
+/// Async-signal-safe.
+int cs_module_of(uint64_t addr);
+/// Writes `,"modules":[…]` from the loaded table. Async-signal-safe.
+void cs_modules_write(struct cs_jw *w);
 /// Writes `"sampling"`, `"modules"` and `"samples"` (each preceded by a comma)
 /// when sampling ran. `start_ns` is the process start (CLOCK_MONOTONIC).
 /// Async-signal-safe: reads /proc/self/maps with open/read.

@@ -284,6 +284,7 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
             cs_jw_raw(w, "}}");
         }
     }
+    cs_watch_write_trace_events(w, cs_g.pid, pl->start);
     cs_jw_raw(w, ",\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"launch\"");
     write_pid_tid(w, 0);
     cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, cs_g.t_end));
@@ -391,6 +392,7 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     }
     cs_jw_raw(w, "]");
     cs_sampler_write(w, pl->start);
+    cs_watch_write_section(w, pl->start);
     cs_jw_raw(w, ",\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_events));
     cs_jw_raw(w, ",\"nameBytes\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_name_bytes));
     cs_jw_raw(w, "}}");
@@ -399,6 +401,7 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
 int cs_write_timeline(void) {
     struct plan plan;   // ~7 KiB of stack; the writer never allocates
     struct plan *pl = &plan;
+    cs_watch_stop();   // its segments end here; it stops writing to them
     make_plan(pl);
     int fd = open(cs_g.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return -1;

@@ -1,0 +1,200 @@
+// Internal to the capture layer: the off-CPU watcher's state (`cs_g.watch`)
+// and the functions watcher.c, offcpu.c and watchjson.c share.
+//
+// The watcher is one thread that, at the sampling rate, reads each thread's
+// kernel view (/proc/self/task/<tid>/{stat,schedstat,syscall}) and records it
+// run-length encoded: a *segment* is a stretch of one thread's time in which
+// every tick saw the same thing (runnable, or blocked in the same syscall with
+// the same arguments, stack pointer and program counter). It never signals,
+// ptraces or otherwise touches the threads it watches.
+#ifndef COLDSTART_WATCH_H
+#define COLDSTART_WATCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CS_WATCH_MAX_LIVE 64          // threads watched at once (3 fds each)
+#define CS_WATCH_MAX_THREADS 1024     // threads recorded over the launch
+#define CS_WATCH_MAX_SEGMENTS 65536
+#define CS_WATCH_MAX_STACKS 8192
+#define CS_WATCH_MAX_FRAMES 131072
+#define CS_WATCH_MAX_DEPTH 64
+#define CS_WATCH_MAX_PATHS 4096
+#define CS_WATCH_PATH_BYTES (256 * 1024)
+#define CS_WATCH_MAX_PATH 240         // longest path kept (longer ones are cut)
+#define CS_WATCH_MAX_RUNNABLE 65536
+#define CS_WATCH_FD_CACHE 1024        // fd → path cache, direct-mapped by fd
+#define CS_WATCH_UNWIND_PAGES 16      // own-memory page cache of the unwinder
+#define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
+#define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
+#define CS_WATCH_MAX_NS (120ull * 1000000000ull)   // stops by itself after 2 minutes
+
+// Syscall number of a runnable thread (its syscall file said "running").
+#define CS_NR_RUNNING (-2)
+// Blocked in a call we cannot know: the syscall file is not readable.
+#define CS_NR_UNKNOWN 1023
+
+/// Why a thread was not running. The JSON names are cs_watch_cause_names.
+enum cs_cause {
+    CS_CAUSE_RUNNING,      // runnable: on a CPU or waiting for one
+    CS_CAUSE_FILE_READ,
+    CS_CAUSE_FILE_WRITE,
+    CS_CAUSE_FILE_SYSTEM,  // open, stat, fsync, getdents, …
+    CS_CAUSE_LOCK,         // futex, flock, fcntl(F_SETLKW)
+    CS_CAUSE_EVENTS,       // poll, epoll, select, eventfd, io_uring
+    CS_CAUSE_NETWORK,
+    CS_CAUSE_PIPE,
+    CS_CAUSE_SLEEP,
+    CS_CAUSE_PAGE_FAULT,   // blocked outside any syscall
+    CS_CAUSE_CHILD,        // wait4, waitid
+    CS_CAUSE_MEMORY,       // mmap, munmap, mprotect, madvise, brk
+    CS_CAUSE_STOPPED,      // T or t: stopped by a signal or a debugger
+    CS_CAUSE_OTHER,
+    CS_CAUSE_COUNT
+};
+
+/// A stretch of one thread's time with one observation. Times are absolute
+/// CLOCK_MONOTONIC; run/wait are schedstat deltas inside it, so a segment's
+/// blocked time is (end − start) − run − wait, exact to the schedstat clock.
+struct cs_watch_seg {
+    uint64_t start_ns, end_ns;
+    uint64_t run_ns, wait_ns;
+    uint64_t args[6];          // the blocked syscall's arguments
+    uint32_t minflt, majflt;   // faults inside (from stat, at segment edges)
+    int32_t tid;
+    int16_t nr;                // syscall; -1 blocked outside one; CS_NR_RUNNING
+    uint8_t state;             // stat's letter: 'R', 'S', 'D', 'T', …
+    uint8_t cause;             // enum cs_cause
+    int32_t path;              // index into the path table, -1 none
+    int32_t stack;             // index into the stack table, -1 none
+};
+
+/// A thread seen during the launch. Schedstat totals are since its creation.
+struct cs_watch_thread {
+    int32_t tid;
+    bool exited;
+    bool unwatched;            // no live slot was free: totals only at discovery
+    char name[16];
+    uint64_t first_ns, last_ns;
+    uint64_t run0_ns, wait0_ns; // CPU and run-queue time before it was first seen
+    uint64_t run_ns, wait_ns;  // at the last read
+    uint32_t switches;         // schedstat timeslices at the last read
+};
+
+/// A thread being watched now: its open files and its open segment.
+struct cs_watch_live {
+    int thread;                // index into threads; -1 when the slot is free
+    int fd_stat, fd_schedstat, fd_syscall;
+    uint64_t ino_stat, ino_schedstat, ino_syscall;   // to close only our own files
+    uint64_t last_ns;          // when it was last read
+    uint64_t run, wait, slices;
+    uint64_t sched_run;        // schedstat's own (lagging) runtime, to see "unchanged"
+    uint32_t quiet;            // looks in a row that found it blocked and unscheduled
+    uint64_t minflt, majflt;   // at the open segment's start
+    struct cs_watch_seg cur;
+    uint16_t text_len;         // its syscall file at the open segment's start
+    char text[200];
+    uint8_t name_reads;        // comm re-reads left (names are often set late)
+};
+
+/// One page of own memory the unwinder read with process_vm_readv.
+struct cs_watch_page {
+    uint64_t addr;             // page address; 1 = empty
+    bool ok;
+    unsigned char bytes[4096];
+};
+
+/// The watcher's preallocated buffers: one anonymous mapping made at start,
+/// touched only as it fills. The recording path never allocates.
+struct cs_watch_buffers {
+    struct cs_watch_seg segs[CS_WATCH_MAX_SEGMENTS];
+    struct cs_watch_thread threads[CS_WATCH_MAX_THREADS];
+    struct cs_watch_live live[CS_WATCH_MAX_LIVE];
+    uint64_t frames[CS_WATCH_MAX_FRAMES];
+    struct { uint32_t off, len; } stacks[CS_WATCH_MAX_STACKS];
+    uint32_t stack_hash[2 * CS_WATCH_MAX_STACKS];   // index + 1, 0 empty
+    struct { uint32_t off, len; } paths[CS_WATCH_MAX_PATHS];
+    uint32_t path_hash[2 * CS_WATCH_MAX_PATHS];     // index + 1, 0 empty
+    char path_bytes[CS_WATCH_PATH_BYTES];
+    struct { uint64_t dev, ino; int32_t path; int32_t kind; } fd_cache[CS_WATCH_FD_CACHE];
+    struct { uint64_t ns; uint32_t n; } runnable[CS_WATCH_MAX_RUNNABLE];
+    uint32_t tick_hist[CS_WATCH_TICK_BUCKETS];
+    struct cs_watch_page pages[CS_WATCH_UNWIND_PAGES];
+    char dents[16384];
+};
+
+/// All of the watcher's state, a member of cs_g. Zero (off) unless profiling
+/// is on and COLDSTART_WATCH is not 0.
+struct cs_watch {
+    _Atomic int running;       // the thread exists and has not stopped
+    _Atomic int looking;       // it set itself up and took its first look
+    _Atomic int stop;          // the writer asks it to stop
+    _Atomic int main_started;  // cs_before_main ran: dlopen is safe now
+    _Atomic int tid;           // the watcher's own tid (never watched)
+    uint64_t period_ns;
+    int cpus;                            // CPUs the process may run on
+    uint64_t requested_hz;
+    uint64_t start_ns, stop_ns;          // absolute CLOCK_MONOTONIC
+    const char *stop_reason;             // "writer", "time-limit" or "buffer-full"
+    uint64_t cpu_ns;                     // the watcher thread's CPU time
+    uint64_t ticks, missed_ticks, rescan_every;
+    uint64_t unwinds, torn_stacks, unwind_ns;
+    int task_dirfd;                      // /proc/self/task, for getdents64
+    uint64_t task_dir_ino;
+    int high_fd;                         // where its fds are moved; 0 = not moved
+    bool syscall_readable;               // /proc/<tid>/syscall could be opened
+    struct cs_watch_buffers *buf;
+    // Published counts: the writer reads entries below them (acquire).
+    _Atomic uint32_t nsegs, nthreads, nstacks, npaths, nrunnable;
+    uint32_t nframes, path_bytes;
+    _Atomic uint32_t dropped_segments, dropped_stacks, dropped_threads, dropped_paths, dropped_runnable;
+    uint32_t last_runnable;
+    // Off-CPU unwinding (offcpu.c): libunwind's remote API over own memory.
+    int unwind_state;                    // 0 not tried, 1 ready, -1 unavailable
+    void *unwind_lib;                    // dlopen handle of libunwind-x86_64.so.8
+    void *unwind_as;                     // unw_addr_space_t
+    void *unwind_fn[6];                  // dlsym'd entry points (offcpu.c)
+    uint64_t unwind_regs[3];             // pc, sp, rbp of the stack being unwound
+    bool unwind_has_rbp;                 // rbp is a guess from a frame record
+    uint64_t frame_pointer_guesses;      // stacks completed with a guessed rbp
+    int unwind_page_next;
+};
+
+/// The JSON names of enum cs_cause.
+extern const char *const cs_watch_cause_names[CS_CAUSE_COUNT];
+
+// ---- watcher.c ----
+/// Starts the watcher thread if COLDSTART_WATCH allows (reads envp: may run
+/// from .preinit_array). `single_threaded`: no other thread exists yet (then
+/// its descriptors go above the host's usual range at no cost). Not
+/// async-signal-safe. Failure: one warning, no watch.
+void cs_watch_start(char **envp, bool single_threaded);
+/// Tells the watcher that library initializers are done (dlopen is safe).
+/// Async-signal-safe.
+void cs_watch_main_started(void);
+/// Asks the watcher to close its segments and stop; waits for it up to
+/// 50 ms. Async-signal-safe (atomics and nanosleep); the watcher blocks all
+/// signals, so this never runs on the watcher thread.
+void cs_watch_stop(void);
+/// The syscall's name, or NULL when unknown. Async-signal-safe.
+const char *cs_watch_syscall_name(int nr);
+
+// ---- offcpu.c (watcher thread only) ----
+/// Loads libunwind's remote unwinder; false (once, quietly) if unavailable.
+bool cs_offcpu_ready(void);
+/// Unwinds a blocked thread's user stack from the pc and sp its syscall file
+/// gave, reading own memory only through process_vm_readv. Returns the number
+/// of frames (leaf first: pc, then return addresses).
+int cs_offcpu_unwind(uint64_t pc, uint64_t sp, uint64_t *frames, int max);
+
+// ---- watchjson.c (the timeline writer; async-signal-safe) ----
+struct cs_jw;
+/// Writes the state track of every watched thread and the runnable-threads
+/// counter as trace events (each preceded by ",\n"). `start` is the process
+/// start (absolute CLOCK_MONOTONIC).
+void cs_watch_write_trace_events(struct cs_jw *w, int pid, uint64_t start);
+/// Writes `,"watch":{…}` into the coldstart section when the watcher ran.
+void cs_watch_write_section(struct cs_jw *w, uint64_t start);
+
+#endif
