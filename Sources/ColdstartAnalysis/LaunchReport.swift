@@ -21,6 +21,8 @@ public struct LaunchReport: Codable, Sendable {
     /// Where the sampled CPU time went (functions, initializers, lazy
     /// globals, threads, call tree); absent when the launch was not sampled.
     public var profile: ProfileReport?
+    /// Why the main thread was not running; absent without the off-CPU watch.
+    public var blockedTime: BlockedTime?
 
     /// The launch as a whole: how long, how exactly it is known, how it ended.
     public struct Summary: Codable, Sendable {
@@ -171,6 +173,7 @@ extension LaunchReport {
             .map(\.element)
 
         launch = Summary(timeline, totalMs: total)
+        blockedTime = BlockedTime(timeline)
     }
 
     /// The phase holding `ns`. A time on a boundary belongs to the phase that

@@ -14,6 +14,7 @@ extension LaunchReport {
         if !marks.isEmpty { lines += [""] + markLines(width: width) }
         if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0), width: width) }
         if let profile { lines += [""] + profile.lines(width: width) }
+        if let blockedTime { lines += [""] + blockedTime.textLines(width: width) }
         lines += [""] + footerLines()
         // Names and paths come from the file: no control character reaches the terminal.
         return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"

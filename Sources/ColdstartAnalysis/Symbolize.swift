@@ -23,10 +23,11 @@ extension Timeline {
     /// the names written in, so a report needs no binary. Other keys of the
     /// document are kept; an earlier flame chart is replaced, not doubled.
     public func symbolized(path: String = "<timeline>", debugDirectory: String? = "/usr/lib/debug") throws -> SymbolizedTimeline {
-        guard sampling != nil, !samples.isEmpty else {
+        let blockedStacks = watch?.stacksAsSamples ?? []
+        guard (sampling != nil && !samples.isEmpty) || !blockedStacks.isEmpty else {
             throw ProfileError(path: path, problem: "no sampled stacks to symbolize (the launch was not sampled)")
         }
-        let symbolization = Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples)
+        let symbolization = Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples + blockedStacks)
         var root = document
         var section = root["coldstart"] as? [String: Any] ?? [:]
         section["symbols"] = symbolization.symbols.mapValues { symbol -> [String: Any] in

@@ -18,6 +18,8 @@ public struct Timeline: Sendable {
     public var samples: [Sample]
     /// Names written by `coldstart symbolize`, keyed by `Frame.key`.
     public var symbols: [String: Symbol]
+    /// Present when the off-CPU watcher ran (Watch.swift).
+    public var watch: Watch?
     /// The whole file as parsed, for tools that rewrite it and keep what they
     /// do not understand.
     public var document: [String: Any] { documentBox.value }
@@ -247,6 +249,7 @@ extension Timeline {
         modules = try decode([Module].self, "modules", required: false) ?? []
         symbols = try decode([String: Symbol].self, "symbols", required: false) ?? [:]
         samples = try Self.parseSamples(section["samples"], moduleCount: modules.count, fail: fail)
+        watch = try Watch.parse(section["watch"], moduleCount: modules.count, fail: fail)
         documentBox = DocumentBox(root)
         if phases.isEmpty { throw fail("malformed timeline: no phases") }
     }

@@ -44,6 +44,7 @@ private struct Page {
             flameSections(profile, stacks)
             functionSections(profile)
         }
+        if let blocked = report.blockedTime { blockedSection(blocked) }
         if !report.marks.isEmpty { marksTable() }
         if !report.spans.isEmpty { spansTable() }
         metadata()
@@ -80,7 +81,8 @@ private struct Page {
         for warning in report.profile?.warnings ?? [] { out += "<p class=\"warn\">warning: \(e(warning))</p>\n" }
         out += "<nav>" + [("waterfall", "Waterfall"), ("flamechart", "Flame chart"), ("flamegraph", "Flame graph"),
                           ("functions", "Functions"), ("initializers", "Initializers"), ("globals", "Lazy globals"),
-                          ("threads", "Threads"), ("marks", "Marks"), ("spans", "Spans"), ("metadata", "Metadata")]
+                          ("threads", "Threads"), ("blocked", "Blocked time"), ("marks", "Marks"), ("spans", "Spans"),
+                          ("metadata", "Metadata")]
             .map { "<a href=\"#\($0.0)\">\($0.1)</a>" }.joined(separator: " ") + "</nav></header>\n"
     }
 
@@ -422,6 +424,53 @@ private struct Page {
             ])
         }
         out += table.render(caption: nil) + "</section>\n"
+    }
+
+    /// Why the main thread was not running: the same tables as the text report.
+    mutating func blockedSection(_ blocked: LaunchReport.BlockedTime) {
+        out += "<section id=\"blocked\"><h2>Why the main thread was not running <span class=\"dim\">CPU and run-queue times "
+            + "are the kernel's counters (exact); a blocked time's cause is known to one look, \(e(ms(blocked.watcher.lookPeriodMs)))"
+            + "</span></h2>\n"
+        var phases = HTMLTable(columns: [
+            .text("phase"), .number("wall ms"), .number("running ms"), .number("waiting for CPU ms"), .number("runnable threads"),
+            .number("blocked ms"), .number("not watched ms"), .text("blocked mostly on"),
+        ])
+        for split in [blocked.launch] + blocked.phases {
+            phases.row([
+                .text(split.name), .ms(split.wallMs), .ms(split.runningMs), .ms(split.runQueueMs),
+                split.runQueueMs < 0.05 ? .missing
+                    : split.runnableThreads.map { .text(fixed($0, 1) + (blocked.watcher.cpus.map { " / \($0) CPUs" } ?? "")) } ?? .missing,
+                .ms(split.blockedMs), .ms(split.notWatchedMs),
+                .name(split.blocked.first.map { "\($0.what) (\(fixed($0.ms, 2)) ms)" } ?? "–"),
+            ])
+        }
+        out += phases.render(caption: "runnable threads: the process's runnable threads, on average, while the main thread was runnable (itself included)")
+        var sites = HTMLTable(columns: [.number("ms"), .number("blocks"), .text("blocked on"), .text("in"), .text("stack, leaf first")])
+        for site in blocked.callSites {
+            sites.row([.ms(site.ms), .count(site.count), .text(site.what), .name(site.function ?? "–"),
+                       .name(site.stack.joined(separator: " ← "))])
+        }
+        out += "<h3>Where the main thread blocked</h3>\n" + sites.render(caption: nil, empty: "it never blocked while watched")
+        var functions = HTMLTable(columns: [.number("off-CPU ms"), .number("%"), .number("blocks"), .text("function"), .text("module")])
+        for function in blocked.offCPUFunctions {
+            functions.row([.ms(function.ms), .percent(function.percent), .count(function.blocks), .name(function.name), .text(function.module)])
+        }
+        out += "<h3>Off-CPU time by function <span class=\"dim\">blocked with the function on the stack; not CPU time</span></h3>\n"
+            + functions.render(caption: nil, empty: "no stacks")
+        var files = HTMLTable(columns: [.number("ms"), .number("calls"), .text("operations"), .text("path")])
+        for file in blocked.files {
+            files.row([.ms(file.ms), .count(file.calls), .text(file.operations.joined(separator: ", ")), .name(file.path)])
+        }
+        out += "<h3>Files the launch waited on</h3>\n" + files.render(caption: nil, empty: "none")
+        var threads = HTMLTable(columns: [
+            .text("thread"), .number("tid"), .number("CPU ms"), .number("waiting for CPU ms"), .number("blocked ms"), .text("mostly blocked on"),
+        ])
+        for thread in blocked.threads {
+            threads.row([.text(thread.name + (thread.exited ? " (exited)" : "")), .count(thread.tid), .ms(thread.cpuMs),
+                         .ms(thread.runQueueMs), .ms(thread.blockedMs), .name(thread.mostlyBlockedOn ?? "–")])
+        }
+        out += "<h3>Threads</h3>\n" + threads.render(caption: blocked.watcher.notes.joined(separator: " "))
+        out += "</section>\n"
     }
 
     mutating func marksTable() {

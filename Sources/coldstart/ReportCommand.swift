@@ -26,7 +26,13 @@ enum ReportCommand: Command {
         first use); each thread; a call tree. Sampled times are CPU time of
         the sampling clock, samples × period, each with its sample count.
         Names come from the binaries on this machine, or from the file once
-        `coldstart symbolize` has written them in.
+        `coldstart symbolize` has written them in;
+      - when the off-CPU watcher ran (COLDSTART=1 runs it; COLDSTART_WATCH=0
+        turns it off): why the main thread was not running — per phase its
+        time on a CPU, waiting for a CPU and blocked by cause (file, lock,
+        sleep, network, page fault…), the call sites and functions that
+        blocked it (off-CPU time, not CPU time), the files waited on, and one
+        line per thread.
     Phase and span times are CLOCK_MONOTONIC. On a terminal the report fits its
     width (or COLUMNS) and is coloured, unless NO_COLOR is set.
 
@@ -76,6 +82,7 @@ enum ReportCommand: Command {
         } catch let error as ProfileError {
             throw CommandError(message: error.description)
         }
+        report.nameBlockedStacks(of: timeline)
         if let html {
             let page = Data(HTMLReport.render(report, stacks: stacks, source: path).utf8)
             try OutputFile.write(page, to: html)

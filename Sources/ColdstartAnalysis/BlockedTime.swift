@@ -1,0 +1,424 @@
+import Foundation
+
+extension LaunchReport {
+    /// Why the main thread was not running, from the off-CPU watcher: per
+    /// phase, its wall time split into running, waiting for a CPU and blocked
+    /// by cause; the call sites that blocked it; the files the launch waited
+    /// on; and one line per thread. Keys: docs/report.md, "blockedTime".
+    ///
+    /// CPU and run-queue times are the kernel's schedstat counters (exact);
+    /// blocked time is the rest of the wall time, attributed to what the
+    /// watcher saw at its looks, so a cause is known to one look period.
+    public struct BlockedTime: Codable, Sendable {
+        public var watcher: Watcher
+        public var mainTid: Int
+        /// The app's launch from the watcher's first look to the end, then each phase.
+        public var launch: PhaseSplit
+        public var phases: [PhaseSplit]
+        /// Where the main thread blocked during the launch, longest first.
+        public var callSites: [CallSite]
+        /// Off-CPU time of the main thread by function: every function on
+        /// the stack of a block, with the block's time (not CPU time).
+        public var offCPUFunctions: [OffCPUFunction]
+        /// Files any thread waited on during the launch, longest first.
+        public var files: [FileRow]
+        /// Every thread the launch had, main first.
+        public var threads: [ThreadRow]
+
+        public struct Watcher: Codable, Sendable {
+            public var requestedHz: Double
+            public var effectiveHz: Double
+            /// The watcher looked from here to `stopMs` (ms from process start).
+            public var startMs: Double
+            public var stopMs: Double
+            /// Causes are attributed per look: this is how far off a cause's
+            /// start or end can be (one look period).
+            public var lookPeriodMs: Double
+            /// The watcher's own CPU time, and per second it ran.
+            public var cpuMs: Double
+            public var cpuMsPerSecond: Double
+            public var tickMedianUs: Double
+            public var tickP99Us: Double
+            public var cpus: Int?
+            /// "libunwind-remote", "unavailable" or "none-needed".
+            public var stackUnwinder: String
+            /// Things the report may be missing, one sentence each.
+            public var notes: [String]
+        }
+
+        /// One phase (or the whole launch) of the main thread.
+        public struct PhaseSplit: Codable, Sendable {
+            public var name: String
+            public var wallMs: Double
+            /// On a CPU.
+            public var runningMs: Double
+            /// Runnable but waiting for a CPU (contention).
+            public var runQueueMs: Double
+            /// Average number of runnable threads of the process while the
+            /// main thread was runnable (itself included).
+            public var runnableThreads: Double?
+            /// Off the CPU and not runnable, every cause together.
+            public var blockedMs: Double
+            /// Before the watcher's first look or after its last.
+            public var notWatchedMs: Double
+            /// Blocked time by cause and target, longest first.
+            public var blocked: [BlockedRow]
+            public var minorFaults: UInt64
+            public var majorFaults: UInt64
+        }
+
+        public struct BlockedRow: Codable, Sendable {
+            /// A `Timeline.Cause` raw value, or "short" (blocks shorter than a
+            /// look, between two looks that saw the thread runnable).
+            public var cause: String
+            /// What a person reads: "file read /etc/app.conf", "lock wait (futex 0x55…)".
+            public var what: String
+            public var ms: Double
+            /// Share of the phase's wall time.
+            public var percent: Double
+        }
+
+        public struct CallSite: Codable, Sendable {
+            public var cause: String
+            public var what: String
+            public var ms: Double
+            /// How many separate blocks.
+            public var count: Int
+            /// The innermost frame outside system libraries (or the innermost
+            /// frame at all), when a stack was unwound and named.
+            public var function: String?
+            /// Leaf first, as names when the timeline is symbolized, else
+            /// "module+0xoffset".
+            public var stack: [String]
+        }
+
+        public struct OffCPUFunction: Codable, Sendable {
+            public var name: String
+            /// The module's file name; "" outside every module.
+            public var module: String
+            /// Blocked time with this function on the stack (inclusive).
+            public var ms: Double
+            /// Of the main thread's blocked time that has a stack.
+            public var percent: Double
+            public var blocks: Int
+        }
+
+        public struct FileRow: Codable, Sendable {
+            public var path: String
+            /// Time threads spent blocked on it.
+            public var ms: Double
+            public var calls: Int
+            /// The syscalls: "read", "openat", …
+            public var operations: [String]
+            public var threads: [Int]
+        }
+
+        public struct ThreadRow: Codable, Sendable {
+            public var tid: Int
+            public var name: String
+            /// From the thread's creation to the launch's end: on a CPU, waiting
+            /// for one (both exact), and blocked while watched.
+            public var cpuMs: Double
+            public var runQueueMs: Double
+            public var blockedMs: Double
+            /// The longest blocked row of this thread, if any.
+            public var mostlyBlockedOn: String?
+            public var exited: Bool
+            /// False when the watcher had no room to watch this thread.
+            public var watched: Bool
+        }
+    }
+}
+
+extension LaunchReport.BlockedTime {
+    /// The blocked-time section, or nil when the timeline has no watch.
+    /// `name` names a frame (a symbolizer); by default the timeline's own symbols.
+    public init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
+        guard let watch = timeline.watch else { return nil }
+        let mainTid = timeline.process.pid
+        let endNs = timeline.launch.endNs
+        let namer = FrameNamer(timeline: timeline, name: frameName)
+        self.mainTid = mainTid
+        watcher = Watcher(watch, launchEndNs: endNs)
+
+        var byThread: [Int: [Timeline.Segment]] = [:]
+        for segment in watch.segments { byThread[segment.tid, default: []].append(segment) }
+        let main = (byThread[mainTid] ?? []).sorted { $0.startNs < $1.startNs }
+        let split = Splitter(watch: watch, namer: namer)
+
+        let launchStart = max(0, min(watch.startNs, endNs))
+        launch = split.phase(name: "launch (watched part)", from: launchStart, to: endNs, segments: main)
+        phases = timeline.phases.map { split.phase(name: $0.name, from: $0.startNs, to: $0.endNs, segments: main) }
+        callSites = split.callSites(main, until: endNs)
+        offCPUFunctions = split.offCPUFunctions(main, until: endNs)
+        files = split.files(watch.segments, until: endNs)
+        threads = split.threads(byThread, mainTid: mainTid, until: endNs)
+    }
+}
+
+extension LaunchReport {
+    /// Names the blocked threads' stack frames from the binaries on this
+    /// machine, unless `coldstart symbolize` already wrote names into the
+    /// file (`LaunchReport.init` uses only the file's names).
+    public mutating func nameBlockedStacks(of timeline: Timeline, debugDirectory: String? = "/usr/lib/debug") {
+        guard let watch = timeline.watch, !watch.stacks.isEmpty, !timeline.isSymbolized else { return }
+        let symbols = Symbolizer(modules: timeline.modules, debugDirectory: debugDirectory).symbolize(watch.stacksAsSamples).symbols
+        blockedTime = BlockedTime(timeline) { symbols[$0.key]?.name }
+    }
+}
+
+extension LaunchReport.BlockedTime.Watcher {
+    init(_ watch: Timeline.Watch, launchEndNs: Int64) {
+        requestedHz = watch.requestedHz
+        effectiveHz = watch.effectiveHz
+        startMs = LaunchReport.milliseconds(watch.startNs)
+        stopMs = LaunchReport.milliseconds(watch.stopNs)
+        lookPeriodMs = watch.requestedHz > 0 ? 1000 / watch.requestedHz : 0
+        cpuMs = LaunchReport.milliseconds(watch.cpuNs)
+        let seconds = Double(watch.stopNs - watch.startNs) / 1e9
+        cpuMsPerSecond = seconds > 0 ? cpuMs / seconds : 0
+        tickMedianUs = Double(watch.tickMedianNs) / 1000
+        tickP99Us = Double(watch.tickP99Ns) / 1000
+        cpus = watch.cpus
+        stackUnwinder = watch.unwinder
+        var notes: [String] = []
+        if !watch.syscallFile { notes.append("/proc/<tid>/syscall was not readable: blocked time has no causes") }
+        if !watch.complete { notes.append("the watcher had not stopped when the timeline was written: the last stretch of each thread is missing") }
+        if watch.unwinder == "unavailable" { notes.append("libunwind-x86_64.so.8 could not be loaded: no stacks for blocked calls") }
+        for (what, count) in watch.dropped.sorted(by: { $0.key < $1.key }) where count > 0 {
+            notes.append("the watcher ran out of room for \(count) \(what)")
+        }
+        if watch.startNs > 0 {
+            notes.append("the watcher started \(LaunchReport.format(startMs, decimals: 2)) ms after the process start: time before that is \"not watched\"")
+        }
+        if launchEndNs > watch.stopNs {
+            let why = ["time-limit": " (its 2-minute limit)", "buffer-full": " (its buffers were full)"][watch.stopReason] ?? ""
+            notes.append("the watcher stopped before the launch ended\(why): time after \(LaunchReport.format(stopMs, decimals: 2)) ms is \"not watched\"")
+        }
+        self.notes = notes
+    }
+}
+
+/// Names stack frames: the caller's symbolizer, else the timeline's symbols,
+/// else "module+0xoffset".
+struct FrameNamer {
+    let timeline: Timeline
+    let name: ((Timeline.Frame) -> String?)?
+
+    func callAsFunction(_ frame: Timeline.Frame) -> String {
+        name?(frame) ?? timeline.symbols[frame.key]?.name ?? Symbolizer.placeholderName(for: frame, modules: timeline.modules)
+    }
+
+    /// A frame in the C library, the Swift runtime, Foundation or another
+    /// system library: not where an app's code chose to block.
+    func isSystem(_ frame: Timeline.Frame) -> Bool {
+        guard frame.module >= 0, frame.module < timeline.modules.count else { return false }
+        let path = timeline.modules[frame.module].path
+        if path.hasPrefix("/lib/") || path.hasPrefix("/lib64/") || path.hasPrefix("/usr/lib/") || path.hasPrefix("[") { return true }
+        let file = (path as NSString).lastPathComponent
+        let runtime = ["libswift", "libFoundation", "lib_Foundation", "libdispatch", "libBlocksRuntime", "libXCTest", "ld-linux"]
+        return runtime.contains { file.hasPrefix($0) }
+    }
+}
+
+/// The arithmetic: clipping segments to intervals and grouping them.
+struct Splitter {
+    let watch: Timeline.Watch
+    let namer: FrameNamer
+
+    /// The part of `segment` inside [from, to), as a fraction of it.
+    static func overlap(_ segment: Timeline.Segment, from: Int64, to: Int64) -> (ns: Int64, fraction: Double) {
+        let ns = max(0, min(segment.endNs, to) - max(segment.startNs, from))
+        guard ns > 0 else { return (0, 0) }
+        return (ns, Double(ns) / Double(max(segment.durationNs, 1)))
+    }
+
+    /// The cause a segment's blocked time counts as. A runnable stretch's
+    /// few blocked nanoseconds are blocks no look saw; when the thread took
+    /// major faults in it, they are the faults' disk waits, which are
+    /// shorter than a look.
+    static func rowCause(_ segment: Timeline.Segment) -> String {
+        guard segment.cause == .running else { return segment.cause.rawValue }
+        return segment.majorFaults > 0 ? Timeline.Cause.pageFault.rawValue : "short"
+    }
+
+    /// A short label of what the segment was blocked on.
+    func what(_ segment: Timeline.Segment) -> String {
+        let path = segment.path.map { watch.paths[$0] }
+        let call = segment.syscall ?? "unknown call"
+        switch segment.cause {
+        case .running where segment.majorFaults > 0: return "page faults"
+        case .running: return "short blocks between looks"
+        case .fileRead: return "file read " + (path ?? "(\(call))")
+        case .fileWrite: return "file write " + (path ?? "(\(call))")
+        case .fileSystem: return "file system: \(call)" + (path.map { " " + $0 } ?? "")
+        case .lock:
+            if segment.syscall == "futex", let address = segment.args.first {
+                return "lock wait (futex 0x\(String(address, radix: 16)))"
+            }
+            return "lock wait (\(call)" + (path.map { " " + $0 } ?? "") + ")"
+        case .events: return "waiting for events (\(call)" + (path.map { " " + $0 } ?? "") + ")"
+        case .network: return "network: \(call)" + (path.map { " " + $0 } ?? "")
+        case .pipe: return "pipe: \(call)"
+        case .sleep: return "sleep (\(call))"
+        case .pageFault: return "page faults"
+        case .child: return "waiting for a child process (\(call))"
+        case .memory: return "memory map: \(call)"
+        case .stopped: return "stopped (signal or debugger)"
+        case .other: return segment.syscall.map { $0.hasPrefix("syscall ") ? $0 : "syscall \($0)" } ?? "blocked (unknown call)"
+        }
+    }
+
+    func phase(name: String, from: Int64, to: Int64, segments: [Timeline.Segment]) -> LaunchReport.BlockedTime.PhaseSplit {
+        var running = 0.0, queued = 0.0, watched = 0.0, runnableTime = 0.0, runnableWeighted = 0.0
+        var minor: UInt64 = 0, major: UInt64 = 0
+        var rows: [String: (cause: String, ns: Double)] = [:]
+        for segment in segments {
+            let (ns, fraction) = Self.overlap(segment, from: from, to: to)
+            guard ns > 0 else { continue }
+            watched += Double(ns)
+            running += Double(segment.runNs) * fraction
+            queued += Double(segment.waitNs) * fraction
+            let blocked = Double(segment.blockedNs) * fraction
+            minor += UInt64((Double(segment.minorFaults) * fraction).rounded())
+            major += UInt64((Double(segment.majorFaults) * fraction).rounded())
+            if segment.cause == .running {
+                let lo = max(segment.startNs, from), hi = min(segment.endNs, to)
+                runnableWeighted += averageRunnable(from: lo, to: hi) * Double(hi - lo)
+                runnableTime += Double(hi - lo)
+            }
+            guard blocked > 0 else { continue }
+            let label = what(segment)
+            rows[label, default: (Self.rowCause(segment), 0)].ns += blocked
+        }
+        let wall = Double(max(0, to - from))
+        let blocked = rows.values.reduce(0) { $0 + $1.ns }
+        func ms(_ ns: Double) -> Double { ns / 1_000_000 }
+        return .init(
+            name: name,
+            wallMs: ms(wall),
+            runningMs: ms(running),
+            runQueueMs: ms(queued),
+            runnableThreads: runnableTime > 0 ? runnableWeighted / runnableTime : nil,
+            blockedMs: ms(blocked),
+            notWatchedMs: ms(max(0, wall - watched)),
+            blocked: rows.map { .init(cause: $0.value.cause, what: $0.key, ms: ms($0.value.ns), percent: wall > 0 ? $0.value.ns / wall * 100 : 0) }
+                .sorted { ($0.ms, $1.what) > ($1.ms, $0.what) },
+            minorFaults: minor,
+            majorFaults: major
+        )
+    }
+
+    /// Time-weighted number of runnable threads over [from, to).
+    func averageRunnable(from: Int64, to: Int64) -> Double {
+        guard to > from, !watch.runnable.isEmpty else { return 0 }
+        var total = 0.0
+        for (index, point) in watch.runnable.enumerated() {
+            let next = index + 1 < watch.runnable.count ? watch.runnable[index + 1].ns : Int64.max
+            let lo = max(point.ns, from), hi = min(next, to)
+            if hi > lo { total += Double(point.count) * Double(hi - lo) }
+        }
+        return total / Double(to - from)
+    }
+
+    func callSites(_ main: [Timeline.Segment], until end: Int64, limit: Int = 10) -> [LaunchReport.BlockedTime.CallSite] {
+        struct Key: Hashable { var what: String; var stack: Int? }
+        var sites: [Key: (cause: String, ns: Double, count: Int)] = [:]
+        for segment in main where segment.cause != .running {
+            let (ns, fraction) = Self.overlap(segment, from: 0, to: end)
+            guard ns > 0 else { continue }
+            let blocked = Double(segment.blockedNs) * fraction
+            guard blocked > 0 else { continue }
+            let key = Key(what: what(segment), stack: segment.stack)
+            sites[key, default: (segment.cause.rawValue, 0, 0)].ns += blocked
+            sites[key]!.count += 1
+        }
+        return sites.sorted { ($0.value.ns, $1.key.what) > ($1.value.ns, $0.key.what) }
+            .prefix(limit)
+            .map { key, value in
+                let frames = key.stack.map { watch.stacks[$0] } ?? []
+                let function = frames.dropFirst().first { !namer.isSystem($0) } ?? frames.first
+                return .init(
+                    cause: value.cause, what: key.what, ms: value.ns / 1_000_000, count: value.count,
+                    function: function.map { namer($0) },
+                    stack: frames.prefix(16).map { namer($0) }
+                )
+            }
+    }
+
+    /// Inclusive off-CPU time per function over the main thread's blocks
+    /// that have a stack; a function twice on one stack counts once.
+    func offCPUFunctions(_ main: [Timeline.Segment], until end: Int64, limit: Int = 15) -> [LaunchReport.BlockedTime.OffCPUFunction] {
+        struct Key: Hashable { var name: String; var module: Int }
+        var totals: [Key: (ns: Double, blocks: Int)] = [:]
+        var all = 0.0
+        for segment in main where segment.cause != .running {
+            guard let stack = segment.stack else { continue }
+            let (ns, fraction) = Self.overlap(segment, from: 0, to: end)
+            let blocked = Double(segment.blockedNs) * fraction
+            guard ns > 0, blocked > 0 else { continue }
+            all += blocked
+            let keys = Set(watch.stacks[stack].map { Key(name: namer($0), module: $0.module) })
+            for key in keys { totals[key, default: (0, 0)].ns += blocked; totals[key]!.blocks += 1 }
+        }
+        let modules = namer.timeline.modules
+        return totals.sorted { ($0.value.ns, $1.key.name) > ($1.value.ns, $0.key.name) }
+            .prefix(limit)
+            .map { key, value in
+                .init(name: key.name,
+                      module: key.module >= 0 && key.module < modules.count ? Symbolizer.moduleName(modules[key.module].path) : "",
+                      ms: value.ns / 1_000_000, percent: all > 0 ? value.ns / all * 100 : 0, blocks: value.blocks)
+            }
+    }
+
+    func files(_ segments: [Timeline.Segment], until end: Int64) -> [LaunchReport.BlockedTime.FileRow] {
+        var files: [Int: (ns: Double, calls: Int, ops: Set<String>, threads: Set<Int>)] = [:]
+        for segment in segments {
+            guard let path = segment.path, [.fileRead, .fileWrite, .fileSystem].contains(segment.cause) else { continue }
+            let (ns, fraction) = Self.overlap(segment, from: 0, to: end)
+            guard ns > 0 else { continue }
+            var entry = files[path] ?? (0, 0, [], [])
+            entry.ns += Double(segment.blockedNs) * fraction
+            entry.calls += 1
+            if let call = segment.syscall { entry.ops.insert(call) }
+            entry.threads.insert(segment.tid)
+            files[path] = entry
+        }
+        return files.map { path, entry in
+            .init(path: watch.paths[path], ms: entry.ns / 1_000_000, calls: entry.calls,
+                  operations: entry.ops.sorted(), threads: entry.threads.sorted())
+        }
+        .sorted { ($0.ms, $1.path) > ($1.ms, $0.path) }
+    }
+
+    func threads(_ byThread: [Int: [Timeline.Segment]], mainTid: Int, until end: Int64) -> [LaunchReport.BlockedTime.ThreadRow] {
+        watch.threads
+            .filter { $0.firstNs <= end && !$0.name.hasPrefix("coldstart-") }
+            .map { thread in
+                // What it used before the watcher first saw it, then each segment.
+                var cpu = Double(thread.cpuBeforeNs), queued = Double(thread.runQueueBeforeNs), blocked = 0.0
+                var causes: [String: Double] = [:]
+                for segment in byThread[thread.tid] ?? [] {
+                    let (ns, fraction) = Self.overlap(segment, from: 0, to: end)
+                    guard ns > 0 else { continue }
+                    cpu += Double(segment.runNs) * fraction
+                    queued += Double(segment.waitNs) * fraction
+                    let b = Double(segment.blockedNs) * fraction
+                    blocked += b
+                    if segment.cause != .running { causes[what(segment), default: 0] += b }
+                }
+                if !thread.watched {
+                    cpu = Double(thread.cpuNs)
+                    queued = Double(thread.runQueueNs)
+                }
+                let top = causes.max { ($0.value, $1.key) < ($1.value, $0.key) }
+                return .init(
+                    tid: thread.tid, name: thread.tid == mainTid ? "main" : thread.name,
+                    cpuMs: cpu / 1_000_000, runQueueMs: queued / 1_000_000, blockedMs: blocked / 1_000_000,
+                    mostlyBlockedOn: top.flatMap { $0.value > 0 ? $0.key : nil },
+                    exited: thread.exited, watched: thread.watched
+                )
+            }
+            .sorted { ($0.tid == mainTid ? 0 : 1, $0.tid) < ($1.tid == mainTid ? 0 : 1, $1.tid) }
+    }
+}
