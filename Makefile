@@ -6,7 +6,7 @@ DEMO_TIMELINE ?= .build/demo-timeline.json
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher
 
 deps:
 	@scripts/ensure-deps.sh
@@ -36,6 +36,10 @@ bench: deps
 	  --host $(abspath $(FIXTURES)/.build/release/SamplerHost) \
 	  --linked $(abspath .build/release/ServiceStartup) \
 	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup)
+
+# What the off-CPU watcher costs (docs/performance.md, "Off-CPU watcher").
+bench-watcher: deps
+	scripts/bench-watcher.sh $(BENCH_RUNS)
 
 # SwiftPM compiles C without extra warnings and the package may not carry
 # unsafeFlags, so the capture layer is checked here with the brief's flags.

@@ -34,5 +34,10 @@ let package = Package(
         // Spawns a program with its stdout on a pseudo-terminal, for launch timings.
         .target(name: "BenchSupport"),
         .executableTarget(name: "SamplerBench", dependencies: ["BenchSupport"]),
+        // The off-CPU watcher's: a main thread blocked in known ways, a host that
+        // closes every descriptor, and parked threads for its cost benchmark.
+        .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        .executableTarget(name: "DescriptorHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        .executableTarget(name: "ParkedThreads", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
     ]
 )

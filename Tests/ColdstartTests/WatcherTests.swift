@@ -1,0 +1,223 @@
+@testable import ColdstartAnalysis
+import ColdstartExport
+import Foundation
+import XCTest
+
+/// The off-CPU watcher end to end: BlockedHost (Tests/Fixtures) keeps its main
+/// thread off the CPU in four known ways, one per phase, and prints what it
+/// measured itself; the report must attribute each to the right cause.
+final class WatcherTests: XCTestCase {
+    /// What BlockedHost measured with its own clocks.
+    struct Measured: Decodable {
+        var fifoReadMs: Double
+        var fifoBytes: Int
+        var lockWaitMs: Double
+        var sleepMs: Double
+        var cpuMs: Double
+        var cpuWallMs: Double
+        var pageInMs: Double
+        var majorFaults: Int
+        var fifoPath: String
+    }
+
+    struct Run {
+        var process: ProcessResult
+        var measured: Measured
+        var timeline: Timeline
+        var report: LaunchReport
+        /// Present when the timeline has a watch section.
+        var blockedTime: LaunchReport.BlockedTime?
+        var blocked: LaunchReport.BlockedTime {
+            get throws { try XCTUnwrap(blockedTime, "the timeline has no watch section") }
+        }
+    }
+
+    /// One profiled run shared by the tests that only read its results.
+    private static let sharedRun: Result<Run, Error> = Result { try profiledRun() }
+
+    private static func profiledRun(environment: [String: String?] = [:]) throws -> Run {
+        let host = try FixturePrograms.path("BlockedHost")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let timelinePath = directory.appendingPathComponent("launch.json").path
+        let fifo = directory.appendingPathComponent("config.fifo").path
+        var env = environment
+        env["COLDSTART"] = timelinePath
+        let process = try runProcess(host, [fifo], environment: env)
+        guard process.status == 0, let line = process.stdout.split(separator: "\n").last else {
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey:
+                "BlockedHost failed (status \(process.status)): \(process.stderr)"])
+        }
+        let measured = try JSONDecoder().decode(Measured.self, from: Data(line.utf8))
+        let timeline = try Timeline(contentsOf: timelinePath)
+        let report = LaunchReport(timeline)
+        return Run(process: process, measured: measured, timeline: timeline, report: report, blockedTime: report.blockedTime)
+    }
+
+    private func shared() throws -> Run { try Self.sharedRun.get() }
+
+    private func phase(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> LaunchReport.BlockedTime.PhaseSplit {
+        try XCTUnwrap(try shared().blocked.phases.first { $0.name == name }, "phase '\(name)'", file: file, line: line)
+    }
+
+    private func blockedMs(_ split: LaunchReport.BlockedTime.PhaseSplit, cause: String, what: String? = nil) -> Double {
+        split.blocked.filter { $0.cause == cause && (what.map($0.what.contains) ?? true) }.map(\.ms).reduce(0, +)
+    }
+
+    private func assertWithin25Percent(_ value: Double, of truth: Double, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(value, truth, accuracy: truth * 0.25, "\(what): attributed \(value) ms, measured \(truth) ms", file: file, line: line)
+    }
+
+    // MARK: - the host is left alone
+
+    func testTheHostsReadAndSleepAreNeverInterrupted() throws {
+        let run = try shared()
+        // BlockedHost exits 1 when a read or sleep returns EINTR; and the
+        // watcher prints nothing when everything works.
+        XCTAssertEqual(run.process.status, 0)
+        XCTAssertEqual(run.process.stderr, "")
+        XCTAssertEqual(run.measured.fifoBytes, 27, "the FIFO's whole content arrived")
+        XCTAssertEqual(run.measured.sleepMs, 30, accuracy: 5, "the 30 ms sleep was not cut short")
+        let watch = try XCTUnwrap(run.timeline.watch)
+        XCTAssertTrue(watch.complete)
+        XCTAssertFalse(watch.threads.contains { $0.name.hasPrefix("coldstart-") }, "the watcher does not watch itself")
+    }
+
+    // MARK: - attribution, phase by phase
+
+    func testTheFIFOReadIsFileReadTimeOnTheFIFOsPath() throws {
+        let run = try shared()
+        let split = try phase("setup done → fifo read")
+        assertWithin25Percent(blockedMs(split, cause: "file-read", what: run.measured.fifoPath), of: run.measured.fifoReadMs, "FIFO read")
+        XCTAssertTrue(split.blocked.first?.what.hasSuffix(run.measured.fifoPath) == true,
+                      "the phase was mostly spent on the FIFO: \(split.blocked.first?.what ?? "nothing")")
+        let file = try XCTUnwrap(try run.blocked.files.first { $0.path == run.measured.fifoPath }, "the FIFO is listed among the files")
+        XCTAssertTrue(file.operations.contains("read"))
+        XCTAssertTrue(run.report.text().contains("file read \(run.measured.fifoPath)"), "the text report names the FIFO's path")
+    }
+
+    func testTheMutexWaitIsALockWaitWithItsAddress() throws {
+        let run = try shared()
+        let split = try phase("fifo read → lock taken")
+        assertWithin25Percent(blockedMs(split, cause: "lock"), of: run.measured.lockWaitMs, "lock wait")
+        XCTAssertTrue(split.blocked.first?.what.hasPrefix("lock wait (futex 0x") == true, "\(split.blocked.first?.what ?? "nothing")")
+    }
+
+    func testTheSleepIsSleep() throws {
+        let run = try shared()
+        let split = try phase("lock taken → slept")
+        assertWithin25Percent(blockedMs(split, cause: "sleep"), of: run.measured.sleepMs, "sleep")
+        XCTAssertLessThan(split.runningMs + split.runQueueMs, 5, "a sleeping thread barely runs")
+    }
+
+    func testCPUContentionShowsAsRunningPlusRunQueueWait() throws {
+        let run = try shared()
+        let split = try phase("slept → computed")
+        assertWithin25Percent(split.runningMs, of: run.measured.cpuMs, "running")
+        // Five CPU-bound threads on this machine's CPUs: the main thread waits.
+        XCTAssertGreaterThan(split.runQueueMs, 10, "run-queue wait is clearly non-zero")
+        XCTAssertGreaterThan(try XCTUnwrap(split.runnableThreads), 2, "the competing threads are counted")
+        XCTAssertEqual(split.runningMs + split.runQueueMs + split.blockedMs + split.notWatchedMs, split.wallMs, accuracy: split.wallMs * 0.05)
+        let text = run.report.text()
+        XCTAssertTrue(text.contains("waiting for CPU"), "the report names the wait")
+        let spinners = try run.blocked.threads.filter { $0.name.hasPrefix("spinner-") }
+        XCTAssertEqual(spinners.count, 4, "one line per competing thread")
+        for spinner in spinners {
+            XCTAssertGreaterThan(spinner.cpuMs, 5, spinner.name)
+            XCTAssertGreaterThan(spinner.runQueueMs, 1, spinner.name)
+        }
+    }
+
+    func testMajorFaultsAreBlockedTimeCausedByPageFaults() throws {
+        let run = try shared()
+        let split = try phase("computed → paged in")
+        XCTAssertGreaterThan(run.measured.majorFaults, 100, "the fixture's pages were cold")
+        // Counted per segment and shared between phases in proportion to time:
+        // approximate, never more than happened.
+        XCTAssertGreaterThan(split.majorFaults, 0)
+        XCTAssertLessThanOrEqual(Double(split.majorFaults), Double(run.measured.majorFaults) * 1.05)
+        XCTAssertGreaterThan(split.blockedMs, run.measured.pageInMs * 0.2, "waiting for the disk is blocked time")
+        XCTAssertGreaterThanOrEqual(blockedMs(split, cause: "page-fault"), split.blockedMs * 0.9,
+                                    "and it is attributed to page faults: \(split.blocked.map { "\($0.what) \($0.ms)" })")
+    }
+
+    func testEachBlockNamesTheFunctionThatBlockedWithItsWholeStack() throws {
+        let run = try shared()
+        var report = run.report
+        report.nameBlockedStacks(of: run.timeline)   // from the binaries, as `coldstart report` does
+        let sites = try XCTUnwrap(report.blockedTime).callSites
+        for (cause, function) in [("file-read", "readFromFIFO"), ("lock", "waitForLock"), ("sleep", "sleepExactly")] {
+            let site = try XCTUnwrap(sites.first { $0.cause == cause }, "a call site for \(cause): \(sites.map(\.what))")
+            XCTAssertTrue(site.function?.contains(function) == true, "\(cause) blocked in \(site.function ?? "?")")
+            // Unwound from the blocked thread's own SP and PC, past the Swift
+            // frames (which need the frame pointer /proc does not give) to main.
+            XCTAssertTrue(site.stack.contains("BlockedHost_main"), "\(cause): \(site.stack)")
+        }
+        XCTAssertTrue(report.text().contains("in BlockedHost.waitForLock()"), "the text names the blocking function")
+        let functions = try XCTUnwrap(report.blockedTime).offCPUFunctions
+        let main = try XCTUnwrap(functions.first { $0.name == "BlockedHost_main" })
+        XCTAssertGreaterThan(main.ms, run.measured.lockWaitMs + run.measured.sleepMs, "off-CPU time adds up along the stack")
+        let watch = try XCTUnwrap(run.timeline.watch)
+        XCTAssertEqual(watch.unwinder, "libunwind-remote")
+    }
+
+    func testSymbolizeWritesTheBlockedStacksNamesIntoTheFile() throws {
+        let run = try shared()
+        let symbolized = try run.timeline.symbolized()
+        let timeline = try Timeline(data: symbolized.data)
+        XCTAssertTrue(timeline.isSymbolized)
+        // No binary needed any more: LaunchReport.init uses the file's names.
+        let sites = try XCTUnwrap(LaunchReport(timeline).blockedTime).callSites
+        XCTAssertTrue(sites.contains { $0.function?.contains("waitForLock") == true }, "\(sites.map(\.function))")
+    }
+
+    // MARK: - the timeline for trace viewers
+
+    func testEachThreadHasAStateTrackInTheTraceEvents() throws {
+        let run = try shared()
+        let events = try XCTUnwrap(run.timeline.document["traceEvents"] as? [[String: Any]])
+        let pid = run.timeline.process.pid
+        let stateTid = 1_000_000_000 + pid
+        let names = events.filter { $0["ph"] as? String == "M" && $0["tid"] as? Int == stateTid }
+        XCTAssertEqual((names.first?["args"] as? [String: Any])?["name"] as? String, "state: main (\(pid))")
+        let states = events.filter { $0["cat"] as? String == "state" && $0["tid"] as? Int == stateTid }
+        XCTAssertTrue(states.contains { $0["name"] as? String == "read \(run.measured.fifoPath)" }, "the FIFO read is a slice")
+        XCTAssertTrue(states.contains { $0["name"] as? String == "running" })
+        for state in states {
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(state["dur"] as? Double), 0)
+        }
+        XCTAssertTrue(events.contains { $0["ph"] as? String == "C" && $0["name"] as? String == "runnable threads" })
+    }
+
+    func testAHostThatClosesEveryDescriptorKeepsTheNumbersItReuses() throws {
+        // DescriptorHost closes descriptors 3…1023 (the watcher's /proc files
+        // among them), dup2s its own file onto 760…839 and checks them after
+        // the watcher had 60 ms to stumble on them.
+        let host = try FixturePrograms.path("DescriptorHost")
+        let directory = try makeTemporaryDirectory(for: self)
+        for _ in 0..<3 {
+            let result = try runProcess(host, environment: ["COLDSTART": directory.appendingPathComponent("d.json").path])
+            XCTAssertEqual(result.stdout, "80 of 80 descriptors intact\n")
+            XCTAssertEqual(result.status, 0)
+        }
+    }
+
+    func testTheHTMLReportHasTheBlockedTimeSection() throws {
+        let run = try shared()
+        let page = HTMLReport.render(run.report, stacks: nil, source: "launch.json")
+        XCTAssertTrue(page.contains("<section id=\"blocked\">"))
+        XCTAssertTrue(page.contains(run.measured.fifoPath), "the FIFO is named on the page")
+        XCTAssertTrue(page.contains("waiting for CPU ms"))
+    }
+
+    // MARK: - switched off
+
+    func testWatchZeroTurnsTheWatcherOff() throws {
+        let run = try Self.profiledRun(environment: ["COLDSTART_WATCH": "0"])
+        XCTAssertEqual(run.process.status, 0)
+        XCTAssertNil(run.timeline.watch)
+        XCTAssertNil(run.report.blockedTime)
+        XCTAssertFalse(run.report.text().contains("why it was not running"))
+    }
+}
