@@ -179,6 +179,8 @@ static void arm(char **argv, char **envp, bool from_preinit) {
         cs_rusage_now(&cs_g.ru_earliest);
     }
     atomic_store(&cs_g.state, CS_RECORDING);
+    // The watcher first: it then also watches the sampler's own set-up.
+    cs_watch_start(envp, from_preinit);
     cs_sampler_start(argv, envp);
 }
 
@@ -186,7 +188,6 @@ void cs_preinit(int argc, char **argv, char **envp) {
     (void)argc;
     cs_g.preinit_ran = true;
     arm(argv, envp, true);
-    if (atomic_load(&cs_g.state) == CS_RECORDING) cs_watch_start(envp, true);
 }
 
 static void on_abandon_signal(int sig) {
@@ -216,7 +217,6 @@ void cs_before_main(void) {
         // without an earliest-init time.
         extern char **environ;
         arm(NULL, environ, false);
-        if (atomic_load(&cs_g.state) == CS_RECORDING) cs_watch_start(environ, false);
     }
     if (atomic_load(&cs_g.state) != CS_RECORDING) return;
     cs_watch_main_started();

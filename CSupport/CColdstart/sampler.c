@@ -543,16 +543,20 @@ void cs_sampler_start(char **argv, char **envp) {
 
 // ---- the scanning thread ----
 
+void cs_sampler_leave_alone(int tid) {
+    struct cs_smp_thread *t = cs_sampler_thread(tid, false);
+    if (t) {
+        disarm_thread(t);
+        atomic_store(&t->sampled, 0);
+    }
+}
+
 static void *scan_loop(void *arg) {
     (void)arg;
     int me = cs_gettid();
     S->scanner_tid = me;
-    struct cs_smp_thread *self = cs_sampler_thread(me, false);
-    if (self) {
-        // A scan may have found this thread before it knew its own id.
-        disarm_thread(self);
-        atomic_store(&self->sampled, 0);
-    }
+    // A scan may have found this thread before it knew its own id.
+    cs_sampler_leave_alone(me);
     prefault_buffers(false);
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
     while (atomic_load(&S->active)) {

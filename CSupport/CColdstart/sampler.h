@@ -160,6 +160,9 @@ size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap);
 /// The thread slot for `tid`, inserting it when `insert`; NULL if full or
 /// absent. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);
+/// Stops sampling Coldstart's own thread `tid` if a scan armed it before the
+/// thread could say who it is; call it on that thread. Not async-signal-safe.
+void cs_sampler_leave_alone(int tid);
 /// The calling thread's slot, found by its %fs base without a system call;
 /// NULL if the thread has not been sampled yet. Async-signal-safe.
 struct cs_smp_thread *cs_sampler_current_thread(void);

@@ -857,8 +857,11 @@ static bool open_proc(void) {
 static void *watch_main(void *arg) {
     (void)arg;
     struct cs_watch *wt = &cs_g.watch;
-    prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
     atomic_store(&wt->tid, cs_gettid());
+    // The sampler's scans skip this tid; one may have armed the thread before
+    // it was known.
+    cs_sampler_leave_alone(atomic_load(&wt->tid));
+    prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
     if (!open_proc()) {
         atomic_store_explicit(&wt->running, 0, memory_order_release);
         return NULL;
@@ -915,14 +918,15 @@ void cs_watch_start(char **envp, bool single_threaded) {
     struct cs_watch *wt = &cs_g.watch;
     const char *on = cs_env_get(envp, "COLDSTART_WATCH");
     if (on && strcmp(on, "0") == 0) return;
-    // The sampler's rate; when sampling is off, COLDSTART_HZ read the same way.
-    uint64_t hz = cs_g.smp.requested_hz;
+    // The sampler's rate, read the same way (it starts after the watcher and
+    // says what is wrong with a bad value, unless sampling is off).
+    uint64_t hz = 1000;
     const char *rate = cs_env_get(envp, "COLDSTART_HZ");
-    if (hz == 0 && rate && (cs_parse_u64(rate, &hz) != 0 || hz < 10 || hz > 10000)) {
-        cs_warn("ignoring COLDSTART_HZ (want 10 to 10000): ", rate);
-        hz = 0;
+    const char *sampler = cs_env_get(envp, "COLDSTART_SAMPLER");
+    if (rate && (cs_parse_u64(rate, &hz) != 0 || hz < 10 || hz > 10000)) {
+        if (sampler && strcmp(sampler, "off") == 0) cs_warn("ignoring COLDSTART_HZ (want 10 to 10000): ", rate);
+        hz = 1000;
     }
-    if (hz == 0) hz = 1000;
     // At most 1 kHz: a look period of 1 ms already resolves what blocks a
     // launch, and each wake-up costs ~20 µs of CPU on a VM, so a 10 kHz
     // watcher took 200 ms/s and pulled the sampler's own 10 kHz down to
