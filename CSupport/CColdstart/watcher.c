@@ -787,7 +787,15 @@ static void rescan(uint64_t now, int *unwind_budget) {
         struct cs_watch_live *slot = &b->live[i];
         if (slot->thread < 0 || slot->name_reads == 0) continue;
         slot->name_reads--;
-        read_comm(b->threads[slot->thread].tid, b->threads[slot->thread].name);
+        struct cs_watch_thread *t = &b->threads[slot->thread];
+        read_comm(t->tid, t->name);
+        // Coldstart's other threads (the sampler's scanner) name themselves
+        // once running; they are not the host's: stop watching them.
+        if (strncmp(t->name, "coldstart-", 10) == 0) {
+            t->unwatched = true;
+            close_slot_files(slot);
+            slot->thread = -1;
+        }
     }
 }
 
