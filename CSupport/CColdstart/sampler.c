@@ -547,12 +547,23 @@ static void *scan_loop(void *arg) {
     (void)arg;
     int me = cs_gettid();
     S->scanner_tid = me;
+    // A scan may have found this thread before it knew its own id (on a busy
+    // machine it can start long after it was created). Hold the scan flag,
+    // so a scan already past the id check cannot arm it again behind our
+    // back, and take it out of threadsSampled: it is never sampled.
+    bool holding = false;
+    for (int i = 0; i < 2000 && !holding; i++) {
+        int expected = 0;
+        holding = atomic_compare_exchange_strong(&S->scanning, &expected, 1);
+        struct timespec ts = {0, 50000};
+        if (!holding) nanosleep(&ts, NULL);
+    }
     struct cs_smp_thread *self = cs_sampler_thread(me, false);
     if (self) {
-        // A scan may have found this thread before it knew its own id.
         disarm_thread(self);
-        atomic_store(&self->sampled, 0);
+        if (atomic_exchange(&self->sampled, 0)) atomic_fetch_sub(&S->threads_armed, 1);
     }
+    if (holding) atomic_store(&S->scanning, 0);
     prefault_buffers(false);
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
     while (atomic_load(&S->active)) {
