@@ -544,11 +544,23 @@ void cs_sampler_start(char **argv, char **envp) {
 // ---- the scanning thread ----
 
 void cs_sampler_leave_alone(int tid) {
+    // On a busy machine the thread can start running long after it was
+    // created and armed. Hold the scan flag, so a scan already past the id
+    // check cannot arm it again behind our back, and take it out of
+    // threadsSampled: it is never sampled.
+    bool holding = false;
+    for (int i = 0; i < 2000 && !holding; i++) {
+        int expected = 0;
+        holding = atomic_compare_exchange_strong(&S->scanning, &expected, 1);
+        struct timespec ts = {0, 50000};
+        if (!holding) nanosleep(&ts, NULL);
+    }
     struct cs_smp_thread *t = cs_sampler_thread(tid, false);
     if (t) {
         disarm_thread(t);
-        atomic_store(&t->sampled, 0);
+        if (atomic_exchange(&t->sampled, 0)) atomic_fetch_sub(&S->threads_armed, 1);
     }
+    if (holding) atomic_store(&S->scanning, 0);
 }
 
 static void *scan_loop(void *arg) {

@@ -72,6 +72,13 @@ public struct ProfileReport: Codable, Sendable, Equatable {
         public var msPerSample: Double
         public var samples: Int
         public var dropped: Int
+        /// The sample buffer's size: samples past it are dropped.
+        public var maxSamples: Int?
+        public var threadsSampled: Int?
+        /// Threads that ran but were never sampled (their time is missing).
+        public var threadsMissed: Int?
+        /// Samples walked by frame pointer because libunwind failed.
+        public var unwindFailures: Int?
         public var startMs: Double
         public var stopMs: Double
     }
@@ -331,8 +338,9 @@ struct ProfileAnalysis {
             sampling: .init(
                 clock: sampling.clock, unwinder: sampling.unwinder, requestedHz: sampling.requestedHz,
                 effectiveHz: sampling.effectiveHz, loweredHz: sampling.loweredHz, msPerSample: nsPerSample / 1e6,
-                samples: stacks.count, dropped: sampling.dropped,
-                startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6),
+                samples: stacks.count, dropped: sampling.dropped, maxSamples: sampling.maxSamples,
+                threadsSampled: sampling.threadsSampled, threadsMissed: sampling.threadsMissed,
+                unwindFailures: sampling.unwindFailures, startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6),
             selection: .init(
                 phase: options.phase, thread: options.thread, minMs: options.minMs, minPercent: options.minPercent,
                 top: options.top, treeDepth: options.treeDepth, treeMinPercent: treeMinPercent,

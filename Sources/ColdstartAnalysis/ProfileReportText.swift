@@ -49,9 +49,27 @@ extension ProfileReport {
                 + (sampling.loweredHz.map { ", lowered to \(Self.format($0, decimals: 0)) Hz because the handler was slow" } ?? ""),
             "  every time below is samples × \(perSample) ms (one period of the effective rate): ±1 sample, so read small counts with care",
         ]
+        if let coverage = coverageLine() { lines.insert(coverage, at: 2) }
         if selection.phase != nil || selection.thread != nil { lines.append("  selected: \(scope)") }
         lines += warnings.map { "  warning: \($0)" }
         return lines
+    }
+
+    /// What the samples may miss: threads never sampled, stacks libunwind
+    /// could not walk, the buffer that bounds them (timelines from before
+    /// the sampler recorded these have none of it).
+    private func coverageLine() -> String? {
+        var parts: [String] = []
+        var threads = sampling.threadsSampled.map { ["\($0) sampled"] } ?? []
+        if let missed = sampling.threadsMissed {
+            threads.append("\(missed) missed" + (missed > 0 ? " (their CPU time is in no figure)" : ""))
+        }
+        if !threads.isEmpty { parts.append("threads: " + threads.joined(separator: ", ")) }
+        if let failures = sampling.unwindFailures {
+            parts.append("unwind failures: \(failures)" + (failures > 0 ? " (walked by frame pointer instead: callers may be missing)" : ""))
+        }
+        if let capacity = sampling.maxSamples { parts.append("buffer: \(Self.count(capacity))") }
+        return parts.isEmpty ? nil : "  " + parts.joined(separator: "; ")
     }
 
     private func functionColumns(selfFirst: Bool) -> [Table.Column] {

@@ -126,14 +126,28 @@ public struct Timeline: Sendable {
         public var loweredHz: Double?
         public var startNs: Int64
         public var stopNs: Int64
+        /// Process CPU time (user + system) in `[startNs, stopNs]`: the
+        /// denominator of `effectiveHz` for the CPU clocks.
+        public var cpuNs: UInt64?
+        public var userNs: UInt64?
+        public var systemNs: UInt64?
         public var samples: Int
         public var dropped: Int
+        /// The sample buffer's size (`COLDSTART_MAX_SAMPLES`).
+        public var maxSamples: Int?
+        /// "per-thread" or "main".
         public var threads: String?
+        public var threadsSampled: Int?
+        /// Threads that ran but were never sampled.
+        public var threadsMissed: Int?
+        /// Samples whose libunwind walk failed and fell back to frame pointers.
+        public var unwindFailures: Int?
         public var handlerNs: HandlerCost?
 
         public struct HandlerCost: Codable, Sendable {
             public var median: Double
             public var p99: Double
+            public var max: Double?
         }
     }
 

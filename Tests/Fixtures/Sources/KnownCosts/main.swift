@@ -1,8 +1,10 @@
 // A launch with known costs, each measured by the program itself (thread CPU
 // time): a shared library's constructor (~30 ms, before main), three functions
 // run in sequence (~150, ~100, ~50 ms) and a lazily initialised global (~20 ms,
-// first touched after main). Prints the measured milliseconds as one JSON
-// object on stderr.
+// first touched after main). Phase boundaries put the first function, the
+// other two and the global's first touch in three phases of their own, so a
+// report's phase attribution can be checked. Prints the measured milliseconds
+// as one JSON object on stderr.
 import Coldstart
 import Glibc
 import SlowInit
@@ -17,9 +19,10 @@ func burnOneHundredMilliseconds() -> UInt64 { measure { burnCPU(milliseconds: 10
 func burnFiftyMilliseconds() -> UInt64 { measure { burnCPU(milliseconds: 50) } }
 
 let first = burnOneHundredFiftyMilliseconds()
-Coldstart.mark("functions", isPhaseBoundary: false)
+Coldstart.mark("first burnt", isPhaseBoundary: true)
 let second = burnOneHundredMilliseconds()
 let third = burnFiftyMilliseconds()
+Coldstart.mark("functions burnt", isPhaseBoundary: true)
 let entries = slowGlobalTable.count   // first touch: runs the initializer now
 Coldstart.ready()
 

@@ -1,0 +1,420 @@
+@testable import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// The sampler and the report end to end, on a launch whose costs the program
+/// measured itself (Tests/Fixtures KnownCosts): three functions burning ~150,
+/// ~100 and ~50 ms of CPU, a shared library's constructor burning ~30 ms and
+/// a lazy global's initializer burning ~20 ms. The report must name each one,
+/// in its phase, within ±25% of the program's own figure.
+final class KnownCostsTests: XCTestCase {
+    static let tolerance = 0.25
+    static let functions = [
+        ("burnOneHundredFiftyMilliseconds", "main → first burnt"),
+        ("burnOneHundredMilliseconds", "first burnt → functions burnt"),
+        ("burnFiftyMilliseconds", "first burnt → functions burnt"),
+    ]
+
+    /// Swift's demangled name of a KnownCosts function.
+    static func demangled(_ function: String) -> String { "KnownCosts.\(function)() -> UInt64" }
+
+    private func assertMeasured(_ reported: Double, _ measured: Double, _ what: String,
+                                file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(reported, measured, accuracy: measured * Self.tolerance,
+                       "\(what): reported \(reported) ms, the program measured \(measured) ms", file: file, line: line)
+    }
+
+    private func phase(_ name: String, of report: ProfileReport, file: StaticString = #filePath, line: UInt = #line) throws -> ProfileReport.PhaseProfile {
+        try XCTUnwrap(report.phases.first { $0.name == name }, "phase '\(name)' in \(report.phases.map(\.name))", file: file, line: line)
+    }
+
+    // MARK: Functions, initializer, lazy global
+
+    func testEachFunctionIsNamedWithItsMeasuredTimeInItsPhase() throws {
+        let run = try KnownCostsRun.perf()
+        try run.requireUnstarvedTimers()
+        let report = run.report
+        XCTAssertEqual(report.sampling.clock, run.timeline.sampling?.clock)
+        for (function, phaseName) in Self.functions {
+            let name = Self.demangled(function)
+            let measured = try run.measured(function)
+            let overall = try XCTUnwrap(report.overall.byTotal.first { $0.name == name }, "\(name) among \(report.overall.byTotal.map(\.name))")
+            XCTAssertEqual(overall.module, "KnownCosts")
+            assertMeasured(overall.totalMs, measured, "\(name) total")
+            // Its own code only calls the burning loop: no self time of its own.
+            XCTAssertLessThanOrEqual(overall.selfSamples, 1, name)
+
+            let inPhase = try XCTUnwrap(try phase(phaseName, of: report).functions.byTotal.first { $0.name == name }, "\(name) in '\(phaseName)'")
+            XCTAssertEqual(inPhase.totalSamples, overall.totalSamples, "every sample of \(name) falls in '\(phaseName)'")
+            for other in report.phases where other.name != phaseName {
+                XCTAssertFalse(other.functions.byTotal.contains { $0.name == name }, "\(name) has no sample in '\(other.name)'")
+            }
+        }
+        // The self time is in the loop every burn shares: the three functions and the global's initializer.
+        let burn = try XCTUnwrap(report.overall.bySelf.first, "a function by self time")
+        XCTAssertEqual(burn.name, "KnownCosts.burnCPU(milliseconds: UInt64) -> ()")
+        let allBurns = try Self.functions.map { try run.measured($0.0) }.reduce(0, +) + run.measured("slowGlobalTable")
+        assertMeasured(burn.selfMs, allBurns, "burnCPU self")
+    }
+
+    func testTheSlowConstructorIsItsLibrarysInitializer() throws {
+        let run = try KnownCostsRun.perf()
+        try run.requireUnstarvedTimers()
+        let measured = try run.measured("constructor")
+        let library = try XCTUnwrap(run.report.initializers.libraries.first, "a slow initializer")
+        XCTAssertEqual(library.module, "libSlowInit.so")
+        XCTAssertFalse(library.isExecutable)
+        XCTAssertEqual(library.constructors.map(\.name), ["slow_init_constructor"])
+        assertMeasured(library.ms, measured, "libSlowInit.so's initializer")
+        XCTAssertLessThan(run.report.initializers.libraries.dropFirst().map(\.ms).max() ?? 0, measured / 4, "no other initializer comes close")
+
+        let initializerPhase = try XCTUnwrap(run.report.phases.first { $0.kind == "initializers" })
+        XCTAssertEqual(initializerPhase.name, "library initializers")
+        let constructor = try XCTUnwrap(initializerPhase.functions.byTotal.first { $0.name == "slow_init_constructor" })
+        XCTAssertEqual(constructor.totalSamples, library.samples, "all of it in the library-initializers phase")
+        XCTAssertEqual(constructor.module, "libSlowInit.so")
+    }
+
+    func testTheLazyGlobalIsNamedInThePhaseThatFirstTouchedIt() throws {
+        let run = try KnownCostsRun.perf()
+        try run.requireUnstarvedTimers()
+        XCTAssertEqual(run.report.lazyGlobals.map(\.name), ["KnownCosts.slowGlobalTable"])
+        let global = try XCTUnwrap(run.report.lazyGlobals.first)
+        assertMeasured(global.ms, try run.measured("slowGlobalTable"), "slowGlobalTable's initializer")
+        XCTAssertEqual(global.phases, ["functions burnt → ready"])
+        let phase = try phase("functions burnt → ready", of: run.report)
+        XCTAssertGreaterThanOrEqual(global.firstSeenMs, phase.startMs)
+        XCTAssertLessThan(global.firstSeenMs, try XCTUnwrap(phase.endMs))
+    }
+
+    func testEveryFigureIsItsSampleCountTimesThePeriod() throws {
+        for run in [try KnownCostsRun.perf(), try KnownCostsRun.posix()] {
+            let sampling = try XCTUnwrap(run.timeline.sampling)
+            XCTAssertEqual(run.report.sampling.samples, run.timeline.samples.count)
+            XCTAssertEqual(run.report.sampling.msPerSample, 1000 / sampling.effectiveHz, accuracy: 1e-12)
+            // The rate is the samples per second of the process's CPU time.
+            let cpuNs = try XCTUnwrap(sampling.cpuNs, "the sampler records the CPU time it sampled")
+            XCTAssertEqual(sampling.effectiveHz, Double(sampling.samples + sampling.dropped) * 1e9 / Double(cpuNs),
+                           accuracy: sampling.effectiveHz * 0.001, sampling.clock)
+            assertTimesAreSamplesTimesPeriod(run.report)
+        }
+    }
+
+    /// Every ms in `report` is its sample count × the period, and every % its
+    /// share of the selected samples.
+    private func assertTimesAreSamplesTimesPeriod(_ report: ProfileReport, file: StaticString = #filePath, line: UInt = #line) {
+        let period = report.sampling.msPerSample
+        var checked = 0
+        func check(_ samples: Int, _ ms: Double, _ what: String, percent: Double? = nil, of whole: Int? = nil) {
+            XCTAssertEqual(ms, Double(samples) * period, accuracy: 1e-9 * max(1, ms), "\(what): \(ms) ms for \(samples) samples", file: file, line: line)
+            if let percent, let whole, whole > 0 {
+                XCTAssertEqual(percent, Double(samples) * 100 / Double(whole), accuracy: 1e-9, "\(what) %", file: file, line: line)
+            }
+            checked += 1
+        }
+        func check(_ table: ProfileReport.FunctionTable, _ what: String) {
+            check(table.samples, table.ms, what)
+            for row in table.bySelf + table.byTotal {
+                check(row.selfSamples, row.selfMs, "\(what): \(row.name) self", percent: row.selfPercent, of: table.samples)
+                check(row.totalSamples, row.totalMs, "\(what): \(row.name) total", percent: row.totalPercent, of: table.samples)
+            }
+        }
+        func check(_ nodes: [ProfileReport.CallNode]) {
+            for node in nodes {
+                check(node.samples, node.ms, "call tree \(node.name)", percent: node.percent, of: report.selection.samples)
+                check(node.children)
+            }
+        }
+        let whole = report.selection.samples
+        check(whole, report.selection.ms, "selection")
+        check(report.overall, "overall")
+        for phase in report.phases { check(phase.functions, "phase '\(phase.name)'") }
+        XCTAssertEqual(report.phases.map(\.functions.samples).reduce(0, +), whole, "each sample in one phase", file: file, line: line)
+        for thread in report.threads { check(thread.samples, thread.ms, "thread \(thread.tid)", percent: thread.percent, of: whole) }
+        check(report.initializers.samples, report.initializers.ms, "initializers")
+        for library in report.initializers.libraries {
+            check(library.samples, library.ms, library.module, percent: library.percent, of: whole)
+            for constructor in library.constructors { check(constructor.samples, constructor.ms, constructor.name) }
+        }
+        for global in report.lazyGlobals { check(global.samples, global.ms, global.name, percent: global.percent, of: whole) }
+        check(report.callTree)
+        XCTAssertGreaterThan(checked, 50, "the report has figures to check", file: file, line: line)
+    }
+
+    // MARK: The sampler's own figures
+
+    func testTheSamplingLineSaysWhatTheSamplesMayMiss() throws {
+        let run = try KnownCostsRun.perf()
+        let sampling = try XCTUnwrap(run.timeline.sampling)
+        XCTAssertEqual(sampling.threads, "per-thread")
+        XCTAssertEqual(sampling.threadsSampled, 1, "KnownCosts runs on its main thread alone")
+        XCTAssertEqual(sampling.threadsMissed, 0)
+        XCTAssertEqual(sampling.maxSamples, 10000, "COLDSTART_MAX_SAMPLES' default")
+        let failures = try XCTUnwrap(sampling.unwindFailures)
+        let (user, system, cpu) = try (XCTUnwrap(sampling.userNs), XCTUnwrap(sampling.systemNs), XCTUnwrap(sampling.cpuNs))
+        // getrusage's total, read at nearly the same moments as the CPU clock.
+        XCTAssertEqual(Double(user + system), Double(cpu), accuracy: Double(cpu) * 0.02)
+        XCTAssertGreaterThan(Double(cpu), 0.8 * 350e6, "the launch burnt ~350 ms of CPU while sampled")
+        let handler = try XCTUnwrap(sampling.handlerNs)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(handler.max), handler.p99)
+
+        XCTAssertEqual(run.report.sampling.threadsSampled, 1)
+        XCTAssertEqual(run.report.sampling.threadsMissed, 0)
+        XCTAssertEqual(run.report.sampling.unwindFailures, failures)
+        XCTAssertEqual(run.report.sampling.maxSamples, 10000)
+        let text = try runProcess(try Products.path("coldstart"), ["report", run.timelinePath]).stdout
+        XCTAssertTrue(text.contains("  threads: 1 sampled, 0 missed; unwind failures: \(failures)"), text)
+        XCTAssertTrue(text.contains("; buffer: 10000 samples\n"), text)
+        XCTAssertTrue(text.contains("(\(sampling.dropped) dropped; unwinder libunwind)"), text)
+    }
+
+    func testATimelineWithoutTheSamplersCountsHasNoSuchLine() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        builder.sample(at: 30, [.init(module: app, name: "main")])
+        let report = try ProfileReport(timeline: builder.timeline())
+        XCTAssertNil(report.sampling.threadsSampled)
+        XCTAssertNil(report.sampling.unwindFailures)
+        let text = report.text()
+        XCTAssertTrue(text.contains("1000 Hz asked\n  every time below"), "nothing claimed that was not recorded: \(text)")
+        XCTAssertFalse(text.contains("threads:"), text)
+    }
+
+    // MARK: Symbolized, then without the binaries
+
+    func testTheSymbolizedTimelineReportsIdenticallyWithoutTheBinaries() throws {
+        let run = try KnownCostsRun.perf()
+        let symbolized = try XCTUnwrap(run.symbolized)
+        XCTAssertEqual(symbolized.stderr, "", "every binary was there to symbolize from")
+        XCTAssertEqual(symbolized.fromFile, run.reportJSON, "the names written in are the names read from the binaries")
+        XCTAssertTrue(symbolized.unavailable.allSatisfy { !FileManager.default.fileExists(atPath: $0) }, "\(symbolized.unavailable)")
+        XCTAssertTrue(symbolized.unavailable.contains { $0.hasSuffix("/KnownCosts") } && symbolized.unavailable.contains { $0.hasSuffix("/libSlowInit.so") })
+        // The report quotes a module's path where it names a library's
+        // initializer: undo the rewrite there, every other byte must match.
+        let withoutBinaries = symbolized.withoutBinaries.replacingOccurrences(of: KnownCostsRun.gone, with: "")
+        XCTAssertEqual(withoutBinaries, symbolized.fromFile, "a symbolized timeline needs no binary")
+        // The unsymbolized original, by contrast, lost its names with the binaries.
+        XCTAssertNotEqual(symbolized.originalWithoutBinaries, run.reportJSON)
+        XCTAssertFalse(symbolized.originalWithoutBinaries.contains("burnOneHundredFiftyMilliseconds"))
+    }
+
+    func testTheFlameChartIsTheMainThreadInTimeOrder() throws {
+        let run = try KnownCostsRun.perf()
+        try run.requireUnstarvedTimers()
+        let timeline = try XCTUnwrap(run.symbolized?.timeline)
+        let events = try XCTUnwrap(timeline.document["traceEvents"] as? [[String: Any]])
+        let track = events.filter { ($0["tid"] as? Int) == Timeline.flameChartTid }
+        XCTAssertEqual(track.filter { $0["ph"] as? String == "M" }.compactMap { ($0["args"] as? [String: Any])?["name"] as? String },
+                       ["main thread (samples)"])
+        // In whole nanoseconds (ts and dur are µs with three decimals), so
+        // that a slice ending where the next starts compares equal.
+        struct Slice {
+            var name: String, startNs: Int64, endNs: Int64, samples: Int
+            var start: Double { Double(startNs) / 1e6 }
+            var end: Double { Double(endNs) / 1e6 }
+        }
+        let slices = try track.filter { $0["ph"] as? String == "X" }.map { event -> Slice in
+            let ts = try XCTUnwrap((event["ts"] as? NSNumber)?.doubleValue)
+            let dur = try XCTUnwrap((event["dur"] as? NSNumber)?.doubleValue)
+            let samples = try XCTUnwrap((event["args"] as? [String: Any])?["samples"] as? Int)
+            let startNs = Int64((ts * 1000).rounded())
+            return Slice(name: try XCTUnwrap(event["name"] as? String), startNs: startNs,
+                         endNs: startNs + Int64((dur * 1000).rounded()), samples: samples)
+        }
+        XCTAssertGreaterThan(slices.count, 10)
+        XCTAssertEqual(slices.map(\.startNs), slices.map(\.startNs).sorted(), "written in time order")
+        var open: [Slice] = []
+        for slice in slices {
+            while let last = open.last, last.endNs <= slice.startNs { open.removeLast() }
+            if let parent = open.last { XCTAssertLessThanOrEqual(slice.endNs, parent.endNs, "\(slice.name) nests in \(parent.name)") }
+            open.append(slice)
+        }
+
+        // Each function's slices hold exactly the main-thread samples it is on,
+        // and the functions follow each other as the program ran them.
+        let mainSamples = timeline.samples.filter { $0.tid == timeline.process.pid }.map { sample in
+            Set(sample.frames.compactMap { timeline.symbols[$0.key]?.name })
+        }
+        let order = ["slow_init_constructor"] + Self.functions.map { Self.demangled($0.0) } + ["one-time initialization function for slowGlobalTable"]
+        let measured = try [run.measured("constructor")] + Self.functions.map { try run.measured($0.0) } + [run.measured("slowGlobalTable")]
+        var previousEndNs = Int64.min
+        for (name, measuredMs) in zip(order, measured) {
+            let own = slices.filter { $0.name == name }
+            XCTAssertFalse(own.isEmpty, "the flame chart covers \(name)")
+            guard let first = own.first, let last = own.last else { continue }
+            XCTAssertEqual(own.map(\.samples).reduce(0, +), mainSamples.filter { $0.contains(name) }.count, "\(name)'s slices hold its samples")
+            XCTAssertGreaterThanOrEqual(first.startNs, previousEndNs, "\(name) starts after the function before it ended")
+            // A slice spans the wall time between samples: at least the CPU time burnt.
+            XCTAssertGreaterThan(own.map { $0.end - $0.start }.reduce(0, +), measuredMs * (1 - Self.tolerance), name)
+            previousEndNs = last.endNs
+        }
+        let phase = try phase("main → first burnt", of: run.report)
+        let first = try XCTUnwrap(slices.first { $0.name == order[1] })
+        XCTAssertGreaterThanOrEqual(first.start, phase.startMs, "the first function starts after main")
+    }
+
+    // MARK: The POSIX timer fallback
+
+    func testThePOSIXFallbackAttributesTheFunctions() throws {
+        let run = try KnownCostsRun.posix()
+        let sampling = try XCTUnwrap(run.timeline.sampling)
+        XCTAssertEqual(sampling.clock, "posix-cpu-timer")
+        XCTAssertEqual(run.report.sampling.clock, "posix-cpu-timer")
+        try run.requireUnstarvedTimers()
+        XCTAssertLessThanOrEqual(sampling.effectiveHz, sampling.requestedHz * 1.1)
+        for (function, phaseName) in Self.functions {
+            let name = Self.demangled(function)
+            let row = try XCTUnwrap(try phase(phaseName, of: run.report).functions.byTotal.first { $0.name == name }, "\(name) in '\(phaseName)'")
+            assertMeasured(row.totalMs, try run.measured(function), "\(name) total at \(sampling.effectiveHz) Hz")
+        }
+        XCTAssertEqual(run.report.initializers.libraries.first?.module, "libSlowInit.so")
+        XCTAssertEqual(run.report.lazyGlobals.first?.name, "KnownCosts.slowGlobalTable")
+    }
+}
+
+/// KnownCosts run once per test run for each clock, from a copy of its
+/// binaries (so they can be taken away), with the reports the tests compare.
+enum KnownCostsRun {
+    struct Run {
+        /// The program's own measurements, ms, by name (see its main.swift).
+        var measuredMs: [String: Double]
+        var timelinePath: String
+        var timeline: Timeline
+        /// `coldstart report --json` while the binaries were there.
+        var reportJSON: String
+        var report: ProfileReport
+        var symbolized: Symbolized?
+
+        /// CPU time over wall time in the phases that burn: well under 1
+        /// when the program competed for the CPU.
+        var cpuPerWall: Double {
+            let burning = timeline.phases.filter { KnownCostsTests.functions.map(\.1).contains($0.name) }
+            return burning.map { Double($0.rusage?.cpuNs ?? 0) / Double(max(1, $0.durationNs)) }.min() ?? 0
+        }
+
+        /// POSIX CPU timers expire only at a tick where their thread is
+        /// running: when the program competed for the CPU their samples are
+        /// few and lumpy (docs/performance.md), and no tolerance holds.
+        var timersWereStarved: Bool { timeline.sampling?.clock == "posix-cpu-timer" && cpuPerWall < 0.9 }
+
+        /// Skips a test of accuracy when the run's timers were starved.
+        func requireUnstarvedTimers() throws {
+            if timersWereStarved {
+                throw XCTSkip("the machine was too busy for the POSIX CPU timers: KnownCosts got \(Int(cpuPerWall * 100))% of a CPU "
+                    + "in \(KnownCostsRun.attempts) runs (\(Int(timeline.sampling?.effectiveHz ?? 0)) Hz effective)")
+            }
+        }
+
+        func measured(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
+            try XCTUnwrap(measuredMs[name], "KnownCosts measured \(name)", file: file, line: line)
+        }
+    }
+
+    struct Symbolized {
+        var timeline: Timeline
+        var stderr: String
+        /// `coldstart report --json` of the symbolized file, binaries present.
+        var fromFile: String
+        /// The same once no module path it names exists.
+        var withoutBinaries: String
+        var unavailable: [String]
+        /// The unsymbolized original's report after the binaries went.
+        var originalWithoutBinaries: String
+    }
+
+    private static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-knowncosts-\(getpid())")
+    /// Prefixed to the module paths of the timeline without binaries: a directory that does not exist.
+    static let gone = directory.appendingPathComponent("gone").path
+    private static let removedAtExit: Void = { atexit { try? FileManager.default.removeItem(at: KnownCostsRun.directory) } }()
+    private static let perfRun = Result { try record(sampler: nil, symbolize: true) }
+    private static let posixRun = Result { try record(sampler: "posix", symbolize: false) }
+
+    static func perf(file: StaticString = #filePath, line: UInt = #line) throws -> Run { try get(perfRun, file: file, line: line) }
+    static func posix(file: StaticString = #filePath, line: UInt = #line) throws -> Run { try get(posixRun, file: file, line: line) }
+
+    private static func get(_ result: Result<Run, Error>, file: StaticString, line: UInt) throws -> Run {
+        do {
+            return try result.get()
+        } catch {
+            XCTFail("cannot profile KnownCosts: \(error)", file: file, line: line)
+            throw error
+        }
+    }
+
+    private struct Failure: Error, CustomStringConvertible { var description: String }
+
+    private static func coldstart(_ arguments: [String]) throws -> String {
+        let result = try runProcess(try Products.path("coldstart"), arguments)
+        guard result.status == 0 else { throw Failure(description: "coldstart \(arguments) exited \(result.status): \(result.stderr)") }
+        return result.stdout
+    }
+
+    private static func report(_ path: String) throws -> String { try coldstart(["report", "--json", "--top", "50", path]) }
+
+    /// Runs of a POSIX-timer profile, at most, to find one the machine's
+    /// load did not starve.
+    static let attempts = 5
+
+    /// Runs KnownCosts (the default 1 kHz) with `COLDSTART_SAMPLER=sampler`,
+    /// again while its POSIX timers were starved; with `symbolize`,
+    /// symbolizes the timeline and reports on it with and without the binaries.
+    private static func record(sampler: String?, symbolize: Bool) throws -> Run {
+        var run = try record(sampler: sampler, symbolize: symbolize, attempt: 1)
+        for attempt in 2...attempts where run.timersWereStarved {
+            run = try record(sampler: sampler, symbolize: symbolize, attempt: attempt)
+        }
+        return run
+    }
+
+    private static func record(sampler: String?, symbolize: Bool, attempt: Int) throws -> Run {
+        let original = URL(fileURLWithPath: try FixturePrograms.path("KnownCosts"))
+        let run = directory.appendingPathComponent("\(sampler ?? "perf")-\(attempt)")
+        let bin = run.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        removedAtExit
+        // Its RUNPATH has $ORIGIN: the copy loads the copied library.
+        for name in ["KnownCosts", "libSlowInit.so"] {
+            let source = original.deletingLastPathComponent().appendingPathComponent(name)
+            try FileManager.default.copyItem(at: source, to: bin.appendingPathComponent(name))
+        }
+        let path = run.appendingPathComponent("launch.json").path
+        let result = try runProcess(bin.appendingPathComponent("KnownCosts").path, environment: ["COLDSTART": path, "COLDSTART_SAMPLER": sampler])
+        guard result.status == 0 else { throw Failure(description: "KnownCosts exited \(result.status): \(result.stderr)") }
+        let measured = try JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: Any]
+        let measuredMs = (measured ?? [:]).compactMapValues { ($0 as? NSNumber)?.doubleValue }
+        let timeline = try Timeline(contentsOf: path)
+        let reportJSON = try report(path)
+        struct Document: Decodable { var profile: ProfileReport }
+        let profile = try JSONDecoder().decode(Document.self, from: Data(reportJSON.utf8)).profile
+        var recorded = Run(measuredMs: measuredMs, timelinePath: path, timeline: timeline, reportJSON: reportJSON, report: profile)
+        guard symbolize else { return recorded }
+
+        let symbolizedPath = run.appendingPathComponent("symbolized.json").path
+        let symbolizeRun = try runProcess(try Products.path("coldstart"), ["symbolize", path, "-o", symbolizedPath])
+        guard symbolizeRun.status == 0 else { throw Failure(description: "symbolize exited \(symbolizeRun.status): \(symbolizeRun.stderr)") }
+        let fromFile = try report(symbolizedPath)
+
+        // Take the binaries away: delete the copies, and point every module
+        // still on disk (libc, the Swift runtime, …) at a path that is not,
+        // keeping its file name (the report names modules by it).
+        try FileManager.default.removeItem(at: bin)
+        let symbolizedTimeline = try Timeline(contentsOf: symbolizedPath)
+        var document = symbolizedTimeline.document
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        var modules = try XCTUnwrap(section["modules"] as? [[String: Any]])
+        for index in modules.indices {
+            guard let modulePath = modules[index]["path"] as? String, FileManager.default.fileExists(atPath: modulePath) else { continue }
+            modules[index]["path"] = gone + modulePath
+        }
+        section["modules"] = modules
+        document["coldstart"] = section
+        let unavailablePath = run.appendingPathComponent("unavailable.json").path
+        try DocumentWriter.data(document).write(to: URL(fileURLWithPath: unavailablePath))
+        recorded.symbolized = Symbolized(
+            timeline: symbolizedTimeline, stderr: symbolizeRun.stderr, fromFile: fromFile,
+            withoutBinaries: try report(unavailablePath),
+            unavailable: modules.compactMap { $0["path"] as? String }.filter { $0.hasPrefix("/") },
+            originalWithoutBinaries: try report(path))
+        return recorded
+    }
+}
