@@ -313,15 +313,23 @@ void cs_ready(void) {
     release_signals();
     // Serialising can take milliseconds with many samples: do it off the
     // caller's thread. The exit handler finishes it if the process ends first.
-    pthread_t thread;
+    if (cs_start_thread(ready_writer, 256 * 1024) != 0 && cs_g.extend_ns == 0) write_once();
+    // (Without the thread and with an extension, the exit handler writes it.)
+}
+
+int cs_start_thread(void *(*body)(void *), size_t stack_size) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);   // the new thread inherits it
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&thread, &attr, ready_writer, NULL) != 0) {
-        if (cs_g.extend_ns == 0) write_once();
-        // else: the exit handler writes it, with the extension up to exit.
-    }
+    pthread_attr_setstacksize(&attr, stack_size);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, body, NULL);
     pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 // ---- the event log ----

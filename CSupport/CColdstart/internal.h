@@ -116,6 +116,10 @@ void cs_before_main(void);
 /// Async-signal-safe; returns once the timeline is written, or after a bounded
 /// wait if another thread is writing it.
 void cs_end_launch(enum cs_end_reason reason, int status);
+/// Starts a detached thread running `body` with every signal blocked, so the
+/// host's process-directed signals (SIGINT, SIGCHLD …) stay with the host's
+/// own threads. Returns 0 or pthread_create's error. Not async-signal-safe.
+int cs_start_thread(void *(*body)(void *), size_t stack_size);
 /// Prints "coldstart: <msg>" on stderr with one write(2). Async-signal-safe.
 void cs_warn(const char *msg, const char *detail);
 /// Process-wide getrusage. Async-signal-safe (raw syscall).

@@ -585,22 +585,10 @@ void cs_sampler_after_initializers(void) {
         prefault_buffers(false);
         return;
     }
-    // Started with every signal blocked: the host's process-directed signals
-    // (SIGINT, SIGCHLD …) keep going to the host's own threads.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    pthread_t thread;
-    if (pthread_create(&thread, &attr, scan_loop, NULL) != 0) {
+    if (cs_start_thread(scan_loop, 64 * 1024) != 0) {
         cs_warn("cannot start the thread scanner; threads that start while sampled threads sleep may be missed", NULL);
         prefault_buffers(false);
     }
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 // ---- stopping ----

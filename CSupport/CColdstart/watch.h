@@ -75,6 +75,7 @@ struct cs_watch_thread {
     int32_t tid;
     bool exited;
     bool unwatched;            // no live slot was free: totals only at discovery
+    bool own;                  // one of Coldstart's threads, found before it named itself: left out of the timeline
     char name[16];
     uint64_t first_ns, last_ns;
     uint64_t run0_ns, wait0_ns; // CPU and run-queue time before it was first seen

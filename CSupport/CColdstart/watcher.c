@@ -793,6 +793,7 @@ static void rescan(uint64_t now, int *unwind_budget) {
         // once running; they are not the host's: stop watching them.
         if (strncmp(t->name, "coldstart-", 10) == 0) {
             t->unwatched = true;
+            t->own = true;
             close_slot_files(slot);
             slot->thread = -1;
         }
@@ -965,22 +966,11 @@ void cs_watch_start(char **envp, bool single_threaded) {
     }
     wt->buf = mem;
 
-    // The watcher takes none of the host's signals: they stay with the host's
-    // threads, and the timeline writer (which may run in a signal handler)
+    // The watcher takes none of the host's signals (cs_start_thread blocks
+    // them all): the timeline writer, which may run in a signal handler,
     // never runs on the watcher, so it can wait for it.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 512 * 1024);
     atomic_store(&wt->running, 1);
-    pthread_t thread;
-    int rc = pthread_create(&thread, &attr, watch_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
+    if (cs_start_thread(watch_main, 512 * 1024) != 0) {
         atomic_store(&wt->running, 0);
         cs_warn("cannot start the off-CPU watcher thread; the off-CPU watch is off", NULL);
         close_own(wt->task_dirfd, wt->task_dir_ino);

@@ -206,7 +206,7 @@ struct FrameNamer {
     let name: ((Timeline.Frame) -> String?)?
 
     func callAsFunction(_ frame: Timeline.Frame) -> String {
-        name?(frame) ?? timeline.symbols[frame.key]?.name ?? Symbolizer.placeholderName(for: frame, modules: timeline.modules)
+        name?(frame) ?? timeline.symbols[frame.key]?.name ?? Symbolizer.fallbackName(for: frame, modules: timeline.modules)
     }
 
     /// A frame in the C library, the Swift runtime, Foundation or another

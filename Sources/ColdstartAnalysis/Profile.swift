@@ -265,7 +265,7 @@ struct ProfileAnalysis {
         for sample in timeline.samples {
             let stack = sample.frames.map { frame -> Int in
                 if let id = frameIDs[frame] { return id }
-                let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.placeholderName(for: frame, modules: timeline.modules))
+                let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.fallbackName(for: frame, modules: timeline.modules))
                 let module = frame.module >= 0 && frame.module < timeline.modules.count ? frame.module : -1
                 let key = "\(module)\u{1}\(symbol.name)"
                 let id = ids[key] ?? functions.count

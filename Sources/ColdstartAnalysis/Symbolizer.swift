@@ -83,7 +83,7 @@ public final class Symbolizer {
     /// The symbol for one frame, and whether a real name was found.
     func symbol(for frame: Timeline.Frame, isReturnAddress: Bool) -> (Timeline.Symbol, Bool) {
         guard frame.module >= 0, frame.module < modules.count else {
-            return (Timeline.Symbol(name: Self.placeholderName(for: frame, modules: modules)), false)
+            return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
         }
         switch file(for: frame.module) {
         case .usable(let image):
@@ -93,15 +93,15 @@ public final class Symbolizer {
                 return (Timeline.Symbol(name: display, system: display == found.name ? nil : found.name), true)
             }
         case .mismatched:
-            return (Timeline.Symbol(name: Self.placeholderName(for: frame, modules: modules) + " (build-id mismatch)"), false)
+            return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules) + " (build-id mismatch)"), false)
         case .unusable:
             break
         }
-        return (Timeline.Symbol(name: Self.placeholderName(for: frame, modules: modules)), false)
+        return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
     }
 
     /// `libfoo.so+0x1a2b` inside a module, `0x7f…` outside every module.
-    static func placeholderName(for frame: Timeline.Frame, modules: [Timeline.Module]) -> String {
+    static func fallbackName(for frame: Timeline.Frame, modules: [Timeline.Module]) -> String {
         guard frame.module >= 0, frame.module < modules.count else { return "0x" + String(frame.address, radix: 16) }
         return moduleName(modules[frame.module].path) + "+0x" + String(frame.address, radix: 16)
     }
@@ -154,7 +154,7 @@ extension Timeline {
             var unnamed = 0
             for sample in samples {
                 for frame in sample.frames where symbols[frame.key] == nil {
-                    symbols[frame.key] = Symbol(name: Symbolizer.placeholderName(for: frame, modules: modules))
+                    symbols[frame.key] = Symbol(name: Symbolizer.fallbackName(for: frame, modules: modules))
                     unnamed += 1
                 }
             }
