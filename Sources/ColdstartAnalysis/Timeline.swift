@@ -206,6 +206,12 @@ extension Timeline {
 
     /// Reads and validates a timeline file.
     public init(contentsOf path: String) throws {
+        // A FIFO or a device (/dev/zero) would block or never end: only
+        // regular files are timelines.
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG, (info.st_mode & S_IFMT) != S_IFDIR {
+            throw TimelineError(path: path, problem: "not a regular file (a pipe or a device), not a timeline file")
+        }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))

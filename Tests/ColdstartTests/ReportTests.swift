@@ -348,6 +348,8 @@ final class ReportCommandTests: XCTestCase {
             (Fixtures.path("bad-malformed.json"), "malformed timeline: bad \"phases\""),
             (Fixtures.directory.appendingPathComponent("no-such-timeline.json").path, "no such file"),
             (Fixtures.directory.path, "is a directory"),
+            // Would block or never end if read: refused up front.
+            ("/dev/zero", "not a regular file"),
         ]
         for (path, problem) in cases {
             for json in [false, true] {
