@@ -126,7 +126,16 @@ private struct Page {
         let plot = width - left - right
         func x(_ ms: Double) -> Double { left + min(max(ms / total, 0), 1.02) * plot }
         let spans = Array(report.spans.prefix(12)).sorted { $0.startMs < $1.startMs }
-        let rows = report.phases.count + (report.marks.isEmpty ? 0 : 1) + (spans.isEmpty ? 0 : spans.count + 1)
+        // Marks close in time would print their names over each other: each
+        // goes on the first row whose last name ends before it starts.
+        var laneEnds: [Double] = []
+        let markLanes = report.marks.map { mark -> Int in
+            let start = x(mark.offsetMs), end = start + 7 + Double(Self.clip(mark.name, 30).count) * 7 + 10
+            let lane = laneEnds.firstIndex { $0 <= start } ?? (laneEnds.count < 4 ? laneEnds.count : laneEnds.indices.min { laneEnds[$0] < laneEnds[$1] }!)
+            if lane == laneEnds.count { laneEnds.append(end) } else { laneEnds[lane] = end }
+            return lane
+        }
+        let rows = report.phases.count + laneEnds.count + (spans.isEmpty ? 0 : spans.count + 1)
         let height = top + Double(rows) * row + 12
         out += "<section id=\"waterfall\"><h2>Phase waterfall <span class=\"dim\">ms from process start; share of the "
             + "\(ms(report.launch.totalMs)) launch</span></h2>\n"
@@ -158,16 +167,16 @@ private struct Page {
         }
         if !report.marks.isEmpty {
             out += "<text class=\"label\" x=\"\(f(left - 8))\" y=\"\(f(y + 16))\">marks</text>"
-            for mark in report.marks {
-                let mx = f(x(mark.offsetMs))
+            for (mark, lane) in zip(report.marks, markLanes) {
+                let mx = f(x(mark.offsetMs)), my = y + Double(lane) * row
                 let tip = "mark '\(mark.name)' at \(fixed(mark.offsetMs, 2)) ms" + (mark.phaseBoundary ? " (phase boundary)" : "")
                     + (mark.extended ? " (after ready())" : "") + ", thread \(mark.thread ?? String(mark.tid))"
                 out += "<g class=\"mark\"><title>\(e(tip))</title>"
-                out += "<line x1=\"\(mx)\" y1=\"\(f(top))\" x2=\"\(mx)\" y2=\"\(f(y + row - 4))\"/>"
-                out += "<path d=\"M\(mx) \(f(y + 6)) l5 6 l-5 6 l-5 -6 z\"/>"
-                out += "<text class=\"fig\" x=\"\(f(x(mark.offsetMs) + 7))\" y=\"\(f(y + 16))\">\(e(Self.clip(mark.name, 30)))</text></g>"
+                out += "<line x1=\"\(mx)\" y1=\"\(f(top))\" x2=\"\(mx)\" y2=\"\(f(my + row - 4))\"/>"
+                out += "<path d=\"M\(mx) \(f(my + 6)) l5 6 l-5 6 l-5 -6 z\"/>"
+                out += "<text class=\"fig\" x=\"\(f(x(mark.offsetMs) + 7))\" y=\"\(f(my + 16))\">\(e(Self.clip(mark.name, 30)))</text></g>"
             }
-            y += row
+            y += Double(laneEnds.count) * row
         }
         if !spans.isEmpty {
             out += "<text class=\"label\" x=\"\(f(left - 8))\" y=\"\(f(y + 16))\">spans"
