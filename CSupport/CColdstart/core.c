@@ -182,6 +182,10 @@ static void arm(char **argv, char **envp, bool from_preinit) {
     // The watcher first: it then also watches the sampler's own set-up.
     cs_watch_start(envp, from_preinit);
     cs_sampler_start(argv, envp);
+    if (from_preinit) {
+        cs_g.t_setup_end = cs_monotonic_ns();
+        cs_rusage_now(&cs_g.ru_setup_end);
+    }
 }
 
 void cs_preinit(int argc, char **argv, char **envp) {

@@ -16,6 +16,8 @@ struct boundary {
     const char *name;
     size_t name_len;
     const struct cs_rusage *ru;   // NULL: unknown
+    const char *phase;            // the phase starting here: a fixed name, or NULL for "<from> → <to>"
+    const char *kind;             // that phase's kind: loader, profiler, initializers, app
 };
 
 static const struct cs_rusage zero_rusage;
@@ -97,13 +99,11 @@ static void thread_name(int tid, char *out, size_t cap) {
     }
 }
 
-// Phase p runs from b[p] to b[p + 1]. The first two have fixed names; app
-// phases are named after the boundaries around them.
-static void phase_name(struct cs_jw *w, const struct boundary *b, size_t p, bool has_earliest) {
-    if (p == 0) {
-        cs_jw_raw(w, has_earliest ? "\"kernel exec + loader\"" : "\"kernel exec + loader + library initializers\"");
-    } else if (p == 1 && has_earliest) {
-        cs_jw_raw(w, "\"library initializers\"");
+// Phase p runs from b[p] to b[p + 1]. The pre-main phases have fixed names
+// (`phase`); app phases are named after the boundaries around them.
+static void phase_name(struct cs_jw *w, const struct boundary *b, size_t p) {
+    if (b[p].phase) {
+        cs_jw_str(w, b[p].phase, strlen(b[p].phase));
     } else {
         char name[2 * CS_MAX_NAME + 8];
         size_t n = 0;
@@ -114,19 +114,13 @@ static void phase_name(struct cs_jw *w, const struct boundary *b, size_t p, bool
     }
 }
 
-static const char *phase_kind(size_t p, bool has_earliest) {
-    if (p == 0) return "loader";
-    if (p == 1 && has_earliest) return "initializers";
-    return "app";
-}
-
 // Everything the writer derives before it emits a byte.
 struct plan {
     uint64_t start, precision, boot_off;
     uint64_t start_realtime_us;  // 0 when CLOCK_REALTIME could not be read
     bool from_env, has_earliest, completed;
     uint32_t nev;
-    struct boundary b[CS_MAX_BOUNDARIES + 4];
+    struct boundary b[CS_MAX_BOUNDARIES + 5];   // + start, earliest, set-up, main, end
     size_t nb, nthreads;
     char label[32];
     char exe[PATH_MAX];
@@ -157,9 +151,13 @@ static void make_plan(struct plan *pl) {
     // Phase boundaries: the fixed ones, then boundary marks in time order.
     struct boundary *b = pl->b;
     size_t nb = 0;
-    b[nb++] = (struct boundary){pl->start, "process start", 13, NULL};
-    if (pl->has_earliest) b[nb++] = (struct boundary){cs_g.t_earliest, "earliest init", 13, &cs_g.ru_earliest};
-    b[nb++] = (struct boundary){cs_g.t_main, "main", 4, &cs_g.ru_main};
+    b[nb++] = (struct boundary){pl->start, "process start", 13, NULL,
+        pl->has_earliest ? "kernel exec + loader" : "kernel exec + loader + library initializers", "loader"};
+    if (pl->has_earliest) {
+        b[nb++] = (struct boundary){cs_g.t_earliest, "earliest init", 13, &cs_g.ru_earliest, "Coldstart set-up", "profiler"};
+        b[nb++] = (struct boundary){cs_g.t_setup_end, "set-up done", 11, &cs_g.ru_setup_end, "library initializers", "initializers"};
+    }
+    b[nb++] = (struct boundary){cs_g.t_main, "main", 4, &cs_g.ru_main, NULL, "app"};
     size_t nmarks = 0;
     for (uint32_t i = 0; i < nev && nmarks < CS_MAX_BOUNDARIES; i++) {
         if (!COMMITTED(i) || ev[i].kind != CS_EV_MARK || !(ev[i].flags & CS_FLAG_BOUNDARY)) continue;
@@ -176,10 +174,10 @@ static void make_plan(struct plan *pl) {
         const struct cs_event *m = &ev[cs_g.boundary_slots[k]];
         size_t len;
         const char *name = event_name(m, &len);
-        b[nb++] = (struct boundary){m->ns, name, len, &m->ru};
+        b[nb++] = (struct boundary){m->ns, name, len, &m->ru, NULL, "app"};
     }
     size_t label_len = end_label(pl->label);
-    b[nb++] = (struct boundary){cs_g.t_end, pl->label, label_len, &cs_g.ru_end};
+    b[nb++] = (struct boundary){cs_g.t_end, pl->label, label_len, &cs_g.ru_end, NULL, NULL};
     pl->nb = nb;
 
     memset(cs_g.span_end_of, 0, sizeof cs_g.span_end_of);
@@ -246,8 +244,8 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
         write_pid_tid(w, 0);
         cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, b[p].ns));
         cs_jw_raw(w, ",\"dur\":"); cs_jw_milli(w, (int64_t)(b[p + 1].ns - b[p].ns));
-        cs_jw_raw(w, ",\"name\":"); phase_name(w, b, p, pl->has_earliest);
-        cs_jw_raw(w, ",\"args\":{\"kind\":\""); cs_jw_raw(w, phase_kind(p, pl->has_earliest)); cs_jw_raw(w, "\"");
+        cs_jw_raw(w, ",\"name\":"); phase_name(w, b, p);
+        cs_jw_raw(w, ",\"args\":{\"kind\":\""); cs_jw_raw(w, b[p].kind); cs_jw_raw(w, "\"");
         if (b[p + 1].ru) { cs_jw_raw(w, ","); rusage_fields(w, b[p].ru, b[p + 1].ru); }
         cs_jw_raw(w, "}}");
         if (b[p + 1].ru) {
@@ -309,7 +307,10 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, ",\"bootMinusMonotonicNs\":"); cs_jw_u64(w, pl->boot_off);
     if (pl->start_realtime_us) { cs_jw_raw(w, ",\"startRealtimeUs\":"); cs_jw_u64(w, pl->start_realtime_us); }
     cs_jw_raw(w, ",\"clockTicksPerSecond\":"); cs_jw_u64(w, cs_g.ticks_per_second);
-    if (pl->has_earliest) { cs_jw_raw(w, ",\"earliestInitNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_earliest)); }
+    if (pl->has_earliest) {
+        cs_jw_raw(w, ",\"earliestInitNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_earliest));
+        cs_jw_raw(w, ",\"setupEndNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_setup_end));
+    }
     cs_jw_raw(w, ",\"mainNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_main));
     if (cs_g.t_ready) { cs_jw_raw(w, ",\"readyNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_ready)); }
     cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_end));
@@ -321,22 +322,27 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     } else if (cs_g.end_reason == CS_END_EXIT || cs_g.end_reason == CS_END_ERROR_EXIT) {
         cs_jw_raw(w, ",\"exitStatus\":"); cs_jw_i64(w, cs_g.end_status & 0xff);
     }
-    cs_jw_raw(w, ",\"endPhase\":"); phase_name(w, b, pl->nb - 2, pl->has_earliest);
+    cs_jw_raw(w, ",\"endPhase\":"); phase_name(w, b, pl->nb - 2);
     cs_jw_raw(w, ",\"extendNs\":"); cs_jw_u64(w, cs_g.extend_ns);
     cs_jw_raw(w, "},\n\"process\":{\"pid\":"); cs_jw_i64(w, cs_g.pid);
     cs_jw_raw(w, ",\"executable\":"); cs_jw_cstr(w, pl->exe);
     cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
     cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.swift_version[0] ? cs_g.swift_version : "unknown");
     cs_jw_raw(w, "},\n\"rusage\":[");
-    if (pl->has_earliest) { write_snapshot(w, pl, "earliestInit", cs_g.t_earliest, &cs_g.ru_earliest); cs_jw_raw(w, ","); }
+    if (pl->has_earliest) {
+        write_snapshot(w, pl, "earliestInit", cs_g.t_earliest, &cs_g.ru_earliest);
+        cs_jw_raw(w, ",");
+        write_snapshot(w, pl, "setupEnd", cs_g.t_setup_end, &cs_g.ru_setup_end);
+        cs_jw_raw(w, ",");
+    }
     write_snapshot(w, pl, "main", cs_g.t_main, &cs_g.ru_main);
     cs_jw_raw(w, ",");
     write_snapshot(w, pl, cs_g.end_reason == CS_END_READY ? "ready" : "end", cs_g.t_end, &cs_g.ru_end);
     cs_jw_raw(w, "],\n\"phases\":[");
     for (size_t p = 0; p + 1 < pl->nb; p++) {
         cs_jw_raw(w, p ? ",\n{\"name\":" : "\n{\"name\":");
-        phase_name(w, b, p, pl->has_earliest);
-        cs_jw_raw(w, ",\"kind\":\""); cs_jw_raw(w, phase_kind(p, pl->has_earliest));
+        phase_name(w, b, p);
+        cs_jw_raw(w, ",\"kind\":\""); cs_jw_raw(w, b[p].kind);
         cs_jw_raw(w, "\",\"startNs\":"); cs_jw_i64(w, OFFSET(pl, b[p].ns));
         cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, b[p + 1].ns));
         cs_jw_raw(w, ",\"rusage\":");

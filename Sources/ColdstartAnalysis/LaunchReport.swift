@@ -74,7 +74,7 @@ public struct LaunchReport: Codable, Sendable {
 
     public struct PhaseRow: Codable, Sendable {
         public var name: String
-        /// "loader", "initializers" or "app".
+        /// "loader", "profiler" (Coldstart's own set-up), "initializers" or "app".
         public var kind: String
         public var startMs: Double
         /// Wall time.

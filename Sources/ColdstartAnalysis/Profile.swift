@@ -81,10 +81,6 @@ public struct ProfileReport: Codable, Sendable, Equatable {
         public var unwindFailures: Int?
         public var startMs: Double
         public var stopMs: Double
-        /// Coldstart's own set-up between the earliest init and the first
-        /// possible sample (loading libunwind, buffers, the signal handler):
-        /// profiler time that the "library initializers" phase includes.
-        public var setupMs: Double?
     }
 
     public struct Selection: Codable, Sendable, Equatable {
@@ -344,8 +340,7 @@ struct ProfileAnalysis {
                 effectiveHz: sampling.effectiveHz, loweredHz: sampling.loweredHz, msPerSample: nsPerSample / 1e6,
                 samples: stacks.count, dropped: sampling.dropped, maxSamples: sampling.maxSamples,
                 threadsSampled: sampling.threadsSampled, threadsMissed: sampling.threadsMissed,
-                unwindFailures: sampling.unwindFailures, startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6,
-                setupMs: timeline.launch.earliestInitNs.map { Double(sampling.startNs - $0) / 1e6 }),
+                unwindFailures: sampling.unwindFailures, startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6),
             selection: .init(
                 phase: options.phase, thread: options.thread, minMs: options.minMs, minPercent: options.minPercent,
                 top: options.top, treeDepth: options.treeDepth, treeMinPercent: treeMinPercent,

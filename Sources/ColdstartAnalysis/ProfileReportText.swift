@@ -50,10 +50,6 @@ extension ProfileReport {
             "  every time below is samples × \(perSample) ms (one period of the effective rate): ±1 sample, so read small counts with care",
         ]
         if let coverage = coverageLine() { lines.insert(coverage, at: 2) }
-        if let setup = sampling.setupMs, setup > 0 {
-            lines.append("  Coldstart's own set-up before the first sample: \(Self.format(setup, decimals: 2)) ms, "
-                + "inside 'library initializers' (profiling off, that phase is shorter by about this much)")
-        }
         if selection.phase != nil || selection.thread != nil { lines.append("  selected: \(scope)") }
         lines += warnings.map { "  warning: \($0)" }
         return lines

@@ -160,7 +160,7 @@ extension Timeline {
     /// Major page faults before `main`: the loader and library-initializer
     /// phases, where a cold page cache shows. Nil when their counts are missing.
     public var preMainMajorFaults: UInt64? {
-        let preMain = phases.filter { $0.kind == "loader" || $0.kind == "initializers" }
+        let preMain = phases.filter { $0.kind == "loader" || $0.kind == "profiler" || $0.kind == "initializers" }
         guard !preMain.isEmpty else { return nil }
         var total: UInt64 = 0
         for phase in preMain {

@@ -34,6 +34,9 @@ public struct Timeline: Sendable {
         public var startRealtimeUs: UInt64?
         public var clockTicksPerSecond: UInt64?
         public var earliestInitNs: Int64?
+        /// Coldstart's own set-up (watcher, sampler) ended: the "Coldstart
+        /// set-up" phase runs from the earliest init to here.
+        public var setupEndNs: Int64?
         public var mainNs: Int64
         public var readyNs: Int64?
         public var endNs: Int64
@@ -77,7 +80,7 @@ public struct Timeline: Sendable {
 
     public struct Phase: Codable, Sendable {
         public var name: String
-        /// "loader", "initializers" or "app".
+        /// "loader", "profiler" (Coldstart's own set-up), "initializers" or "app".
         public var kind: String
         public var startNs: Int64
         public var endNs: Int64

@@ -20,7 +20,10 @@ final class LaunchTests: XCTestCase {
         let phases = timeline.phases
         XCTAssertEqual(phases.first?.startNs, 0, "the first phase starts at process creation", file: file, line: line)
         XCTAssertEqual(phases.first?.name, "kernel exec + loader", file: file, line: line)
-        XCTAssertEqual(phases.dropFirst().first?.name, "library initializers", file: file, line: line)
+        XCTAssertEqual(phases.dropFirst().prefix(2).map(\.name), ["Coldstart set-up", "library initializers"], file: file, line: line)
+        XCTAssertEqual(phases.prefix(3).map(\.kind), ["loader", "profiler", "initializers"], file: file, line: line)
+        XCTAssertEqual(phases.dropFirst().first?.startNs, timeline.launch.earliestInitNs, file: file, line: line)
+        XCTAssertEqual(phases.dropFirst().first?.endNs, timeline.launch.setupEndNs, "the profiler's own set-up is a phase of its own", file: file, line: line)
         for (previous, next) in zip(phases, phases.dropFirst()) {
             XCTAssertEqual(previous.endNs, next.startNs, "phases are contiguous: \(previous.name) → \(next.name)", file: file, line: line)
         }
