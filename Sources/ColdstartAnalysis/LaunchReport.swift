@@ -34,6 +34,10 @@ public struct LaunchReport: Codable, Sendable {
         public var clock: String
         /// Process start → end of the launch (ready, exit or signal).
         public var totalMs: Double
+        /// The part of `totalMs` that was Coldstart's own set-up (the
+        /// "Coldstart set-up" phase): without profiling the launch is about
+        /// this much shorter. Absent in timelines that predate the phase.
+        public var profilerSetupMs: Double?
         /// The earliest user code ran (`.preinit_array`); absent when it did not.
         public var earliestInitMs: Double?
         /// The executable's first constructor ran, just before `main`.
@@ -215,6 +219,7 @@ extension LaunchReport.Summary {
         swiftVersion = timeline.process.swiftVersion
         clock = "CLOCK_MONOTONIC"
         self.totalMs = totalMs
+        profilerSetupMs = timeline.phases.first { $0.kind == "profiler" }.map { LaunchReport.milliseconds($0.durationNs) }
         earliestInitMs = launch.earliestInitNs.map(LaunchReport.milliseconds)
         mainMs = LaunchReport.milliseconds(launch.mainNs)
         readyMs = launch.readyNs.map(LaunchReport.milliseconds)
