@@ -186,7 +186,8 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     // user/system split (getrusage: the exact total split by tick counts, a
     // few percent off over a short launch) is written for readers who want a
     // rate per user second. The wall timer's rate is per second of wall time.
-    uint64_t counted = S->clock == CS_CLOCK_WALL ? S->t_stop - S->t_start : cpu;
+    uint64_t sampled_cpu = cpu > S->own_cpu ? cpu - S->own_cpu : 0;
+    uint64_t counted = S->clock == CS_CLOCK_WALL ? S->t_stop - S->t_start : sampled_cpu;
     uint32_t stride = atomic_load(&S->stride);
     cs_jw_raw(w, ",\n\"sampling\":{\"clock\":\""); cs_jw_raw(w, clock_name());
     cs_jw_raw(w, "\",\"unwinder\":\""); cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : "frame-pointer");
@@ -199,6 +200,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
     cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
     cs_jw_raw(w, ",\"cpuNs\":"); cs_jw_u64(w, cpu);
+    cs_jw_raw(w, ",\"coldstartCpuNs\":"); cs_jw_u64(w, S->own_cpu);
     cs_jw_raw(w, ",\"userNs\":"); cs_jw_u64(w, user);
     cs_jw_raw(w, ",\"systemNs\":"); cs_jw_u64(w, sys);
 

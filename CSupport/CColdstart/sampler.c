@@ -55,6 +55,17 @@ static uint64_t cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// CPU time of one thread of this process, read from its kernel CPU clock
+// (the clock id glibc's pthread_getcpuclockid builds: the tid, CPUCLOCK_SCHED,
+// per-thread). 0 for tid 0 or a thread that has ended. Async-signal-safe.
+static uint64_t thread_cpu_ns(int tid) {
+    if (tid <= 0) return 0;
+    clockid_t id = (clockid_t)((~(uint32_t)tid << 3) | 6u);
+    struct timespec ts;
+    if (syscall(SYS_clock_gettime, id, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static const char *errno_name(int e) {
     switch (e) {
     case EACCES: return "EACCES";
@@ -628,6 +639,10 @@ void cs_sampler_stop(void) {
     // After the last handler: every recorded sample lies inside the window.
     S->t_stop = cs_monotonic_ns();
     S->cpu_stop = cpu_ns();
+    // Coldstart's own threads are never sampled: their CPU (whole lifetimes,
+    // which lie inside the window but for the watcher's first microseconds)
+    // must not count towards the rate.
+    S->own_cpu = thread_cpu_ns(atomic_load(&cs_g.watch.tid)) + thread_cpu_ns(atomic_load(&S->scanner_tid));
     cs_rusage_now(&S->ru_stop);
     atomic_store(&S->stopped, true);
 }

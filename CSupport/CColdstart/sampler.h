@@ -115,6 +115,7 @@ struct cs_sampler {
     // ---- the window, for the effective rate ----
     uint64_t t_start, t_stop;         // CLOCK_MONOTONIC
     uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
+    uint64_t own_cpu;                 // CPU of Coldstart's unsampled threads (watcher, scanner) at the stop
     struct cs_rusage ru_start, ru_stop; // user/system split of that CPU time
     bool started;
     _Atomic bool stopped;             // the window is closed: t_stop, cpu_stop are set

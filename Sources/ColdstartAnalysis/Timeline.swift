@@ -136,6 +136,10 @@ public struct Timeline: Sendable {
         public var systemNs: UInt64?
         public var samples: Int
         public var dropped: Int
+        /// The part of `cpuNs` that Coldstart's own unsampled threads (the
+        /// watcher, the thread scanner) used; the rate is per second of
+        /// `cpuNs - coldstartCpuNs`.
+        public var coldstartCpuNs: UInt64?
         /// The sample buffer's size (`COLDSTART_MAX_SAMPLES`).
         public var maxSamples: Int?
         /// "per-thread" or "main".
