@@ -64,14 +64,20 @@ final class KnownCostsTests: XCTestCase {
         let library = try XCTUnwrap(run.report.initializers.libraries.first, "a slow initializer")
         XCTAssertEqual(library.module, "libSlowInit.so")
         XCTAssertFalse(library.isExecutable)
-        XCTAssertEqual(library.constructors.map(\.name), ["slow_init_constructor"])
+        // SwiftPM links the Swift runtime's image registration
+        // (swift_image_constructor) into every library it builds, so a sample
+        // may land there too; the slow C constructor holds the time.
+        let slow = try XCTUnwrap(library.constructors.first)
+        XCTAssertEqual(slow.name, "slow_init_constructor")
+        XCTAssertEqual(Set(library.constructors.dropFirst().map(\.name)).subtracting(["swift_image_constructor()"]), [],
+                       "no other constructor of libSlowInit.so")
         assertMeasured(library.ms, measured, "libSlowInit.so's initializer")
         XCTAssertLessThan(run.report.initializers.libraries.dropFirst().map(\.ms).max() ?? 0, measured / 4, "no other initializer comes close")
 
         let initializerPhase = try XCTUnwrap(run.report.phases.first { $0.kind == "initializers" })
         XCTAssertEqual(initializerPhase.name, "library initializers")
         let constructor = try XCTUnwrap(initializerPhase.functions.byTotal.first { $0.name == "slow_init_constructor" })
-        XCTAssertEqual(constructor.totalSamples, library.samples, "all of it in the library-initializers phase")
+        XCTAssertEqual(constructor.totalSamples, slow.samples, "all of it in the library-initializers phase")
         XCTAssertEqual(constructor.module, "libSlowInit.so")
     }
 

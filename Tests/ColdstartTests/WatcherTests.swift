@@ -138,8 +138,13 @@ final class WatcherTests: XCTestCase {
         XCTAssertGreaterThan(split.majorFaults, 0)
         XCTAssertLessThanOrEqual(Double(split.majorFaults), Double(run.measured.majorFaults) * 1.05)
         XCTAssertGreaterThan(split.blockedMs, run.measured.pageInMs * 0.2, "waiting for the disk is blocked time")
-        XCTAssertGreaterThanOrEqual(blockedMs(split, cause: "page-fault"), split.blockedMs * 0.9,
-                                    "and it is attributed to page faults: \(split.blocked.map { "\($0.what) \($0.ms)" })")
+        // Faults shorter than one look between two looks show as "short
+        // blocks between looks" (their cause unseen): page faults must still
+        // be the cause named first, within the issue's ±25%.
+        let causes = split.blocked.map { "\($0.what) \($0.ms)" }
+        XCTAssertEqual(split.blocked.first?.cause, "page-fault", "attributed to page faults first: \(causes)")
+        XCTAssertGreaterThanOrEqual(blockedMs(split, cause: "page-fault"), split.blockedMs * 0.75,
+                                    "and mostly to page faults: \(causes)")
     }
 
     func testEachBlockNamesTheFunctionThatBlockedWithItsWholeStack() throws {
