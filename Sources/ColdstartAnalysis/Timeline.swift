@@ -67,15 +67,23 @@ public struct Timeline: Sendable {
         public var cpuNs: UInt64 { userNs + systemNs }
     }
 
-    public struct RusageSnapshot: Codable, Sendable {
+    /// A process-wide `getrusage` snapshot; in the file its counters sit
+    /// beside `at` and `ns`, flat.
+    public struct RusageSnapshot: Decodable, Sendable {
+        /// "earliestInit", "setupEnd", "main", "ready" or "end".
         public var at: String
         public var ns: Int64
-        public var minorFaults: UInt64
-        public var majorFaults: UInt64
-        public var voluntarySwitches: UInt64
-        public var involuntarySwitches: UInt64
-        public var userNs: UInt64
-        public var systemNs: UInt64
+        /// Counts since exec.
+        public var usage: Rusage
+
+        private enum CodingKeys: String, CodingKey { case at, ns }
+
+        public init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            at = try container.decode(String.self, forKey: .at)
+            ns = try container.decode(Int64.self, forKey: .ns)
+            usage = try Rusage(from: decoder)
+        }
     }
 
     public struct Phase: Codable, Sendable {
