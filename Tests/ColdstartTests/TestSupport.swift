@@ -31,6 +31,25 @@ struct ProcessResult {
     var stderr: String
 }
 
+/// Reads a pipe to its end on a background queue; `wait()` hands the bytes
+/// over once the writer closed it (the semaphore orders the two threads).
+private final class PipeDrain: @unchecked Sendable {
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ pipe: Pipe) {
+        DispatchQueue.global().async {
+            self.data = pipe.fileHandleForReading.readDataToEndOfFile()
+            self.done.signal()
+        }
+    }
+
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
+
 /// Runs `executable` with `arguments` and `environment` added to (or, with a
 /// nil value, removed from) this process's environment. `whileRunning` is
 /// called with the child's pid once it has started.
@@ -55,12 +74,7 @@ func runProcess(
     process.standardOutput = out
     process.standardError = err
     // Read both pipes concurrently so a chatty child cannot block on a full pipe.
-    let group = DispatchGroup()
-    var outData = Data(), errData = Data()
-    group.enter()
-    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    group.enter()
-    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    let outDrain = PipeDrain(out), errDrain = PipeDrain(err)
     try process.run()
     whileRunning?(process)
     let deadline = Date().addingTimeInterval(timeout)
@@ -68,11 +82,11 @@ func runProcess(
     if process.isRunning {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        group.wait()
+        _ = (outDrain.wait(), errDrain.wait())
         throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) timed out after \(timeout) s"])
     }
     process.waitUntilExit()
-    group.wait()
+    let outData = outDrain.wait(), errData = errDrain.wait()
     let bySignal = process.terminationReason == .uncaughtSignal
     return ProcessResult(
         status: bySignal ? 128 + process.terminationStatus : process.terminationStatus,
