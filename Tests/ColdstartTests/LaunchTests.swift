@@ -143,7 +143,7 @@ final class LaunchTests: XCTestCase {
 
     func testSigtermBeforeReadyIsRecordedAsAbandoned() throws {
         let out = directory.appendingPathComponent("stdout.txt")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: example)
         process.arguments = ["--wait-before-ready"]
