@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <string.h>
+#include <sys/auxv.h>
 
 // The value of `name` when it lies in [lo, hi], else `fallback` (and one
 // warning if it was set).
@@ -26,6 +27,14 @@ bool cs_config_read(char **envp) {
     struct cs_config *c = &cs_g.cfg;
     c->value = cs_env_get(envp, "COLDSTART");
     if (c->value == NULL || c->value[0] == 0 || strcmp(c->value, "0") == 0) return false;
+    // A setuid or setgid program must not obey its caller's environment (the
+    // loader ignores LD_* variables there for the same reason): the caller
+    // could make it write where only the program's owner may.
+    if (getauxval(AT_SECURE)) {
+        cs_warn("ignoring COLDSTART in a setuid or setgid program; profiling off", NULL);
+        c->value = NULL;
+        return false;
+    }
     c->dir = cs_env_get(envp, "COLDSTART_DIR");
 
     const char *spawn = cs_env_get(envp, "COLDSTART_SPAWN_NS");
@@ -34,6 +43,7 @@ bool cs_config_read(char **envp) {
         c->spawn_boottime_ns = 0;
     }
     c->extend_ns = bounded(envp, "COLDSTART_EXTEND_MS", 0, 600000, 0, "0 to 600000 ms") * 1000000ull;
+    c->limit_ns = bounded(envp, "COLDSTART_LIMIT_MS", 100, 3600000, CS_DEFAULT_LIMIT_MS, "100 to 3600000 ms") * 1000000ull;
     c->hz = (uint32_t)bounded(envp, "COLDSTART_HZ", CS_MIN_HZ, CS_MAX_HZ, CS_DEFAULT_HZ, "10 to 10000");
     c->max_samples = (uint32_t)bounded(envp, "COLDSTART_MAX_SAMPLES", 100, 1000000, CS_DEFAULT_MAX_SAMPLES, "100 to 1000000");
 

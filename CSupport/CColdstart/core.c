@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,7 +81,15 @@ static bool choose_destination(const char *value, const char *dir_env) {
         return false;
     }
 
-    if (syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK, 0) != 0) {
+    // The directory is opened now and the file later created in it by
+    // descriptor: a directory (or a symlink on its path) swapped in the
+    // meantime cannot redirect the write.
+    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (dirfd < 0 || fstat(dirfd, &st) != 0 || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK, 0) != 0) {
+        int e = errno;
+        if (dirfd >= 0) close(dirfd);
+        errno = e;
         char why[PATH_MAX + 64] = "";
         append(why, sizeof why, dir);
         append(why, sizeof why, " (");
@@ -88,11 +98,16 @@ static bool choose_destination(const char *value, const char *dir_env) {
         cs_warn("cannot write the timeline to ", why);
         return false;
     }
-    char pid[24];
-    cs_format_u64((uint64_t)cs_g.proc.pid, pid);
-    append(cs_g.out.tmp, sizeof cs_g.out.tmp, cs_g.out.dest);
-    append(cs_g.out.tmp, sizeof cs_g.out.tmp, ".tmp.");
-    append(cs_g.out.tmp, sizeof cs_g.out.tmp, pid);
+    cs_g.out.dirfd = cs_fd_high(dirfd);
+    cs_g.out.dir_dev = (uint64_t)st.st_dev;
+    cs_g.out.dir_ino = (uint64_t)st.st_ino;
+    append(cs_g.out.dir, sizeof cs_g.out.dir, dir);
+    const char *base = strrchr(cs_g.out.dest, '/') + 1;
+    if (!append(cs_g.out.base, sizeof cs_g.out.base - 16, base)) {
+        cs_warn("timeline file name too long; profiling off", NULL);
+        close(cs_g.out.dirfd);
+        return false;
+    }
     return true;
 }
 
@@ -100,6 +115,11 @@ static void arm(char **argv, char **envp, bool from_preinit) {
     uint64_t now = cs_monotonic_ns();
     if (!cs_config_read(envp)) return;
     cs_g.proc.pid = (int)syscall(SYS_getpid);
+    // Growing the descriptor table to reach a high range waits for an RCU
+    // grace period once the process has a second thread (8–14 ms measured):
+    // do it now, while the process has one, or not at all.
+    struct rlimit rl;
+    if (from_preinit && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 1024) cs_g.proc.high_fd = 768;
     if (!choose_destination(cs_g.cfg.value, cs_g.cfg.dir)) return;
 
     cs_g.log.events = cs_map_zeroed(sizeof(struct cs_event) * CS_MAX_EVENTS);
@@ -114,7 +134,7 @@ static void arm(char **argv, char **envp, bool from_preinit) {
     }
     atomic_store(&cs_g.state, CS_RECORDING);
     // The watcher first: it then also watches the sampler's own set-up.
-    cs_watch_start(from_preinit);
+    cs_watch_start();
     cs_sampler_start(argv, envp);
     if (from_preinit) {
         cs_g.launch.t_setup_end = cs_monotonic_ns();
@@ -184,40 +204,53 @@ static void fill(struct cs_event *ev, uint16_t kind, const char *name) {
 // Marks and spans are accepted until the timeline is written: after ready()
 // they are the extended launch.
 static bool accepting(void) {
-    int s = atomic_load_explicit(&cs_g.state, memory_order_relaxed);
+    int s = atomic_load(&cs_g.state);
     return s == CS_RECORDING || (s == CS_ENDED && cs_g.launch.end_reason == CS_END_READY && atomic_load(&cs_g.out.writer_tid) == 0);
 }
 
+// Reserves a slot while the log accepts events, counted in `log.busy` until
+// leave(): the log is unmapped after the timeline is written (end.c) only
+// once no caller is between the two. Lock-free, async-signal-safe.
+static struct cs_event *enter(uint32_t *slot) {
+    atomic_fetch_add(&cs_g.log.busy, 1);
+    struct cs_event *ev = accepting() ? reserve(slot) : NULL;
+    if (!ev) atomic_fetch_sub(&cs_g.log.busy, 1);
+    return ev;
+}
+
+static void leave(struct cs_event *ev) {
+    atomic_store_explicit(&ev->committed, 1, memory_order_release);
+    atomic_fetch_sub(&cs_g.log.busy, 1);
+}
+
 void cs_mark(const char *name, bool phase_boundary) {
-    if (!accepting()) return;
     uint32_t slot;
-    struct cs_event *ev = reserve(&slot);
+    struct cs_event *ev = enter(&slot);
     if (!ev) return;
     fill(ev, CS_EV_MARK, name);
     if (atomic_load(&cs_g.state) != CS_RECORDING) ev->flags |= CS_FLAG_EXTENDED;
     else if (phase_boundary) ev->flags |= CS_FLAG_BOUNDARY;
-    atomic_store_explicit(&ev->committed, 1, memory_order_release);
+    leave(ev);
 }
 
 uint32_t cs_span_begin(const char *name) {
-    if (!accepting()) return 0;
     uint32_t slot;
-    struct cs_event *ev = reserve(&slot);
+    struct cs_event *ev = enter(&slot);
     if (!ev) return 0;
     fill(ev, CS_EV_SPAN_BEGIN, name);
     if (atomic_load(&cs_g.state) != CS_RECORDING) ev->flags |= CS_FLAG_EXTENDED;
-    atomic_store_explicit(&ev->committed, 1, memory_order_release);
+    leave(ev);
     return slot + 1;
 }
 
 void cs_span_end(uint32_t id) {
-    if (id == 0 || id > CS_MAX_EVENTS || !accepting()) return;
+    if (id == 0 || id > CS_MAX_EVENTS) return;
     uint32_t slot;
-    struct cs_event *ev = reserve(&slot);
+    struct cs_event *ev = enter(&slot);
     if (!ev) return;
     fill(ev, CS_EV_SPAN_END, NULL);
     ev->begin_slot = id;
-    atomic_store_explicit(&ev->committed, 1, memory_order_release);
+    leave(ev);
 }
 
 void cs_set_swift_version(const char *version) {

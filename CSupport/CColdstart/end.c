@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,10 +16,21 @@ static const int abandon_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
 static void on_abandon_signal(int sig) {
     int saved = errno;
-    if ((int)syscall(SYS_getpid) == cs_g.proc.pid) cs_end_launch(CS_END_SIGNAL, sig);
-    // Restore the default action and re-raise: the signal is blocked while
-    // this handler runs, so it is delivered as soon as the handler returns and
-    // the process ends exactly as it would have without Coldstart.
+    struct sigaction cur;
+    bool installed = sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_abandon_signal;
+    if (!installed) {
+        // The host installed its own handler over ours and chains to "the
+        // previous handler": the host decides what the signal does. Record an
+        // abandoned launch if one is in progress, and do nothing else.
+        if (atomic_load(&cs_g.state) == CS_RECORDING) cs_end_launch(CS_END_SIGNAL, sig);
+        errno = saved;
+        return;
+    }
+    cs_end_launch(CS_END_SIGNAL, sig);
+    // Ours is the action: do the default one. Restore it and re-raise: the
+    // signal is blocked while this handler runs, so it is delivered as soon as
+    // the handler returns and the process ends exactly as it would have
+    // without Coldstart.
     cs_restore_default(sig);
     raise(sig);
     errno = saved;
@@ -25,7 +38,6 @@ static void on_abandon_signal(int sig) {
 
 static void on_process_exit(int status, void *arg) {
     (void)arg;
-    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;  // a forked child
     cs_end_launch(status == 0 ? CS_END_EXIT : CS_END_ERROR_EXIT, status);
 }
 
@@ -61,6 +73,27 @@ static void release_signals(void) {
 
 // ---- stopping and the single writer ----
 
+// Unmaps the event log, the sample buffers and the watcher's buffers, and
+// closes the timeline's directory, each only when nothing can touch it any
+// more: no mark between enter() and leave(), no sampling handler, no watcher
+// thread. Whatever is still in use stays (a leak, never a fault).
+static void release_memory(void) {
+    for (int i = 0; i < 1000 && atomic_load(&cs_g.log.busy) > 0; i++) cs_sleep_ns(50000);
+    if (atomic_load(&cs_g.log.busy) == 0 && cs_g.log.events) {
+        munmap(cs_g.log.events, sizeof(struct cs_event) * CS_MAX_EVENTS);
+        munmap(cs_g.log.names, CS_NAME_BYTES);
+        cs_g.log.events = NULL;
+        cs_g.log.names = NULL;
+    }
+    cs_sampler_unmap();
+    cs_watch_unmap();
+    struct stat st;
+    if (cs_g.out.dirfd > 0 && fstat(cs_g.out.dirfd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev
+        && (uint64_t)st.st_ino == cs_g.out.dir_ino)
+        close(cs_g.out.dirfd);
+    cs_g.out.dirfd = -1;
+}
+
 // Becomes the writer if nobody is; otherwise waits (bounded) for the writer,
 // unless the writer is this very thread (a signal interrupted its write).
 // The watcher's segments end first, then the sampler's window closes, so the
@@ -75,6 +108,9 @@ static void write_once(void) {
             cs_warn("could not write the timeline to ", cs_g.out.dest);
         atomic_store(&cs_g.out.written, 1);
         cs_sampler_release();
+        // After ready() the process goes on: give back what only the launch
+        // needed. (At exit or on a signal the process is ending anyway.)
+        if (cs_g.launch.end_reason == CS_END_READY) release_memory();
         return;
     }
     if (expected == me) return;
@@ -82,6 +118,7 @@ static void write_once(void) {
 }
 
 void cs_end_launch(enum cs_end_reason reason, int status) {
+    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
     int expected = CS_RECORDING;
     if (atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) {
         cs_g.launch.t_end = cs_monotonic_ns();
@@ -102,6 +139,8 @@ static void *ready_writer(void *arg) {
 }
 
 void cs_ready(void) {
+    // A forked child (a daemon's) has the parent's state but is not the launch.
+    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;
     int expected = CS_RECORDING;
     if (!atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) return;
     cs_g.launch.t_ready = cs_g.launch.t_end = cs_monotonic_ns();

@@ -78,6 +78,7 @@ struct cs_global {
     // The process (core.c): who we are, and which start-up hooks ran.
     struct {
         int pid;
+        int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
         bool preinit_ran, before_main_ran;
         char swift_version[32];
@@ -106,6 +107,7 @@ struct cs_global {
         char *names;                    // CS_NAME_BYTES, mmap'd when armed
         _Atomic uint32_t names_used;
         _Atomic uint32_t dropped_name_bytes;
+        _Atomic int busy;               // callers between enter() and leave() (core.c)
     } log;
 
     // The abandonment handlers (end.c): which signals we own (installed over
@@ -139,7 +141,10 @@ struct cs_global {
         _Atomic int writer_tid;
         _Atomic int written;
         char dest[PATH_MAX];            // final path of the timeline
-        char tmp[PATH_MAX + 32];        // dest + ".tmp.<pid>"
+        char dir[PATH_MAX];             // its directory
+        char base[256];                 // its file name
+        int dirfd;                      // the directory, opened once at start-up (O_PATH)
+        uint64_t dir_dev, dir_ino;      // what dirfd must still be
         struct cs_jw jw;
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];

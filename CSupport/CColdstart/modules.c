@@ -186,7 +186,9 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     cs_jw_raw(w, ",\"dropped\":"); cs_jw_u64(w, dropped);
     cs_jw_raw(w, ",\"maxSamples\":"); cs_jw_u64(w, S->max_samples);
     cs_jw_raw(w, ",\"threads\":\""); cs_jw_raw(w, S->clock == CS_CLOCK_WALL ? "main" : "per-thread");
+    cs_jw_raw(w, "\",\"stopReason\":\""); cs_jw_raw(w, S->stop_reason ? S->stop_reason : "launch-end");
     cs_jw_raw(w, "\",\"threadsSampled\":"); cs_jw_u64(w, atomic_load(&S->threads_armed));
+    cs_jw_raw(w, ",\"threadsBlockingSignal\":"); cs_jw_u64(w, atomic_load(&S->threads_blocking));
     cs_jw_raw(w, ",\"threadsMissed\":"); cs_jw_u64(w, atomic_load(&S->thread_overflow));
     cs_jw_raw(w, ",\"unwindFailures\":"); cs_jw_u64(w, atomic_load(&S->unwind_failures));
     cs_jw_raw(w, ",\"handlerNs\":{\"median\":"); cs_jw_u64(w, quantile(recorded, 50, max_cost));

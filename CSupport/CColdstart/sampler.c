@@ -30,6 +30,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <pthread.h>
 #include <time.h>
@@ -93,15 +94,6 @@ static void prefault_buffers(bool early) {
 }
 
 // ---- the handler ----
-
-// A SIGPROF that is not one of our clock signals (someone sent it): do what
-// the default action would have done, terminate, as if we were not here.
-static void foreign_signal(int sig) {
-    cs_restore_default(sig);
-    S->owns_signal = false;
-    // Blocked while this handler runs: delivered, with the default action, on return.
-    syscall(SYS_tgkill, cs_g.proc.pid ? cs_g.proc.pid : (int)syscall(SYS_getpid), cs_gettid(), sig);
-}
 
 // Lowers the rate when the handler costs more than CS_SMP_BUDGET_PERCENT of
 // the period in most samples of a window of CS_SMP_WINDOW. The cost is wall
@@ -169,12 +161,14 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
 }
 
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
+    (void)sig;
     int saved = errno;
     int code = si->si_code;
     bool ours = code == POLL_HUP || code == POLL_IN
         || (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)S->cookie);
+    // Another sender's SIGURG (a socket's urgent data, a kill): its default
+    // action is to be ignored, which is what returning does.
     if (!ours) {
-        if (code <= 0) foreign_signal(sig);
         errno = saved;
         return;
     }
@@ -225,9 +219,17 @@ void cs_sampler_start(char **argv, char **envp) {
 
     struct sigaction old;
     if (sigaction(CS_SMP_SIGNAL, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
-        cs_warn("SIGPROF already has a handler in this program; stack sampling off", NULL);
+        cs_warn("SIGURG already has a handler in this program; stack sampling off", NULL);
         return;
     }
+    if (cs_smp_blocks_signal(cs_gettid())) {
+        cs_warn("the main thread blocks SIGURG (inherited signal mask); stack sampling off", NULL);
+        return;
+    }
+    // A quarter of the descriptor limit at most, one per sampled thread.
+    struct rlimit rl;
+    uint64_t fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 4 : CS_SMP_MAX_THREADS;
+    S->max_live = fds < 16 ? 16 : fds > CS_SMP_MAX_THREADS ? CS_SMP_MAX_THREADS : (uint32_t)fds;
     S->max_frames = S->max_samples * CS_SMP_AVG_DEPTH;
     S->samples = cs_map_zeroed(sizeof(struct cs_sample) * S->max_samples);
     S->frames = cs_map_zeroed(sizeof(uint64_t) * S->max_frames);
@@ -250,7 +252,7 @@ void cs_sampler_start(char **argv, char **envp) {
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&sa.sa_mask);   // one sample at a time per thread; no reentry
     if (sigaction(CS_SMP_SIGNAL, &sa, NULL) != 0) {
-        cs_warn("cannot install the SIGPROF handler; stack sampling off", NULL);
+        cs_warn("cannot install the SIGURG handler; stack sampling off", NULL);
         return;
     }
     S->owns_signal = true;
@@ -273,24 +275,46 @@ void cs_sampler_start(char **argv, char **envp) {
 
 // ---- the scanning thread ----
 
+// Why sampling must end before the launch does, or NULL.
+static const char *early_stop_reason(void) {
+    // A host that never calls ready() (a server) is sampled for a bounded time.
+    if (cs_monotonic_ns() - S->t_start > cs_g.cfg.limit_ns) return "time-limit";
+    // Full: every further signal would cost the host and record nothing.
+    if (atomic_load(&S->dropped) > 0) return "buffer-full";
+    // The host took the signal over: stop at once, so that as few of our
+    // signals as possible reach its handler (at most one scan period's).
+    struct sigaction cur;
+    if (sigaction(CS_SMP_SIGNAL, NULL, &cur) == 0 && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal))
+        return "signal-taken";
+    return NULL;
+}
+
 static void *scan_loop(void *arg) {
     (void)arg;
     prefault_buffers(false);
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
     while (atomic_load(&S->active)) {
-        struct timespec ts = {0, (long)CS_SMP_SCAN_NS};
-        nanosleep(&ts, NULL);
-        if (cs_monotonic_ns() - atomic_load(&S->last_scan_ns) >= CS_SMP_SCAN_NS) cs_sampler_scan_threads();
+        cs_sleep_ns(CS_SMP_SCAN_NS);
+        const char *why = early_stop_reason();
+        if (why) {
+            if (atomic_load(&S->active)) {
+                S->stop_reason = why;
+                if (why[0] == 's') cs_warn("the program changed SIGURG's action (Coldstart's sampling signal); stack sampling stopped", NULL);
+                cs_sampler_stop();
+                cs_sampler_release();
+            }
+            break;
+        }
+        if (S->clock != CS_CLOCK_WALL && cs_monotonic_ns() - atomic_load(&S->last_scan_ns) >= CS_SMP_SCAN_NS)
+            cs_sampler_scan_threads();
     }
     return NULL;
 }
 
 void cs_sampler_after_initializers(void) {
     if (!atomic_load(&S->active)) return;
-    if (S->clock == CS_CLOCK_WALL) {   // one thread, no scanning: fault in here
-        prefault_buffers(false);
-        return;
-    }
+    // Also with the wall clock (no new threads to find): it ends sampling
+    // early when it must (early_stop_reason).
     if (cs_start_thread(scan_loop, 64 * 1024) != 0) {
         cs_warn("cannot start the thread scanner; threads that start while sampled threads sleep may be missed", NULL);
         prefault_buffers(false);
@@ -331,6 +355,7 @@ void cs_sampler_stop(void) {
             if (atomic_load(&S->threads[i].tid)) cs_smp_free_thread(&S->threads[i]);
         }
     }
+    if (!S->stop_reason) S->stop_reason = "launch-end";
     // After the last handler: every recorded sample lies inside the window.
     S->t_stop = cs_monotonic_ns();
     S->cpu_stop = cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -342,49 +367,22 @@ void cs_sampler_stop(void) {
     atomic_store(&S->stopped, true);
 }
 
-// True when some thread (or the process) has SIGPROF pending: giving the
-// signal back to SIG_DFL then would kill the host.
-static bool signal_may_be_pending(void) {
-    char path[64] = "/proc/self/task/";
-    char buf[2048] __attribute__((aligned(8)));
-    char status[4096];
-    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return true;
-    bool pending = false;
-    long n;
-    uint64_t bit = 1ull << (CS_SMP_SIGNAL - 1);
-    while (!pending && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
-        for (long off = 0; off < n && !pending;) {
-            const struct cs_dirent64 *d = (const void *)(buf + off);
-            off += d->d_reclen;
-            if (cs_dirent_tid(d) == 0) continue;
-            path[16] = 0;
-            strncat(path, d->d_name, 24);
-            strcat(path, "/status");
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0) continue;   // the thread exited
-            ssize_t k = read(fd, status, sizeof status - 1);
-            close(fd);
-            if (k <= 0) continue;
-            status[k] = 0;
-            // SigPnd: this thread; ShdPnd: the process.
-            if (cs_status_mask(status, (size_t)k, "Pnd") & bit) pending = true;
-        }
-    }
-    close(dir);
-    return pending;
-}
-
 void cs_sampler_release(void) {
     if (!S->owns_signal || S->released) return;
-    // The clocks are closed and no handler runs (cs_sampler_stop waited), so a
-    // signal of ours can only still be pending on a thread that blocks
-    // SIGPROF. Then the (now idle) handler stays, rather than SIG_DFL killing
-    // the host when that thread unblocks.
-    if (signal_may_be_pending()) return;
+    // A signal of ours still pending on a thread that blocks it is discarded
+    // under SIG_DFL (SIGURG's default action is to ignore it).
     struct sigaction cur;
     if (sigaction(CS_SMP_SIGNAL, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal)
         cs_restore_default(CS_SMP_SIGNAL);
     S->owns_signal = false;
     S->released = true;
+}
+
+void cs_sampler_unmap(void) {
+    // A handler that starts from now on sees `active` clear and touches nothing.
+    if (!S->started || !atomic_load(&S->stopped) || atomic_load(&S->in_flight) > 0 || !S->samples) return;
+    munmap(S->samples, sizeof(struct cs_sample) * S->max_samples);
+    munmap(S->frames, sizeof(uint64_t) * S->max_frames);
+    S->samples = NULL;
+    S->frames = NULL;
 }

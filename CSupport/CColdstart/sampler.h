@@ -21,7 +21,11 @@
 #define CS_SMP_MAX_MODULES 512
 #define CS_SMP_PATH 256
 #define CS_SMP_COST_BUCKETS 4096      // handler-cost histogram, 10 ns buckets
-#define CS_SMP_SIGNAL SIGPROF
+// SIGURG, not SIGPROF: its default action is to be ignored, so a signal of
+// ours still pending when the host resets the action (or blocks and unblocks
+// it) is harmless, and the host's own SIGPROF profilers and timers, and the
+// Swift crash handler's SIGPROF, never see our signals.
+#define CS_SMP_SIGNAL SIGURG
 
 enum cs_smp_clock { CS_CLOCK_NONE, CS_CLOCK_PERF, CS_CLOCK_POSIX, CS_CLOCK_WALL };
 enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP };
@@ -46,6 +50,8 @@ struct cs_smp_thread {
     _Atomic int armed;                // 1 while the clock source is running
     _Atomic int sampled;              // 1 once it was armed (listed in "threads")
     _Atomic int in_handler;           // 1 while this thread runs the sampling handler
+    uint32_t seen;                    // the last scan that listed it (scan_gen)
+    bool blocking;                    // it was seen blocking the signal (counted once)
     int fd;                           // perf event, or -1
     struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
@@ -105,6 +111,12 @@ struct cs_sampler {
     _Atomic uint64_t last_scan_ns;
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
+    _Atomic uint32_t threads_live;    // clock sources open now (one descriptor each)
+    uint32_t max_live;                // at most this many: a quarter of RLIMIT_NOFILE
+    uint32_t scan_gen;
+
+    const char *stop_reason;          // "launch-end", "time-limit", "buffer-full", "signal-taken"
+    _Atomic uint32_t threads_blocking; // threads seen blocking the signal (not armed while they do)
 
     // ---- signal ownership ----
     bool owns_signal;                 // our handler is installed on CS_SMP_SIGNAL
@@ -146,6 +158,9 @@ void cs_sampler_after_initializers(void);
 /// Stops taking samples and closes every clock source; waits (bounded) for
 /// running handlers. Idempotent. Async-signal-safe.
 void cs_sampler_stop(void);
+/// Unmaps the sample buffers if sampling stopped and no handler runs.
+/// Call after the timeline is written. Async-signal-safe.
+void cs_sampler_unmap(void);
 /// Gives the signal back (restores SIG_DFL) unless one of ours may still be
 /// pending. Call after cs_sampler_stop. Async-signal-safe.
 void cs_sampler_release(void);
@@ -169,6 +184,9 @@ struct cs_smp_thread *cs_sampler_current_thread(void);
 void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t);
 
 // ---- smpclock.c (all async-signal-safe: system calls only) ----
+/// True when thread `tid` blocks CS_SMP_SIGNAL (its /proc status SigBlk): a
+/// signal of ours would then wait for it, or be taken by its sigwait.
+bool cs_smp_blocks_signal(int tid);
 /// Starts thread `tid`'s clock source (S->clock) into slot `t`; 0 or an errno.
 int cs_smp_arm_thread(struct cs_smp_thread *t, int tid);
 /// Stops the thread's clock: no new signal after this returns.

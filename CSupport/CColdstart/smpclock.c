@@ -15,6 +15,23 @@
 
 #define S (&cs_g.smp)
 
+static void mark_armed(struct cs_smp_thread *t) {
+    if (!atomic_exchange(&t->armed, 1)) atomic_fetch_add(&S->threads_live, 1);
+}
+
+bool cs_smp_blocks_signal(int tid) {
+    char path[64] = "/proc/self/task/";
+    size_t n = strlen(path);
+    n += cs_format_u64((uint64_t)tid, path + n);
+    memcpy(path + n, "/status", 8);
+    char status[4096];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;   // gone: arming it fails anyway
+    ssize_t k = read(fd, status, sizeof status);
+    close(fd);
+    return k > 0 && (cs_status_mask(status, (size_t)k, "SigBlk") & (1ull << (CS_SMP_SIGNAL - 1)));
+}
+
 // Opens the task-clock event of `tid` and points its overflow signal at that
 // thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
 static int arm_perf(struct cs_smp_thread *t, int tid) {
@@ -46,7 +63,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     // each overflow and the handler re-enables it with an ioctl (~0.9 µs here).
     void *ring = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     t->ring = ring == MAP_FAILED ? NULL : ring;
-    atomic_store(&t->armed, 1);
+    mark_armed(t);
     if (ioctl(fd, t->ring ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
     return 0;
 }
@@ -69,7 +86,7 @@ static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
     its.it_value = its.it_interval;
     t->timer = (timer_t)(intptr_t)kid;
     t->has_timer = true;
-    atomic_store(&t->armed, 1);
+    mark_armed(t);
     if (syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) return errno;
     return 0;
 }
@@ -99,6 +116,7 @@ static bool still_ours(const struct cs_smp_thread *t) {
 // Stops the thread's clock: no new signal after this returns.
 void cs_smp_silence_thread(struct cs_smp_thread *t) {
     if (!atomic_exchange(&t->armed, 0)) return;
+    atomic_fetch_sub(&S->threads_live, 1);
     if (t->fd >= 0 && still_ours(t)) ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
     if (t->has_timer) {
         syscall(SYS_timer_delete, (int)(intptr_t)t->timer);

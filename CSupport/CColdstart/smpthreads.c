@@ -93,6 +93,7 @@ void cs_sampler_scan_threads(void) {
     // seek would move that file's offset.
     int dir = atomic_load(&S->active) ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     char buf[2048] __attribute__((aligned(8)));
+    uint32_t gen = ++S->scan_gen;
     if (dir >= 0) {
         long n;
         while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
@@ -103,13 +104,36 @@ void cs_sampler_scan_threads(void) {
                 if (tid == 0 || cs_own_thread(tid, true)) continue;   // Coldstart's own: never sampled
                 struct cs_smp_thread *t = cs_sampler_thread(tid, true);
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
+                t->seen = gen;
                 if (atomic_load(&t->armed) || t->fd == -2) continue;
-                if (cs_smp_arm_thread(t, tid) != 0) {
-                    // Gone already (ESRCH), or out of descriptors: do not retry.
+                if (cs_smp_blocks_signal(tid)) {
+                    // A signal of ours would wait for it, or be taken by its
+                    // sigwait/sigtimedwait: not now. (A thread blocks every
+                    // signal for its first instants in pthread_create too, so
+                    // look again at the next scan.)
+                    if (!t->blocking) atomic_fetch_add(&S->threads_blocking, 1);
+                    t->blocking = true;
+                    continue;
+                }
+                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid) != 0) {
+                    // Gone already (ESRCH), out of descriptors, or at our
+                    // share of them: do not retry.
                     cs_smp_disarm_thread(t);
                     t->fd = -2;
                     atomic_fetch_add(&S->thread_overflow, 1);
                 }
+            }
+        }
+        // A complete listing: a thread armed before and not listed now has
+        // ended. Its descriptor and ring go now (no handler can run on a
+        // thread that is gone), so a host making many short threads keeps
+        // its descriptors; the slot can serve a new thread with that id.
+        if (n == 0) {
+            for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+                struct cs_smp_thread *t = &S->threads[i];
+                if (atomic_load(&t->tid) == 0 || t->seen == gen || !atomic_load(&t->armed)) continue;
+                cs_smp_disarm_thread(t);
+                t->fd = -1;
             }
         }
         close(dir);

@@ -3,6 +3,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -69,6 +71,16 @@ bool cs_thread_cpu(int tid, uint64_t *ns) {
     return true;
 }
 
+void cs_futex_wait(_Atomic int *word, int val, uint64_t deadline_ns) {
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    syscall(SYS_futex, (int *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, deadline_ns ? &ts : NULL, NULL,
+            FUTEX_BITSET_MATCH_ANY);
+}
+
+void cs_futex_wake(_Atomic int *word) {
+    syscall(SYS_futex, (int *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
 void cs_sleep_ns(uint64_t ns) {
     struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
@@ -77,6 +89,14 @@ void cs_sleep_ns(uint64_t ns) {
 void *cs_map_zeroed(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+int cs_fd_high(int fd) {
+    if (fd < 0 || cs_g.proc.high_fd == 0) return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, cs_g.proc.high_fd);
+    if (high < 0) return fd;
+    close(fd);
+    return high;
 }
 
 void cs_restore_default(int sig) {
@@ -124,8 +144,13 @@ int cs_start_thread(void *(*body)(void *), size_t stack_size) {
     // Before the thread exists: a scan of /proc/self/task that finds it
     // before it knows its own id skips it (cs_own_thread) and looks again.
     atomic_fetch_add(&cs_g.own.starting, 1);
+    // Every signal blocked but SIGPROF: the Swift runtime's crash handler
+    // suspends each thread with a SIGPROF before it prints the backtrace
+    // (a thread that blocks it is reported as "failed to suspend thread").
+    // Nothing of ours sends SIGPROF to these threads.
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGPROF);
     pthread_sigmask(SIG_SETMASK, &all, &old);   // the new thread inherits it
     pthread_attr_t attr;
     pthread_attr_init(&attr);

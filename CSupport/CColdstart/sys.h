@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <time.h>
 
 struct cs_rusage {
@@ -31,11 +32,22 @@ bool cs_thread_cpu(int tid, uint64_t *ns);
 /// The clock id cs_thread_cpu reads, for timers on that clock.
 /// Async-signal-safe.
 clockid_t cs_thread_cpu_clock(int tid);
+/// Waits while *word == val, until woken (cs_futex_wake) or, when
+/// `deadline_ns` is not 0, until that CLOCK_MONOTONIC time. May return early
+/// (a signal, a spurious wake-up): callers re-check. Async-signal-safe.
+void cs_futex_wait(_Atomic int *word, int val, uint64_t deadline_ns);
+/// Wakes every thread waiting on `word`. Async-signal-safe.
+void cs_futex_wake(_Atomic int *word);
 /// Sleeps `ns`, resuming after signals. Async-signal-safe.
 void cs_sleep_ns(uint64_t ns);
 /// A private anonymous zeroed mapping of `bytes` (pages are touched only
 /// when written), or NULL. Async-signal-safe (mmap).
 void *cs_map_zeroed(size_t bytes);
+/// Moves a descriptor this thread just opened above the range hosts usually
+/// use (select() and code that expects small numbers) when cs_g.proc.high_fd
+/// says so; returns the descriptor to use (the same one if moving failed).
+/// Async-signal-safe.
+int cs_fd_high(int fd);
 /// Puts back the default action of `sig`. Async-signal-safe.
 void cs_restore_default(int sig);
 /// Copies `len` bytes from `addr` of this process without faulting; false
@@ -45,9 +57,10 @@ bool cs_safe_read(uintptr_t addr, void *buf, size_t len);
 /// Checks that cs_safe_read works here. Not async-signal-safe.
 void cs_safe_read_init(void);
 
-/// Starts a detached thread running `body` with every signal blocked, so the
-/// host's process-directed signals (SIGINT, SIGCHLD …) stay with the host's
-/// own threads, and records it in the own-threads registry (cs_g.own) before
+/// Starts a detached thread running `body` with every signal blocked but
+/// SIGPROF (the Swift crash handler's suspend signal), so the host's
+/// process-directed signals (SIGINT, SIGCHLD …) stay with the host's own
+/// threads, and records it in the own-threads registry (cs_g.own) before
 /// it can be seen in /proc. Returns 0 or pthread_create's error.
 /// Not async-signal-safe.
 int cs_start_thread(void *(*body)(void *), size_t stack_size);

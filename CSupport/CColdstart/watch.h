@@ -30,7 +30,6 @@
 #define CS_WATCH_UNWIND_PAGES 16      // own-memory page cache of the unwinder
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
-#define CS_WATCH_MAX_NS (120ull * 1000000000ull)   // stops by itself after 2 minutes
 
 // Syscall number of a runnable thread (its syscall file said "running").
 #define CS_NR_RUNNING (-2)
@@ -143,7 +142,6 @@ struct cs_watch {
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;
-    int high_fd;                         // where its fds are moved; 0 = not moved
     bool syscall_readable;               // /proc/<tid>/syscall could be opened
     struct cs_watch_buffers *buf;
     // Published counts: the writer reads entries below them (acquire).
@@ -179,10 +177,9 @@ struct cs_syscall_info {
 enum cs_fd_kind { CS_FD_FILE, CS_FD_FIFO, CS_FD_PIPE, CS_FD_SOCKET, CS_FD_EVENTS };
 
 // ---- watcher.c ----
-/// Starts the watcher thread if cs_g.cfg allows (may run from .preinit_array). `single_threaded`: no other thread exists yet (then
-/// its descriptors go above the host's usual range at no cost). Not
-/// async-signal-safe. Failure: one warning, no watch.
-void cs_watch_start(bool single_threaded);
+/// Starts the watcher thread if cs_g.cfg allows (may run from
+/// .preinit_array). Not async-signal-safe. Failure: one warning, no watch.
+void cs_watch_start(void);
 /// Tells the watcher that library initializers are done (dlopen is safe).
 /// Async-signal-safe.
 void cs_watch_main_started(void);
@@ -194,6 +191,9 @@ void cs_watch_stop(void);
 // ---- syscalls.c ----
 /// The syscall's table entry, or NULL when unknown. Async-signal-safe.
 const struct cs_syscall_info *cs_syscall_info(int nr);
+/// Unmaps the watcher's buffers if its thread has ended. Call after the
+/// timeline is written. Async-signal-safe.
+void cs_watch_unmap(void);
 /// The syscall's name, or NULL when unknown. Async-signal-safe.
 const char *cs_watch_syscall_name(int nr);
 /// Sets a blocked segment's cause and the path it waits on (watcher thread).
@@ -210,8 +210,6 @@ uint64_t cs_watch_inode_of(int fd);
 void cs_watch_close_own(int fd, uint64_t ino);
 /// Closes a live slot's three files (cs_watch_close_own).
 void cs_watch_close_slot_files(struct cs_watch_live *slot);
-/// Moves `fd` above the host's usual range (cs_g.watch.high_fd), or keeps it.
-int cs_watch_move_high(int fd);
 /// Opens /proc/self/task/<tid>/<file> read-only, moved high; -1 on failure.
 int cs_watch_open_task_file(int tid, const char *file);
 /// Reads the thread's name into `name` (kept as is when unreadable).

@@ -388,6 +388,7 @@ static void *watch_main(void *arg) {
     prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
     if (!open_proc()) {
         atomic_store_explicit(&wt->running, 0, memory_order_release);
+        cs_futex_wake(&wt->running);
         return NULL;
     }
     for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) wt->buf->live[i].thread = -1;
@@ -406,7 +407,7 @@ static void *watch_main(void *arg) {
         uint64_t now = cs_monotonic_ns();
         // A host that never calls ready() (a server) would otherwise pay for
         // the watcher until it exits.
-        if (now - wt->start_ns > CS_WATCH_MAX_NS) { wt->stop_reason = "time-limit"; break; }
+        if (now - wt->start_ns > cs_g.cfg.limit_ns) { wt->stop_reason = "time-limit"; break; }
         if (atomic_load_explicit(&wt->dropped_segments, memory_order_relaxed) > 0) { wt->stop_reason = "buffer-full"; break; }
         if (next <= now) {
             // Late (the machine is busy): skip the missed ticks, no bursts.
@@ -414,8 +415,9 @@ static void *watch_main(void *arg) {
             wt->missed_ticks += behind;
             next += behind * wt->period_ns;
         }
-        struct timespec ts = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
-        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        // Until the next tick, or until the writer asks it to stop: then at once.
+        while (!atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < next)
+            cs_futex_wait(&wt->stop, 0, next);
     }
     // A last look, so every segment ends when the launch's writer asked.
     if (!wt->stop_reason) wt->stop_reason = "writer";
@@ -432,10 +434,11 @@ static void *watch_main(void *arg) {
     wt->stop_ns = cs_monotonic_ns();
     wt->cpu_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     atomic_store_explicit(&wt->running, 0, memory_order_release);
+    cs_futex_wake(&wt->running);
     return NULL;
 }
 
-void cs_watch_start(bool single_threaded) {
+void cs_watch_start(void) {
     // Only what must happen before the thread exists runs here, on the host's
     // main thread before its library initializers: probing /proc and touching
     // the buffers is the watcher's own first job (docs/performance.md).
@@ -456,12 +459,7 @@ void cs_watch_start(bool single_threaded) {
         cs_warn("cannot open /proc/self/task; the off-CPU watch is off", NULL);
         return;
     }
-    // Growing the descriptor table to reach the high range waits for an RCU
-    // grace period once the process has a second thread (8–14 ms measured on
-    // the watcher): do it here, while the process has one, or not at all.
-    struct rlimit rl;
-    if (single_threaded && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 1024) wt->high_fd = 768;
-    wt->task_dirfd = cs_watch_move_high(wt->task_dirfd);
+    wt->task_dirfd = cs_fd_high(wt->task_dirfd);
     wt->task_dir_ino = cs_watch_inode_of(wt->task_dirfd);
 
     void *mem = mmap(NULL, sizeof *wt->buf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -492,7 +490,18 @@ void cs_watch_stop(void) {
     // A forked child has the parent's memory but not its watcher thread.
     if (!atomic_load(&wt->running) || (int)syscall(SYS_getpid) != cs_g.proc.pid) return;
     atomic_store_explicit(&wt->stop, 1, memory_order_release);
-    struct timespec ts = {0, 500000};
-    for (int i = 0; i < 100 && atomic_load_explicit(&wt->running, memory_order_acquire); i++) nanosleep(&ts, NULL);
+    cs_futex_wake(&wt->stop);
+    // It takes a last look and closes its files (tens of microseconds), then
+    // wakes us; 50 ms at most on a machine too busy to run it.
+    uint64_t deadline = cs_monotonic_ns() + 50000000ull;
+    while (atomic_load_explicit(&wt->running, memory_order_acquire) && cs_monotonic_ns() < deadline)
+        cs_futex_wait(&wt->running, 1, deadline);
 }
 
+
+void cs_watch_unmap(void) {
+    struct cs_watch *wt = &cs_g.watch;
+    if (!wt->buf || atomic_load_explicit(&wt->running, memory_order_acquire)) return;
+    munmap(wt->buf, sizeof *wt->buf);
+    wt->buf = NULL;
+}

@@ -40,24 +40,12 @@ void cs_watch_close_slot_files(struct cs_watch_live *slot) {
     cs_watch_close_own(slot->fd_syscall, slot->ino_syscall);
 }
 
-// Moves a descriptor above the range hosts usually use (select() and code
-// that expects small numbers), keeping it where it is if that fails.
-int cs_watch_move_high(int fd) {
-    struct cs_watch *wt = &cs_g.watch;
-    if (fd < 0 || wt->high_fd == 0) return fd;
-    uint64_t ino = cs_watch_inode_of(fd);
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, wt->high_fd);
-    if (high < 0) return fd;
-    cs_watch_close_own(fd, ino);
-    return high;
-}
-
 int cs_watch_open_task_file(int tid, const char *file) {
     char path[48];
     size_t n = cs_format_u64((uint64_t)tid, path);
     path[n++] = '/';
     strcpy(path + n, file);
-    return cs_watch_move_high(openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC));
+    return cs_fd_high(openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC));
 }
 
 void cs_watch_read_comm(int tid, char name[16]) {
