@@ -132,8 +132,8 @@ extension LaunchReport {
 
 extension LaunchReport.BlockedTime {
     /// The blocked-time section, or nil when the timeline has no watch.
-    /// `name` names a frame (a symbolizer); by default the timeline's own symbols.
-    public init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
+    /// `frameName` names a frame (a symbolizer); by default the timeline's own symbols.
+    init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
         guard let watch = timeline.watch else { return nil }
         let mainTid = timeline.process.pid
         let endNs = timeline.launch.endNs
@@ -153,17 +153,6 @@ extension LaunchReport.BlockedTime {
         offCPUFunctions = split.offCPUFunctions(main, until: endNs)
         files = split.files(watch.segments, until: endNs)
         threads = split.threads(byThread, mainTid: mainTid, until: endNs)
-    }
-}
-
-extension LaunchReport {
-    /// Names the blocked threads' stack frames from the binaries on this
-    /// machine, unless `coldstart symbolize` already wrote names into the
-    /// file (`LaunchReport.init` uses only the file's names).
-    public mutating func nameBlockedStacks(of timeline: Timeline, debugDirectory: String? = "/usr/lib/debug") {
-        guard let watch = timeline.watch, !watch.stacks.isEmpty, !timeline.isSymbolized else { return }
-        let symbols = Symbolizer(modules: timeline.modules, debugDirectory: debugDirectory).symbolize(watch.stacksAsSamples).symbols
-        blockedTime = BlockedTime(timeline) { symbols[$0.key]?.name }
     }
 }
 

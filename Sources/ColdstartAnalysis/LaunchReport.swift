@@ -120,8 +120,9 @@ public struct LaunchReport: Codable, Sendable {
 }
 
 extension LaunchReport {
-    /// Computes the report of one launch.
-    public init(_ timeline: Timeline) {
+    /// The report of one launch with its sampled-stacks sections (made by
+    /// `LaunchAnalysis`); `frameName` names the blocked stacks' frames.
+    init(_ timeline: Timeline, profile: ProfileReport? = nil, frameName: ((Timeline.Frame) -> String?)? = nil) {
         reportVersion = 1
         let total = Self.milliseconds(timeline.launch.endNs)
         let phases = timeline.phases
@@ -177,7 +178,8 @@ extension LaunchReport {
             .map(\.element)
 
         launch = Summary(timeline, totalMs: total)
-        blockedTime = BlockedTime(timeline)
+        self.profile = profile
+        blockedTime = BlockedTime(timeline, frameName: frameName)
     }
 
     /// The phase holding `ns`. A time on a boundary belongs to the phase that

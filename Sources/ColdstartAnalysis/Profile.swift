@@ -195,26 +195,6 @@ public struct ProfileReport: Codable, Sendable, Equatable {
     }
 }
 
-extension ProfileReport {
-    /// Analyses the samples of `timeline`. Names come from the file when it
-    /// was symbolized (no binary is read), else from the modules on disk.
-    public init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
-                debugDirectory: String? = "/usr/lib/debug") throws {
-        let (analysis, sampling, warnings) = try ProfileAnalysis.make(timeline: timeline, path: path, debugDirectory: debugDirectory)
-        self = try analysis.report(options: options, sampling: sampling, warnings: warnings, path: path)
-    }
-}
-
-extension LaunchReport {
-    /// Adds the sampled-stacks sections when the timeline has samples; throws
-    /// `ProfileError` when `options` select a phase or thread it does not have.
-    public mutating func addProfile(of timeline: Timeline, options: ProfileOptions, path: String,
-                                    debugDirectory: String? = "/usr/lib/debug") throws {
-        guard timeline.sampling != nil, !timeline.samples.isEmpty else { return }
-        profile = try ProfileReport(timeline: timeline, options: options, path: path, debugDirectory: debugDirectory)
-    }
-}
-
 /// The working state behind a `ProfileReport`: functions interned to
 /// integers, each sample's stack as function ids, each sample's phase.
 struct ProfileAnalysis {
@@ -233,6 +213,7 @@ struct ProfileAnalysis {
     }
 
     let timeline: Timeline
+    let sampling: Timeline.Sampling
     let nsPerSample: Double
     private(set) var functions: [Function] = []
     private(set) var stacks: [Stack] = []
@@ -242,8 +223,9 @@ struct ProfileAnalysis {
     private var libcModules: Set<Int> = []
     private var executableModules: Set<Int> = []
 
-    init(timeline: Timeline, symbols: [String: Timeline.Symbol], nsPerSample: Double) {
+    init(timeline: Timeline, sampling: Timeline.Sampling, symbols: [String: Timeline.Symbol], nsPerSample: Double) {
         self.timeline = timeline
+        self.sampling = sampling
         self.nsPerSample = nsPerSample
         for (index, module) in timeline.modules.enumerated() {
             let name = Symbolizer.moduleName(module.path)
@@ -276,19 +258,15 @@ struct ProfileAnalysis {
         }
     }
 
-    /// The analysis of a sampled timeline, named from the file or the
-    /// modules on disk; throws when there is nothing to analyse.
-    static func make(timeline: Timeline, path: String, debugDirectory: String?) throws
-        -> (analysis: ProfileAnalysis, sampling: Timeline.Sampling, warnings: [String]) {
-        guard let sampling = timeline.sampling, !timeline.samples.isEmpty else {
-            throw ProfileError(path: path, problem: "no sampled stacks (the launch was not sampled)")
-        }
+    /// The analysis of a sampled timeline whose frames `symbols` names; nil
+    /// when the launch was not sampled.
+    static func make(timeline: Timeline, symbols: [String: Timeline.Symbol], path: String) throws -> ProfileAnalysis? {
+        guard let sampling = timeline.sampling, !timeline.samples.isEmpty else { return nil }
         let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
         guard hz > 0, hz.isFinite else {
             throw ProfileError(path: path, problem: "malformed timeline: sampling rate \(sampling.effectiveHz) Hz")
         }
-        let naming = timeline.frameSymbols(debugDirectory: debugDirectory)
-        return (ProfileAnalysis(timeline: timeline, symbols: naming.symbols, nsPerSample: 1e9 / hz), sampling, naming.warnings)
+        return ProfileAnalysis(timeline: timeline, sampling: sampling, symbols: symbols, nsPerSample: 1e9 / hz)
     }
 
     static func afterEndName(_ timeline: Timeline) -> String {
@@ -331,8 +309,8 @@ struct ProfileAnalysis {
         return selected
     }
 
-    func report(options: ProfileOptions, sampling: Timeline.Sampling, warnings: [String], path: String) throws -> ProfileReport {
-        let selected = try select(options, path: path)
+    /// The report of the samples `selected` (by `select`); only for a sampled timeline.
+    func report(_ selected: [Int], options: ProfileOptions, warnings: [String]) -> ProfileReport {
         let treeMinPercent = max(options.minPercent, options.treeFloorPercent)
         return ProfileReport(
             sampling: .init(
@@ -347,7 +325,7 @@ struct ProfileAnalysis {
                 samples: selected.count, ms: ms(selected.count)),
             warnings: warnings,
             overall: functionTable(selected, options: options),
-            phases: phaseProfiles(selected, options: options, sampling: sampling),
+            phases: phaseProfiles(selected, options: options),
             threads: threadProfiles(selected, options: options),
             initializers: initializers(selected, options: options),
             lazyGlobals: lazyGlobals(selected, options: options),
@@ -400,7 +378,7 @@ struct ProfileAnalysis {
         whole > 0 ? Double(part) * 100 / Double(whole) : 0
     }
 
-    func phaseProfiles(_ indices: [Int], options: ProfileOptions, sampling: Timeline.Sampling) -> [ProfileReport.PhaseProfile] {
+    func phaseProfiles(_ indices: [Int], options: ProfileOptions) -> [ProfileReport.PhaseProfile] {
         var byPhase = [[Int]](repeating: [], count: phaseNames.count)
         for index in indices { byPhase[stacks[index].phase].append(index) }
         var result: [ProfileReport.PhaseProfile] = timeline.phases.enumerated().map { number, phase in

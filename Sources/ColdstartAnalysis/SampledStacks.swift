@@ -1,10 +1,11 @@
 import Foundation
 
 /// The selected samples of a launch as stacks of functions: what the exporters
-/// and the HTML report draw. It is built by the same analysis as
-/// `ProfileReport` (the same function names, the same `--phase`/`--thread`
-/// selection, the same time per sample), so a flame graph, a pprof profile and
-/// the text report agree on every figure.
+/// and the HTML report draw, with the few facts of the launch they label them
+/// with. `LaunchAnalysis` builds it in the same pass as `ProfileReport` (the
+/// same function names, the same `--phase`/`--thread` selection, the same
+/// time per sample), so a flame graph, a pprof profile and the text report
+/// agree on every figure.
 public struct SampledStacks: Sendable {
     public struct Function: Sendable, Hashable {
         /// Demangled.
@@ -49,26 +50,35 @@ public struct SampledStacks: Sendable {
     public let nsPerSample: Double
     /// Lines about names that could not be found (missing or rebuilt binaries).
     public let warnings: [String]
+    /// The process that launched, for titles.
+    public let process: Timeline.Process
+    /// The launch's phases (the wall-clock track of speedscope).
+    public let phases: [Timeline.Phase]
+    /// The launch's end, ns from the process start.
+    public let launchEndNs: Int64
+    /// Wall clock (`CLOCK_REALTIME`) of the process start, µs since the epoch.
+    public let startRealtimeUs: UInt64?
     private let analysis: ProfileAnalysis
     private let selected: [Int]
 
-    /// The samples `options` select (only `phase` and `thread` apply); throws
-    /// `ProfileError` when the timeline has no samples or no such phase or thread.
-    public init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
-                debugDirectory: String? = "/usr/lib/debug") throws {
-        let made = try ProfileAnalysis.make(timeline: timeline, path: path, debugDirectory: debugDirectory)
-        let analysis = made.analysis
+    /// The selected samples `selected` (indices into `analysis.stacks`) in time order.
+    init(_ analysis: ProfileAnalysis, selected: [Int], warnings: [String]) {
         let stacks = analysis.stacks
-        let selected = try analysis.select(options, path: path).sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
+        let timeline = analysis.timeline
+        let selected = selected.sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
         self.analysis = analysis
         self.selected = selected
-        sampling = made.sampling
-        warnings = made.warnings
+        self.warnings = warnings
+        sampling = analysis.sampling
         functions = analysis.functions.map { Function(name: $0.name, systemName: $0.linkageName, module: $0.module) }
         modules = timeline.modules
         phaseNames = analysis.phaseNames
         nsPerSample = analysis.nsPerSample
         mainThread = timeline.process.pid
+        process = timeline.process
+        phases = timeline.phases
+        launchEndNs = timeline.launch.endNs
+        startRealtimeUs = timeline.launch.startRealtimeUs
         samples = selected.map { index in
             Sample(ns: stacks[index].ns, tid: stacks[index].tid, phase: stacks[index].phase,
                    functions: stacks[index].functions, frames: timeline.samples[index].frames)

@@ -66,7 +66,7 @@ extension Timeline {
         guard let sampling else { return [] }
         let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
         guard hz > 0, hz.isFinite else { return [] }
-        let analysis = ProfileAnalysis(timeline: self, symbols: symbols, nsPerSample: 1e9 / hz)
+        let analysis = ProfileAnalysis(timeline: self, sampling: sampling, symbols: symbols, nsPerSample: 1e9 / hz)
         let main = analysis.stacks.indices.filter { analysis.stacks[$0].tid == process.pid }
         return analysis.runs(main).map { run in
             let function = analysis.functions[run.function]

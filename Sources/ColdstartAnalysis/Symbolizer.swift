@@ -27,6 +27,8 @@ public final class Symbolizer {
     private let debugDirectory: String?
     private var images: [Int: ModuleFile] = [:]
     private var displayNames: [String: String] = [:]
+    /// Frames looked up so far: each distinct frame of every `symbolize` call.
+    public private(set) var framesLookedUp = 0
 
     private enum ModuleFile {
         case usable(ELFImage)
@@ -82,6 +84,7 @@ public final class Symbolizer {
 
     /// The symbol for one frame, and whether a real name was found.
     func symbol(for frame: Timeline.Frame, isReturnAddress: Bool) -> (Timeline.Symbol, Bool) {
+        framesLookedUp += 1
         guard frame.module >= 0, frame.module < modules.count else {
             return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
         }
@@ -144,22 +147,5 @@ extension Timeline {
     /// report then reads no binary.
     public var isSymbolized: Bool {
         (document["coldstart"] as? [String: Any])?["symbolized"] as? Bool ?? false
-    }
-
-    /// The name of every distinct frame: from the file when it was
-    /// symbolized, otherwise from the modules' files on disk.
-    func frameSymbols(debugDirectory: String?) -> Symbolization {
-        if isSymbolized {
-            var symbols = self.symbols
-            var unnamed = 0
-            for sample in samples {
-                for frame in sample.frames where symbols[frame.key] == nil {
-                    symbols[frame.key] = Symbol(name: Symbolizer.fallbackName(for: frame, modules: modules))
-                    unnamed += 1
-                }
-            }
-            return Symbolization(symbols: symbols, warnings: [], mismatchedFrames: 0, unnamedFrames: unnamed)
-        }
-        return Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples)
     }
 }

@@ -3,18 +3,19 @@ import Foundation
 
 /// `coldstart report FILE --html OUT`: the launch as one self-contained page.
 ///
-/// Everything on it comes from the `LaunchReport` the text report prints and
-/// from `SampledStacks` (the same analysis, the same selection): the page adds
-/// no figure of its own. The waterfall (inline SVG) and the tables are
+/// Everything on it comes from one `LaunchAnalysis`: the `LaunchReport` the
+/// text report prints and the `SampledStacks` of the same selection. The page
+/// adds no figure of its own. The waterfall (inline SVG) and the tables are
 /// rendered here, so they read without JavaScript; the flame chart and the
 /// flame graph are drawn by the page's inline script from the JSON embedded
 /// in it. Nothing is loaded from anywhere: no script, style, font or image
 /// outside the file.
 public enum HTMLReport {
-    /// The page. `stacks` (the report's selection) feeds the flame chart and
-    /// flame graph; without it the page has the launch sections only.
-    public static func render(_ report: LaunchReport, stacks: SampledStacks?, source: String) -> String {
-        var page = Page(report: report, stacks: stacks, source: source)
+    /// The page. The stacks (the report's selection) feed the flame chart
+    /// and flame graph; an unsampled launch has the launch sections only.
+    /// `source` names the timeline in the footer.
+    public static func render(_ analysis: LaunchAnalysis, source: String) -> String {
+        var page = Page(report: analysis.report, stacks: analysis.stacks, source: source)
         return page.render()
     }
 }

@@ -179,7 +179,7 @@ final class KnownCostsTests: XCTestCase {
         var builder = SampledTimelineBuilder()
         let app = builder.module("/opt/app/App")
         builder.sample(at: 30, [.init(module: app, name: "main")])
-        let report = try ProfileReport(timeline: builder.timeline())
+        let report = try profileReport(builder.timeline())
         XCTAssertNil(report.sampling.threadsSampled)
         XCTAssertNil(report.sampling.unwindFailures)
         let text = report.text()

@@ -67,7 +67,7 @@ final class SymbolizeCommandTests: XCTestCase {
     }
 
     private func profile(_ path: String) throws -> (ProfileReport, String) {
-        let report = try ProfileReport(timeline: Timeline(contentsOf: path), options: ProfileOptions(treeDepth: 200), path: path)
+        let report = try profileReport(Timeline(contentsOf: path), options: ProfileOptions(treeDepth: 200), path: path)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (report, String(decoding: try encoder.encode(report), as: UTF8.self))
