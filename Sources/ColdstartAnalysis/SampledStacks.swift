@@ -127,21 +127,3 @@ public struct SampledStacks: Sendable {
     /// The time `samples` samples stand for, in milliseconds.
     public func milliseconds(_ samples: Int) -> Double { analysis.ms(samples) }
 }
-
-extension ProfileOptions {
-    /// The tid `text` names among the sampled threads of `timeline`: a number
-    /// is a tid; otherwise a thread name ("main" is the process's first
-    /// thread). An unknown or ambiguous name throws, listing the threads.
-    public static func thread(named text: String, in timeline: Timeline, path: String) throws -> Int {
-        if let tid = Int(text) { return tid }
-        let tids = Set(timeline.samples.map(\.tid)).sorted()
-        let name = timeline.threadName
-        let matches = tids.filter { name($0) == text }
-        if matches.count == 1 { return matches[0] }
-        if matches.count > 1 {
-            throw ProfileError(path: path, problem: "\(matches.count) threads are named '\(text)' (tids \(matches.map(String.init).joined(separator: ", "))): give the tid")
-        }
-        let listed = tids.map { "'\(name($0))' (\($0))" }.joined(separator: ", ")
-        throw ProfileError(path: path, problem: "no sampled thread named '\(text)' (sampled threads: \(tids.isEmpty ? "none" : listed))")
-    }
-}
