@@ -50,14 +50,15 @@ extension Timeline {
             events += slices.map { $0 as Any }
         }
         root["traceEvents"] = events
-        let data: Data
+        var json = JSONText(capacity: 1 << 20, escaping: .plain)
         do {
-            data = try DocumentWriter.data(root)
+            try json.document(root)
+            json.raw("\n")
         } catch {
             throw ProfileError(path: path, problem: "cannot encode the symbolized timeline (\(error))")
         }
         return SymbolizedTimeline(
-            data: data, symbolization: symbolization, frames: symbolization.symbols.count, flameChartSlices: slices.count)
+            data: Data(json.bytes), symbolization: symbolization, frames: symbolization.symbols.count, flameChartSlices: slices.count)
     }
 
     /// The main thread's samples as nested `X` events in time order, one per

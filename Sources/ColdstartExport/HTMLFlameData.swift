@@ -28,7 +28,7 @@ extension HTMLPage {
     /// The data the script draws: functions, the phases, one thread's runs in
     /// time order and the whole call tree, flattened.
     mutating func embedData(_ stacks: SampledStacks) {
-        var json = JSONText(capacity: stacks.samples.count * 24)
+        var json = JSONText(capacity: stacks.samples.count * 24, escaping: .scriptSafe)
         var moduleIndex: [String: Int] = [:]
         var moduleNames: [String] = []
         var functionIndex: [String: Int] = [:]

@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 /// A table whose numeric cells carry their exact value (`data-v`), so the
@@ -74,29 +75,12 @@ struct HTMLTable {
             case "\"": entity = "&quot;"
             case "'": entity = "&#39;"
             case "/" where index > 0 && scalars[index - 1] == "/": entity = "&#47;"
-            case _ where looksLikeReference(scalars, at: index): entity = "&#\(scalar.value);"
+            case _ where JSONText.looksLikeReference(scalars, at: index): entity = "&#\(scalar.value);"
             case _ where scalar.properties.generalCategory == .control: entity = "?"
             default: entity = nil
             }
             if let entity { escaped += entity.unicodeScalars } else { escaped.append(scalar) }
         }
         return String(escaped)
-    }
-
-    /// Whether the character at `index` makes `http`, `src=`, `url(` or
-    /// `@import` (any case): the one character escapers write as a reference.
-    static func looksLikeReference(_ scalars: [Unicode.Scalar], at index: Int) -> Bool {
-        func matches(_ word: String, from start: Int) -> Bool {
-            let letters = Array(word.unicodeScalars)
-            guard start >= 0, start + letters.count <= scalars.count else { return false }
-            return letters.indices.allSatisfy { String(scalars[start + $0]).lowercased() == String(letters[$0]) }
-        }
-        switch scalars[index] {
-        case "h", "H": return matches("http", from: index)
-        case "=": return matches("src=", from: index - 3)
-        case "(": return matches("url(", from: index - 3)
-        case "@": return matches("@import", from: index)
-        default: return false
-        }
     }
 }

@@ -14,7 +14,7 @@ public enum SpeedscopeExporter {
 
     public static func export(_ stacks: SampledStacks) -> [UInt8] {
         let weight = Int64(stacks.nsPerSample.rounded())
-        var json = JSONText(capacity: stacks.samples.count * 64)
+        var json = JSONText(capacity: stacks.samples.count * 64, escaping: .plain)
         json.raw("{\"$schema\":")
         json.string(schema)
         json.raw(",\"exporter\":\"coldstart\",\"name\":")

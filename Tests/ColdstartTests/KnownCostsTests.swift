@@ -416,7 +416,9 @@ enum KnownCostsRun {
         section["modules"] = modules
         document["coldstart"] = section
         let unavailablePath = run.appendingPathComponent("unavailable.json").path
-        try DocumentWriter.data(document).write(to: URL(fileURLWithPath: unavailablePath))
+        var json = JSONText(escaping: .plain)
+        try json.document(document)
+        try Data(json.bytes).write(to: URL(fileURLWithPath: unavailablePath))
         recorded.symbolized = Symbolized(
             timeline: symbolizedTimeline, stderr: symbolizeRun.stderr, fromFile: fromFile,
             withoutBinaries: try report(unavailablePath),
