@@ -47,14 +47,14 @@ extension ProfileAnalysis {
 
 /// A run of consecutive samples of one thread with the same function at the
 /// same depth: a slice of a flame chart in time order.
-public struct StackRun: Sendable, Equatable {
+package struct StackRun: Sendable, Equatable {
     /// A function id of `SampledStacks.functions`.
-    public var function: Int
+    package var function: Int
     /// 0 for the outermost frame.
-    public var depth: Int
-    public var startNs: Int64
-    public var endNs: Int64
-    public var samples: Int
+    package var depth: Int
+    package var startNs: Int64
+    package var endNs: Int64
+    package var samples: Int
 }
 
 extension ProfileAnalysis {

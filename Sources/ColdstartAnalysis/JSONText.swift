@@ -11,9 +11,9 @@ import Foundation
 /// can appear, and `<`, `>`, `&` and the line separators U+2028/9 are
 /// written as `\u` escapes, as is one character of anything that reads like
 /// a reference (`http`, `src=`, `url(`, `@import`).
-public struct JSONText {
+package struct JSONText {
     /// How strings are escaped.
-    public enum Escaping: Sendable {
+    package enum Escaping: Sendable {
         /// JSON's own escapes only (quote, backslash, control characters).
         case plain
         /// Also safe inside an HTML `<script>` element (see the type's note).
@@ -24,20 +24,20 @@ public struct JSONText {
         var description: String
     }
 
-    public private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
     private let escaping: Escaping
 
-    public init(capacity: Int = 1 << 16, escaping: Escaping) {
+    package init(capacity: Int = 1 << 16, escaping: Escaping) {
         bytes.reserveCapacity(capacity)
         self.escaping = escaping
     }
 
-    public mutating func raw(_ text: String) { bytes += text.utf8 }
+    package mutating func raw(_ text: String) { bytes += text.utf8 }
 
-    public mutating func int<T: BinaryInteger>(_ value: T) { bytes += String(value).utf8 }
+    package mutating func int<T: BinaryInteger>(_ value: T) { bytes += String(value).utf8 }
 
     /// A finite number with at most `decimals` decimals, trailing zeros cut.
-    public mutating func number(_ value: Double, decimals: Int = 3) {
+    package mutating func number(_ value: Double, decimals: Int = 3) {
         guard value.isFinite else { return raw("null") }
         let scale = pow10(decimals)
         let rounded = (value * scale).rounded() / scale
@@ -47,7 +47,7 @@ public struct JSONText {
 
     private func pow10(_ n: Int) -> Double { (0..<n).reduce(1.0) { value, _ in value * 10 } }
 
-    public mutating func string(_ value: String) {
+    package mutating func string(_ value: String) {
         guard escaping == .scriptSafe else { return plainString(value) }
         let hex = Array("0123456789abcdef".utf8)
         let scalars = Array(value.unicodeScalars)
@@ -75,7 +75,7 @@ public struct JSONText {
     }
 
     /// `[a,b,c]` of integers.
-    public mutating func ints<S: Sequence>(_ values: S) where S.Element: BinaryInteger {
+    package mutating func ints<S: Sequence>(_ values: S) where S.Element: BinaryInteger {
         bytes.append(UInt8(ascii: "["))
         var first = true
         for value in values {
@@ -86,12 +86,12 @@ public struct JSONText {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// A parsed JSON document (what `JSONSerialization` returned, with Swift
     /// values added), keys sorted by their UTF-8 bytes: the same bytes for
     /// the same document on every run. Throws on a value JSON cannot hold.
-    public mutating func document(_ value: Any) throws {
+    package mutating func document(_ value: Any) throws {
         try write(value)
     }
 
@@ -176,7 +176,7 @@ public struct JSONText {
 
     /// Whether the character at `index` makes `http`, `src=`, `url(` or
     /// `@import` (any case): the one character escapers write as a reference.
-    public static func looksLikeReference(_ scalars: [Unicode.Scalar], at index: Int) -> Bool {
+    package static func looksLikeReference(_ scalars: [Unicode.Scalar], at index: Int) -> Bool {
         func matches(_ word: String, from start: Int) -> Bool {
             let letters = Array(word.unicodeScalars)
             guard start >= 0, start + letters.count <= scalars.count else { return false }

@@ -9,20 +9,20 @@ import Foundation
 /// it builds the report (launch, sampled stacks, blocked time) and the
 /// selected samples as stacks; the text, the JSON, the HTML page and the
 /// exporters only render them, so they agree on every name and figure.
-public struct LaunchAnalysis {
+package struct LaunchAnalysis {
     /// The launch sections, the sampled-stacks sections when the launch was
     /// sampled, and the blocked time when the off-CPU watcher ran.
-    public let report: LaunchReport
+    package let report: LaunchReport
     /// The samples as the report's selection, in time order; nil when the
     /// launch was not sampled.
-    public let stacks: SampledStacks?
+    package let stacks: SampledStacks?
 
     /// Analyses `timeline` with `options` (the selection and thresholds of
     /// the sampled sections). `symbolizer` names the frames when the file
     /// has no names (by default one over the modules' files on this
     /// machine). Throws `ProfileError` when `options` select a phase or
     /// thread the launch does not have, or the sampling rate is unusable.
-    public init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
+    package init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
                 symbolizer: Symbolizer? = nil) throws {
         let naming = timeline.frameNames(symbolizer ?? Symbolizer(modules: timeline.modules))
         var profile: ProfileReport?

@@ -1,24 +1,24 @@
 import Foundation
 
 /// What a profile report covers and how much of it it shows.
-public struct ProfileOptions: Sendable {
+package struct ProfileOptions: Sendable {
     /// Rows (functions, call-tree nodes) under this many milliseconds are left out.
-    public var minMs: Double
+    package var minMs: Double
     /// Rows under this share of the selected samples are left out.
-    public var minPercent: Double
+    package var minPercent: Double
     /// At most this many rows per table (and children per call-tree node).
-    public var top: Int
+    package var top: Int
     /// Only samples taken during the phase of this name.
-    public var phase: String?
+    package var phase: String?
     /// Only samples of this thread.
-    public var thread: Int?
+    package var thread: Int?
     /// Call-tree levels shown below the roots.
-    public var treeDepth: Int
+    package var treeDepth: Int
     /// Call-tree nodes under this share are always pruned, whatever
     /// `minPercent` says, so the tree stays readable.
-    public var treeFloorPercent: Double
+    var treeFloorPercent: Double
 
-    public init(
+    package init(
         minMs: Double = 0, minPercent: Double = 0, top: Int = 15, phase: String? = nil, thread: Int? = nil,
         treeDepth: Int = 12, treeFloorPercent: Double = 0.5
     ) {
@@ -33,10 +33,10 @@ public struct ProfileOptions: Sendable {
 }
 
 /// Why a profile could not be made; one line naming the file.
-public struct ProfileError: Error, CustomStringConvertible, Sendable {
-    public var path: String
-    public var problem: String
-    public var description: String { "\(path): \(problem)" }
+package struct ProfileError: Error, CustomStringConvertible, Sendable {
+    package var path: String
+    package var problem: String
+    package var description: String { "\(path): \(problem)" }
 }
 
 /// The sampled-stacks part of `coldstart report`: where the launch's CPU time
@@ -46,152 +46,152 @@ public struct ProfileError: Error, CustomStringConvertible, Sendable {
 /// of the sampling clock (with the perf task clock, one period of the sampled
 /// thread's own CPU time), so each figure is exact to about ±1 sample and
 /// carries the count it rests on.
-public struct ProfileReport: Codable, Sendable, Equatable {
-    public var sampling: SamplingInfo
-    public var selection: Selection
+package struct ProfileReport: Codable, Sendable, Equatable {
+    package var sampling: SamplingInfo
+    package var selection: Selection
     /// Lines about names that could not be found (missing or rebuilt binaries).
-    public var warnings: [String]
+    package var warnings: [String]
     /// Every selected sample.
-    public var overall: FunctionTable
+    package var overall: FunctionTable
     /// One entry per launch phase, in order, and one for samples after the end
     /// (the `COLDSTART_EXTEND_MS` window) when there are any.
-    public var phases: [PhaseProfile]
-    public var threads: [ThreadProfile]
-    public var initializers: Initializers
-    public var lazyGlobals: [LazyGlobal]
+    package var phases: [PhaseProfile]
+    package var threads: [ThreadProfile]
+    package var initializers: Initializers
+    package var lazyGlobals: [LazyGlobal]
     /// Top-down, merged by function; roots are the outermost frames.
-    public var callTree: [CallNode]
+    package var callTree: [CallNode]
 
-    public struct SamplingInfo: Codable, Sendable, Equatable {
-        public var clock: String
-        public var unwinder: String
-        public var requestedHz: Double
-        public var effectiveHz: Double
-        public var loweredHz: Double?
+    package struct SamplingInfo: Codable, Sendable, Equatable {
+        package var clock: String
+        package var unwinder: String
+        package var requestedHz: Double
+        package var effectiveHz: Double
+        package var loweredHz: Double?
         /// The time one sample stands for: 1000 / effectiveHz.
-        public var msPerSample: Double
-        public var samples: Int
-        public var dropped: Int
+        package var msPerSample: Double
+        package var samples: Int
+        package var dropped: Int
         /// The sample buffer's size: samples past it are dropped.
-        public var maxSamples: Int?
-        public var threadsSampled: Int?
+        package var maxSamples: Int?
+        package var threadsSampled: Int?
         /// Threads that ran but were never sampled (their time is missing).
-        public var threadsMissed: Int?
+        package var threadsMissed: Int?
         /// Samples walked by frame pointer because libunwind failed.
-        public var unwindFailures: Int?
-        public var startMs: Double
-        public var stopMs: Double
+        package var unwindFailures: Int?
+        package var startMs: Double
+        package var stopMs: Double
     }
 
-    public struct Selection: Codable, Sendable, Equatable {
-        public var phase: String?
-        public var thread: Int?
-        public var minMs: Double
-        public var minPercent: Double
-        public var top: Int
-        public var treeDepth: Int
-        public var treeMinPercent: Double
-        public var samples: Int
-        public var ms: Double
+    package struct Selection: Codable, Sendable, Equatable {
+        package var phase: String?
+        package var thread: Int?
+        package var minMs: Double
+        package var minPercent: Double
+        package var top: Int
+        package var treeDepth: Int
+        var treeMinPercent: Double
+        package var samples: Int
+        package var ms: Double
     }
 
-    public struct FunctionTime: Codable, Sendable, Equatable {
-        public var name: String
+    package struct FunctionTime: Codable, Sendable, Equatable {
+        package var name: String
         /// File name of the module holding it ("" when outside every module).
-        public var module: String
-        public var selfSamples: Int
-        public var selfMs: Double
-        public var selfPercent: Double
+        package var module: String
+        package var selfSamples: Int
+        package var selfMs: Double
+        package var selfPercent: Double
         /// Samples with the function anywhere on the stack, counted once per
         /// sample however often it recurs.
-        public var totalSamples: Int
-        public var totalMs: Double
-        public var totalPercent: Double
+        package var totalSamples: Int
+        package var totalMs: Double
+        package var totalPercent: Double
         /// The first sample it was on the stack, ms after process start.
-        public var firstSeenMs: Double
+        package var firstSeenMs: Double
     }
 
-    public struct FunctionTable: Codable, Sendable, Equatable {
-        public var samples: Int
-        public var ms: Double
+    package struct FunctionTable: Codable, Sendable, Equatable {
+        package var samples: Int
+        package var ms: Double
         /// Highest self time first; rows under the thresholds left out.
-        public var bySelf: [FunctionTime]
+        package var bySelf: [FunctionTime]
         /// Highest total time first.
-        public var byTotal: [FunctionTime]
+        package var byTotal: [FunctionTime]
     }
 
-    public struct PhaseProfile: Codable, Sendable, Equatable {
-        public var name: String
+    package struct PhaseProfile: Codable, Sendable, Equatable {
+        package var name: String
         /// The phase's kind, or "after-end" for samples after the launch ended.
-        public var kind: String
-        public var startMs: Double
-        public var endMs: Double?
+        package var kind: String
+        package var startMs: Double
+        package var endMs: Double?
         /// False when sampling did not run during the phase (the loader phase:
         /// sampling starts at the earliest init).
-        public var sampled: Bool
-        public var functions: FunctionTable
+        package var sampled: Bool
+        package var functions: FunctionTable
     }
 
-    public struct ThreadProfile: Codable, Sendable, Equatable {
-        public var tid: Int
-        public var name: String
-        public var samples: Int
-        public var ms: Double
-        public var percent: Double
-        public var firstMs: Double
-        public var lastMs: Double
-        public var topSelf: [FunctionTime]
+    package struct ThreadProfile: Codable, Sendable, Equatable {
+        package var tid: Int
+        package var name: String
+        package var samples: Int
+        package var ms: Double
+        package var percent: Double
+        package var firstMs: Double
+        package var lastMs: Double
+        package var topSelf: [FunctionTime]
     }
 
-    public struct Initializers: Codable, Sendable, Equatable {
+    package struct Initializers: Codable, Sendable, Equatable {
         /// Samples under any initializer, counted once.
-        public var samples: Int
-        public var ms: Double
+        package var samples: Int
+        package var ms: Double
         /// Samples of the library-initializers phase under no recognisable
         /// initializer (the loader's own work, or a stack the unwinder cut short).
-        public var unattributedSamples: Int
-        public var libraries: [LibraryInitializer]
+        package var unattributedSamples: Int
+        package var libraries: [LibraryInitializer]
     }
 
-    public struct LibraryInitializer: Codable, Sendable, Equatable {
-        public var module: String
-        public var path: String
+    package struct LibraryInitializer: Codable, Sendable, Equatable {
+        package var module: String
+        package var path: String
         /// The program itself (preinit functions and constructors) rather than
         /// a shared library.
-        public var isExecutable: Bool
-        public var samples: Int
-        public var ms: Double
-        public var percent: Double
-        public var firstSeenMs: Double
+        package var isExecutable: Bool
+        package var samples: Int
+        package var ms: Double
+        package var percent: Double
+        package var firstSeenMs: Double
         /// The functions the loader (or libc) called, with their samples.
-        public var constructors: [NamedTime]
+        package var constructors: [NamedTime]
     }
 
-    public struct NamedTime: Codable, Sendable, Equatable {
-        public var name: String
-        public var samples: Int
-        public var ms: Double
+    package struct NamedTime: Codable, Sendable, Equatable {
+        package var name: String
+        package var samples: Int
+        package var ms: Double
     }
 
-    public struct LazyGlobal: Codable, Sendable, Equatable {
+    package struct LazyGlobal: Codable, Sendable, Equatable {
         /// `Module.global`, from the one-time initialization function's name.
-        public var name: String
-        public var samples: Int
-        public var ms: Double
-        public var percent: Double
-        public var firstSeenMs: Double
+        package var name: String
+        package var samples: Int
+        package var ms: Double
+        package var percent: Double
+        package var firstSeenMs: Double
         /// The phases its samples fell in, in launch order.
-        public var phases: [String]
+        package var phases: [String]
     }
 
-    public struct CallNode: Codable, Sendable, Equatable {
-        public var name: String
-        public var module: String
-        public var samples: Int
-        public var ms: Double
-        public var percent: Double
-        public var selfSamples: Int
-        public var children: [CallNode]
+    package struct CallNode: Codable, Sendable, Equatable {
+        package var name: String
+        package var module: String
+        package var samples: Int
+        package var ms: Double
+        package var percent: Double
+        package var selfSamples: Int
+        package var children: [CallNode]
     }
 }
 
@@ -199,7 +199,7 @@ extension ProfileOptions {
     /// The tid `text` names among the sampled threads of `timeline`: a number
     /// is a tid; otherwise a thread name ("main" is the process's first
     /// thread). An unknown or ambiguous name throws, listing the threads.
-    public static func thread(named text: String, in timeline: Timeline, path: String) throws -> Int {
+    package static func thread(named text: String, in timeline: Timeline, path: String) throws -> Int {
         if let tid = Int(text) { return tid }
         let tids = Set(timeline.samples.map(\.tid)).sorted()
         let name = timeline.threadName

@@ -6,58 +6,58 @@ import Foundation
 /// same function names, the same `--phase`/`--thread` selection, the same
 /// time per sample), so a flame graph, a pprof profile and the text report
 /// agree on every figure.
-public struct SampledStacks: Sendable {
-    public struct Function: Sendable, Hashable {
+package struct SampledStacks: Sendable {
+    package struct Function: Sendable, Hashable {
         /// Demangled.
-        public var name: String
+        package var name: String
         /// The linkage (mangled) name; `name` when it was not mangled.
-        public var systemName: String
+        package var systemName: String
         /// Index into `modules`, or -1 when no module held the address.
-        public var module: Int
+        package var module: Int
     }
 
-    public struct Sample: Sendable {
+    package struct Sample: Sendable {
         /// Offset from the process start, `CLOCK_MONOTONIC`.
-        public var ns: Int64
-        public var tid: Int
+        package var ns: Int64
+        package var tid: Int
         /// Index into `phaseNames`.
-        public var phase: Int
+        package var phase: Int
         /// Ids into `functions`, leaf first.
-        public var functions: [Int]
+        package var functions: [Int]
         /// The recorded frames, leaf first, one per function id.
-        public var frames: [Timeline.Frame]
+        package var frames: [Timeline.Frame]
     }
 
     /// One distinct stack and how many selected samples had it.
-    public struct StackTotal: Sendable, Equatable {
+    package struct StackTotal: Sendable, Equatable {
         /// Ids into `functions`, root (outermost) first.
-        public var functions: [Int]
-        public var samples: Int
+        package var functions: [Int]
+        package var samples: Int
     }
 
-    public let functions: [Function]
-    public let modules: [Timeline.Module]
+    package let functions: [Function]
+    package let modules: [Timeline.Module]
     /// The selected samples, in time order.
-    public let samples: [Sample]
+    package let samples: [Sample]
     /// The launch's phases, then the bucket for samples after its end.
-    public let phaseNames: [String]
+    package let phaseNames: [String]
     /// The name of every thread that has a selected sample.
-    public let threadNames: [Int: String]
+    package let threadNames: [Int: String]
     /// The process's first thread.
-    public let mainThread: Int
-    public let sampling: Timeline.Sampling
+    package let mainThread: Int
+    package let sampling: Timeline.Sampling
     /// The time one sample stands for: one period of the effective rate.
-    public let nsPerSample: Double
+    package let nsPerSample: Double
     /// Lines about names that could not be found (missing or rebuilt binaries).
-    public let warnings: [String]
+    package let warnings: [String]
     /// The process that launched, for titles.
-    public let process: Timeline.Process
+    package let process: Timeline.Process
     /// The launch's phases (the wall-clock track of speedscope).
-    public let phases: [Timeline.Phase]
+    package let phases: [Timeline.Phase]
     /// The launch's end, ns from the process start.
-    public let launchEndNs: Int64
+    package let launchEndNs: Int64
     /// Wall clock (`CLOCK_REALTIME`) of the process start, µs since the epoch.
-    public let startRealtimeUs: UInt64?
+    package let startRealtimeUs: UInt64?
     private let analysis: ProfileAnalysis
     private let selected: [Int]
 
@@ -89,12 +89,12 @@ public struct SampledStacks: Sendable {
     }
 
     /// The file name of a function's module ("" outside every module).
-    public func moduleName(of function: Int) -> String {
+    package func moduleName(of function: Int) -> String {
         analysis.moduleName(functions[function].module)
     }
 
     /// Sampled threads, most samples first (ties by tid).
-    public var threads: [Int] {
+    package var threads: [Int] {
         var counts: [Int: Int] = [:]
         for sample in samples { counts[sample.tid, default: 0] += 1 }
         return counts.keys.sorted { counts[$0]! != counts[$1]! ? counts[$0]! > counts[$1]! : $0 < $1 }
@@ -102,7 +102,7 @@ public struct SampledStacks: Sendable {
 
     /// Every distinct stack (by function) of the selected samples, or of one
     /// thread's, with its sample count; most samples first, ties in stack order.
-    public func totals(thread: Int? = nil) -> [StackTotal] {
+    package func totals(thread: Int? = nil) -> [StackTotal] {
         var counts: [[Int]: Int] = [:]
         for sample in samples where thread == nil || sample.tid == thread {
             counts[Array(sample.functions.reversed()), default: 0] += 1
@@ -113,17 +113,17 @@ public struct SampledStacks: Sendable {
 
     /// One thread's selected samples as a flame chart in time order: nested
     /// runs of the same function at the same depth, sorted by start then depth.
-    public func runs(thread: Int) -> [StackRun] {
+    package func runs(thread: Int) -> [StackRun] {
         analysis.runs(selected.filter { analysis.stacks[$0].tid == thread })
     }
 
     /// The selected samples' call tree, top-down and merged by function, as
     /// the text report's, but whole: nothing pruned (a flame graph's input).
-    public func callTree() -> [ProfileReport.CallNode] {
+    package func callTree() -> [ProfileReport.CallNode] {
         let whole = ProfileOptions(minMs: 0, minPercent: 0, top: .max, treeDepth: .max, treeFloorPercent: 0)
         return analysis.callTree(selected, options: whole, minPercent: 0)
     }
 
     /// The time `samples` samples stand for, in milliseconds.
-    public func milliseconds(_ samples: Int) -> Double { analysis.ms(samples) }
+    package func milliseconds(_ samples: Int) -> Double { analysis.ms(samples) }
 }

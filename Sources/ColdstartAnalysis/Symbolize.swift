@@ -1,28 +1,28 @@
 import Foundation
 
 /// What `coldstart symbolize` did to a timeline.
-public struct SymbolizedTimeline {
+package struct SymbolizedTimeline {
     /// The rewritten file: the input document with `coldstart.symbols`,
     /// `coldstart.symbolized` and the main thread's flame chart added.
-    public var data: Data
-    public var symbolization: Symbolization
+    package var data: Data
+    package var symbolization: Symbolization
     /// Distinct frames named.
-    public var frames: Int
+    package var frames: Int
     /// `X` events in the flame chart.
-    public var flameChartSlices: Int
+    package var flameChartSlices: Int
 }
 
 extension Timeline {
     /// The track the flame chart is drawn on: a tid above Linux's largest
     /// possible pid_max (2^22), so it cannot be a real thread, and the
     /// main thread's own spans keep their track.
-    public static let flameChartTid = 4_194_305
-    public static let flameChartTrackName = "main thread (samples)"
+    package static let flameChartTid = 4_194_305
+    static let flameChartTrackName = "main thread (samples)"
 
     /// Names every frame from the modules on disk and returns the file with
     /// the names written in, so a report needs no binary. Other keys of the
     /// document are kept; an earlier flame chart is replaced, not doubled.
-    public func symbolized(path: String = "<timeline>", debugDirectory: String? = "/usr/lib/debug") throws -> SymbolizedTimeline {
+    package func symbolized(path: String = "<timeline>", debugDirectory: String? = "/usr/lib/debug") throws -> SymbolizedTimeline {
         let blockedStacks = watch?.stacksAsSamples ?? []
         guard (sampling != nil && !samples.isEmpty) || !blockedStacks.isEmpty else {
             throw ProfileError(path: path, problem: "no sampled stacks to symbolize (the launch was not sampled)")

@@ -10,11 +10,11 @@ import Foundation
 /// flame graph are drawn by the page's inline script from the JSON embedded
 /// in it. Nothing is loaded from anywhere: no script, style, font or image
 /// outside the file.
-public enum HTMLReport {
+package enum HTMLReport {
     /// The page. The stacks (the report's selection) feed the flame chart
     /// and flame graph; an unsampled launch has the launch sections only.
     /// `source` names the timeline in the footer.
-    public static func render(_ analysis: LaunchAnalysis, source: String) -> String {
+    package static func render(_ analysis: LaunchAnalysis, source: String) -> String {
         var page = HTMLPage(report: analysis.report, stacks: analysis.stacks, source: source)
         return page.render()
     }

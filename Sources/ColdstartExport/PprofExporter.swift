@@ -13,8 +13,8 @@ import ColdstartAnalysis
 /// - labels `thread` (name), `tid` and `phase` on every sample;
 /// - `time_nanos` is the wall clock when sampling started (from the
 ///   timeline's `startRealtimeUs`), `duration_nanos` the sampling window.
-public enum PprofExporter {
-    public static func export(_ stacks: SampledStacks) throws -> [UInt8] {
+package enum PprofExporter {
+    package static func export(_ stacks: SampledStacks) throws -> [UInt8] {
         try Gzip.compress(profile(stacks))
     }
 

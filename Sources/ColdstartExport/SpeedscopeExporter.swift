@@ -9,10 +9,10 @@ import ColdstartAnalysis
 /// - one `evented` profile "launch phases" on the wall clock (ns from the
 ///   process start), a frame per phase opened at its start, closed at its end.
 /// Frames are functions (`name`, `file` = the module's path).
-public enum SpeedscopeExporter {
-    public static let schema = "https://www.speedscope.app/file-format-schema.json"
+package enum SpeedscopeExporter {
+    package static let schema = "https://www.speedscope.app/file-format-schema.json"
 
-    public static func export(_ stacks: SampledStacks) -> [UInt8] {
+    package static func export(_ stacks: SampledStacks) -> [UInt8] {
         let weight = Int64(stacks.nsPerSample.rounded())
         var json = JSONText(capacity: stacks.samples.count * 64, escaping: .plain)
         json.raw("{\"$schema\":")
