@@ -222,6 +222,11 @@ struct Splitter {
         return (ns, Double(ns) / Double(max(segment.durationNs, 1)))
     }
 
+    static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
+    }
+
     /// The cause a segment's blocked time counts as. A runnable stretch's
     /// few blocked nanoseconds are blocks no look saw; when the thread took
     /// major faults in it, they are the faults' disk waits, which are
@@ -269,8 +274,10 @@ struct Splitter {
             running += Double(segment.runNs) * fraction
             queued += Double(segment.waitNs) * fraction
             let blocked = Double(segment.blockedNs) * fraction
-            minor += UInt64((Double(segment.minorFaults) * fraction).rounded())
-            major += UInt64((Double(segment.majorFaults) * fraction).rounded())
+            // Each segment's count is at most 2^40 (Timeline checks), but
+            // millions of segments could still add past 2^64.
+            minor = Self.saturatingSum(minor, UInt64((Double(segment.minorFaults) * fraction).rounded()))
+            major = Self.saturatingSum(major, UInt64((Double(segment.majorFaults) * fraction).rounded()))
             if segment.cause == .running {
                 let lo = max(segment.startNs, from), hi = min(segment.endNs, to)
                 runnableWeighted += averageRunnable(from: lo, to: hi) * Double(hi - lo)

@@ -146,6 +146,6 @@ extension Timeline {
     /// True once `coldstart symbolize` has written names into the file: a
     /// report then reads no binary.
     package var isSymbolized: Bool {
-        (document["coldstart"] as? [String: Any])?["symbolized"] as? Bool ?? false
+        (documentBox.value["coldstart"] as? [String: Any])?["symbolized"] as? Bool ?? false
     }
 }

@@ -21,8 +21,17 @@ package struct Timeline: Sendable {
     /// Present when the off-CPU watcher ran (Watch.swift).
     package var watch: Watch?
     /// The whole file as parsed, for tools that rewrite it and keep what they
-    /// do not understand.
-    package var document: [String: Any] { documentBox.value }
+    /// do not understand (the samples rebuilt from `samples`: they are read
+    /// from the bytes, not kept as parsed JSON).
+    package var document: [String: Any] {
+        var root = documentBox.value
+        guard var section = root["coldstart"] as? [String: Any], section["samples"] is [Any] else { return root }
+        section["samples"] = samples.map { sample -> [Any] in
+            [sample.ns, sample.tid, sample.frames.flatMap { [$0.module, $0.address] as [Any] }]
+        }
+        root["coldstart"] = section
+        return root
+    }
     let documentBox: DocumentBox
 
     package struct Launch: Codable, Sendable {
@@ -219,21 +228,20 @@ extension Timeline {
     /// The newest format version this build reads.
     static let formatVersion = 1
 
-    /// Reads and validates a timeline file.
+    /// Reads and validates a timeline file: a regular file of at most
+    /// `TimelineLimits.maxFileBytes`.
     package init(contentsOf path: String) throws {
-        // A FIFO or a device (/dev/zero) would block or never end: only
-        // regular files are timelines.
-        var info = stat()
-        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG, (info.st_mode & S_IFMT) != S_IFDIR {
-            throw TimelineError(path: path, problem: "not a regular file (a pipe or a device), not a timeline file")
-        }
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let problem = isDirectory.boolValue ? "is a directory, not a timeline file" : exists ? "cannot be read" : "no such file"
+            data = try RegularFile(path: path).readAll(limit: TimelineLimits.maxFileBytes)
+        } catch let error as RegularFile.OpenError {
+            let problem: String
+            switch error {
+            case .directory, .notRegular: problem = error.problem + ", not a timeline file"
+            case .tooLarge(let size, let limit):
+                problem = "too large for a timeline (\(size / 1_000_000) MB; coldstart reads at most \(limit / 1_000_000) MB)"
+            default: problem = error.problem
+            }
             throw TimelineError(path: path, problem: problem)
         }
         try self.init(data: data, path: path)
@@ -245,12 +253,17 @@ extension Timeline {
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw fail("empty file")
         }
+        let scanned: (samples: [Sample], rest: Data)
+        do {
+            scanned = try TimelineScanner.scan(data)
+        } catch {
+            throw fail(TimelineScanner.problem(error, data: data))
+        }
         let object: Any
         do {
-            object = try JSONSerialization.jsonObject(with: data)
+            object = try JSONSerialization.jsonObject(with: scanned.rest)
         } catch {
-            let looksCut = data.first == UInt8(ascii: "{") && data.last != UInt8(ascii: "}") && data.last != 0x0A
-            throw fail(looksCut ? "truncated JSON (the file ends mid-way)" : "not JSON")
+            throw fail("not JSON")
         }
         guard let root = object as? [String: Any] else { throw fail("not a Coldstart timeline (top level is not an object)") }
         guard let section = root["coldstart"] as? [String: Any] else {
@@ -283,35 +296,20 @@ extension Timeline {
         sampling = try decode(Sampling.self, "sampling", required: false)
         modules = try decode([Module].self, "modules", required: false) ?? []
         symbols = try decode([String: Symbol].self, "symbols", required: false) ?? [:]
-        samples = try Self.parseSamples(section["samples"], moduleCount: modules.count, fail: fail)
+        if let value = section["samples"], !(value is NSNull), !(value is [Any]) {
+            throw fail("malformed timeline: \"samples\" is not an array")
+        }
+        let moduleCount = modules.count
+        for (index, sample) in scanned.samples.enumerated() {
+            if let frame = sample.frames.first(where: { $0.module >= moduleCount }) {
+                throw fail("malformed timeline: sample \(index) names module \(frame.module) of \(moduleCount)")
+            }
+        }
+        samples = scanned.samples
         watch = try Watch.parse(section["watch"], moduleCount: modules.count, fail: fail)
         documentBox = DocumentBox(root)
         if phases.isEmpty { throw fail("malformed timeline: no phases") }
-    }
-
-    private static func parseSamples(_ value: Any?, moduleCount: Int, fail: (String) -> TimelineError) throws -> [Sample] {
-        guard let value, !(value is NSNull) else { return [] }
-        guard let rows = value as? [Any] else { throw fail("malformed timeline: \"samples\" is not an array") }
-        var samples: [Sample] = []
-        samples.reserveCapacity(rows.count)
-        for (index, row) in rows.enumerated() {
-            guard let fields = row as? [Any], fields.count == 3,
-                  let ns = (fields[0] as? NSNumber)?.int64Value,
-                  let tid = (fields[1] as? NSNumber)?.intValue,
-                  let pairs = fields[2] as? [NSNumber], pairs.count % 2 == 0
-            else { throw fail("malformed timeline: sample \(index) is not [ns, tid, [module, address, …]]") }
-            var frames: [Frame] = []
-            frames.reserveCapacity(pairs.count / 2)
-            for i in stride(from: 0, to: pairs.count, by: 2) {
-                let module = pairs[i].intValue
-                guard module >= -1, module < moduleCount else {
-                    throw fail("malformed timeline: sample \(index) names module \(module) of \(moduleCount)")
-                }
-                frames.append(Frame(module: module, address: pairs[i + 1].uint64Value))
-            }
-            samples.append(Sample(ns: ns, tid: tid, frames: frames))
-        }
-        return samples
+        try validate(TimelineValidator(fail: fail))
     }
 
     private static func decodingSummary(_ error: Error) -> String {
@@ -326,4 +324,28 @@ extension Timeline {
 
     /// The whole launch: process start to its end (ready, exit or signal).
     package var launchDurationNs: Int64 { launch.endNs }
+}
+
+/// What a timeline file may hold, at most: beyond these the file is refused
+/// with an error naming the bound, before the CLI allocates for it
+/// (docs/security.md, "The coldstart CLI").
+package enum TimelineLimits {
+    /// The file itself: a million 128-frame samples take ~500 MB.
+    package static let maxFileBytes: UInt64 = 1 << 30
+    /// The recorder's own maximum (`COLDSTART_MAX_SAMPLES`).
+    package static let maxSamples = 1_000_000
+    /// Frames of one sample or blocked stack (the recorder keeps 128 and 64).
+    package static let maxFrames = 1024
+    /// Any string: a name, a path, a symbol (the recorder's names are at
+    /// most 255 bytes, paths 4096; demangled C++ names run to a few KB).
+    package static let maxStringBytes = 65_536
+    /// Any time offset from the process start, in ns (2^53: ~104 days), so
+    /// differences and sums of times never overflow and stay exact as Double.
+    package static let maxOffsetNs: Int64 = 1 << 53
+    /// Any counter (faults, context switches, dropped records).
+    package static let maxCount: UInt64 = 1 << 40
+    /// A sampling or watching rate.
+    package static let maxHz = 1_000_000.0
+    /// Nesting of the JSON document (the format needs 6).
+    package static let maxDepth = 64
 }
