@@ -80,7 +80,8 @@ struct cs_global {
         int pid;
         int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
-        bool preinit_ran, before_main_ran;
+        bool preinit_ran;
+        _Atomic bool before_main_ran;   // read by the sampler's thread
         char swift_version[32];
     } proc;
 
