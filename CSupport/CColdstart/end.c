@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -87,11 +86,7 @@ static void release_memory(void) {
     }
     cs_sampler_unmap();
     cs_watch_unmap();
-    struct stat st;
-    if (cs_g.out.dirfd > 0 && fstat(cs_g.out.dirfd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev
-        && (uint64_t)st.st_ino == cs_g.out.dir_ino)
-        close(cs_g.out.dirfd);
-    cs_g.out.dirfd = -1;
+    cs_out_close_dir();
 }
 
 // Becomes the writer if nobody is; otherwise waits (bounded) for the writer,
