@@ -65,7 +65,8 @@ int cs_out_create_temp(int dir, char *name, size_t cap) {
 // that was written after this process started belongs to an earlier image of
 // this process (an exec of itself after ready()) or to another process given
 // the same path: it is kept, and this timeline becomes "<stem>-2.json" (then
-// -3, …). An older file (a previous run's) is replaced, as a rerun expects.
+// -3, …). An older file (a previous run's) is replaced, as a rerun expects,
+// and so is anything that is not a regular file.
 int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us) {
     struct stat st;
     const char *base = cs_g.out.base;
@@ -75,7 +76,10 @@ int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us) {
         if (errno != EEXIST) return -1;
     } else {
         uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
-        if (start_realtime_us == 0 || mtime_us < start_realtime_us) return renameat(dir, tmp, dir, base);
+        // Only a regular file can be a timeline: anything else there (a
+        // planted symlink) is replaced, never followed or kept.
+        if (!S_ISREG(st.st_mode) || start_realtime_us == 0 || mtime_us < start_realtime_us)
+            return renameat(dir, tmp, dir, base);
     }
     size_t stem = strlen(base) - 5;   // without ".json"
     char name[sizeof cs_g.out.base + 8];
