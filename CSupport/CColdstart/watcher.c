@@ -462,8 +462,8 @@ void cs_watch_start(void) {
     wt->task_dirfd = cs_fd_high(wt->task_dirfd);
     wt->task_dir_ino = cs_watch_inode_of(wt->task_dirfd);
 
-    void *mem = mmap(NULL, sizeof *wt->buf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) {
+    void *mem = cs_map_zeroed(sizeof *wt->buf);
+    if (!mem) {
         cs_warn("cannot allocate the off-CPU watch buffers; the off-CPU watch is off", NULL);
         cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
         return;
