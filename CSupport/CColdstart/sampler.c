@@ -1,5 +1,6 @@
-// The stack sampler: a CPU-time clock per thread raises SIGPROF on the thread
-// that consumed the time, and the handler records that thread's stack.
+// The stack sampler: a CPU-time clock per thread raises CS_SMP_SIGNAL
+// (SIGURG, sampler.h says why) on the thread that consumed the time, and the
+// handler records that thread's stack.
 //
 // Clock (docs/performance.md, "Why per-thread perf events"): a software
 // PERF_COUNT_SW_TASK_CLOCK event per thread (user time only), whose overflow
@@ -12,9 +13,10 @@
 // perf_event_open is refused, POSIX per-thread CPU-clock timers take its place
 // (the kernel tick caps them: 250 Hz here).
 // A thread that starts while every sampled thread is idle (the main thread
-// waiting in pthread_join) would not be found by those handlers, so from the
-// executable's first constructor on a helper thread ("coldstart-scan", all
-// signals blocked) also looks every CS_SMP_SCAN_NS of wall time. A
+// waiting in pthread_join) would not be found by those handlers, so a helper
+// thread ("coldstart-scan", started in .preinit_array; it also opens the
+// clocks, the first perf event being slow on a quiet system) looks every
+// CS_SMP_SCAN_NS of wall time. A
 // process-directed CPU-clock timer cannot do it: measured on Linux 6.18, its
 // signal went to the sleeping main thread and cut its usleep short.
 //

@@ -158,8 +158,9 @@ void cs_sampler_stop(void);
 /// Unmaps the sample buffers if sampling stopped and no handler runs.
 /// Call after the timeline is written. Async-signal-safe.
 void cs_sampler_unmap(void);
-/// Gives the signal back (restores SIG_DFL) unless one of ours may still be
-/// pending. Call after cs_sampler_stop. Async-signal-safe.
+/// Gives the signal back (restores SIG_DFL, which ignores a signal of ours
+/// still pending) if our handler is still installed. Call after
+/// cs_sampler_stop. Async-signal-safe.
 void cs_sampler_release(void);
 
 // ---- smpthreads.c ----
