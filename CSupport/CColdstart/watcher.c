@@ -470,9 +470,9 @@ void cs_watch_start(void) {
     }
     wt->buf = mem;
 
-    // The watcher takes none of the host's signals (cs_start_thread blocks
-    // them all): the timeline writer, which may run in a signal handler,
-    // never runs on the watcher, so it can wait for it.
+    // The watcher takes none of the signals the timeline writer runs in
+    // (cs_start_thread blocks all but SIGPROF): the writer never runs on the
+    // watcher, so it can wait for it.
     atomic_store(&wt->running, 1);
     if (cs_start_thread(watch_main, 512 * 1024) != 0) {
         atomic_store(&wt->running, 0);
