@@ -26,6 +26,7 @@ enum CompareCommand: Command {
       --allow-mixed-start   compare even when the sides' process starts come
                             from different sources (exact vs /proc, 10 ms steps)
       --json                the comparison as JSON
+      -h, --help            show this text
 
     A side needs at least 2 completed launches, and enough for a difference to
     be able to reach significance (4 against 4 at α = 0.05); 10 each is a good

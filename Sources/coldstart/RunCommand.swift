@@ -6,10 +6,14 @@ import Foundation
 enum RunCommand: Command {
     static let name = "run"
     static let summary = "Launch an app N times (exact start, optionally cold) and summarise"
+    static let takesCommandLine = true
     static let help = """
     Usage: coldstart run [-n RUNS] [--warmup K] [--cold] [--hz HZ] [--out DIR]
                          [--append] [--timeout SECONDS] [--stop-after-ready] [--json]
-                         -- COMMAND [ARGS…]
+                         [--] COMMAND [ARGS…]
+
+    COMMAND starts at the first argument that is not an option (or after
+    `--`); everything from there, --help included, is the app's.
 
     Launches COMMAND (an app linked with the Coldstart library) RUNS times, one
     after another, each with COLDSTART=DIR/run-<i>.json and COLDSTART_SPAWN_NS
@@ -41,6 +45,7 @@ enum RunCommand: Command {
                           for services that keep running after ready()
       --json              print the summary as JSON on stdout; the app's stdout
                           then goes to stderr
+      -h, --help          show this text
 
     Exit status: the app's, when a launch failed (the first non-zero status,
     128+N for signal N); 1 when no launch reached ready() or the app is not
@@ -48,10 +53,8 @@ enum RunCommand: Command {
     """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
-        guard let command = arguments.afterDoubleDash(), !command.isEmpty else {
-            throw UsageError(message: "missing '-- COMMAND [ARGS…]' (the app to launch)")
-        }
-        var options = Options(command: command)
+        let command = arguments.commandLine()
+        var options = Options(command: command ?? [])
         options.runs = try arguments.number("-n", in: 1...10_000) ?? 10
         options.warmups = try arguments.number("--warmup", in: 0...1_000) ?? 1
         options.cold = arguments.flag("--cold")
@@ -62,6 +65,9 @@ enum RunCommand: Command {
         options.stopAfterReady = arguments.flag("--stop-after-ready")
         options.json = arguments.flag("--json")
         try arguments.finish()
+        guard let command, !command.isEmpty else {
+            throw UsageError(message: "missing COMMAND [ARGS…] (the app to launch)")
+        }
         return try Session(options).run()
     }
 
@@ -257,7 +263,7 @@ private struct Session {
         return """
         \(executable) exited (status \(status)) without writing a timeline: it is not linked with Coldstart.
         To link it, in its Package.swift add
-            dependencies: [.package(url: "<Coldstart's git URL>", from: "0.1.0")]   (or .package(path: "../Coldstart"))
+            dependencies: [.package(url: "<Coldstart's git URL>", branch: "main")]   (or .package(path: "../Coldstart"))
         and to the executable target's dependencies
             .product(name: "Coldstart", package: "Coldstart")
         then rebuild; `COLDSTART=1 APP` writes a timeline, and Coldstart.ready() marks the launch's end.
