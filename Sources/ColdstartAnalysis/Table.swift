@@ -1,14 +1,14 @@
 import Foundation
 
 /// A text table: columns padded to their widest cell, counted in characters.
-struct Table {
-    enum Alignment { case left, right }
-    struct Column {
+package struct Table {
+    package enum Alignment { case left, right }
+    package struct Column {
         var title: String
         var alignment: Alignment
         /// Left out, rightmost first, when the table cannot fit otherwise.
         var droppable: Bool
-        init(_ title: String, _ alignment: Alignment, droppable: Bool = false) {
+        package init(_ title: String, _ alignment: Alignment, droppable: Bool = false) {
             self.title = title
             self.alignment = alignment
             self.droppable = droppable
@@ -20,18 +20,18 @@ struct Table {
     /// The column narrowed to fit a width; by default the widest left-aligned one.
     var flexible: Int?
 
-    init(columns: [Column], flexible: Int? = nil) {
+    package init(columns: [Column], flexible: Int? = nil) {
         self.columns = columns
         self.flexible = flexible
     }
 
-    mutating func add(_ row: [String]) { rows.append(row) }
+    package mutating func add(_ row: [String]) { rows.append(row) }
 
     /// The header and rows. With `width`, a line that would be wider first
     /// loses characters from its name column (`flexible`, by default the
     /// widest left-aligned one) down to 24, then its droppable columns
     /// (rightmost first), then every left-aligned column shrinks to 12.
-    func render(width maxWidth: Int? = nil) -> [String] {
+    package func render(width maxWidth: Int? = nil) -> [String] {
         var shown = Array(columns.indices)
         var widths = columns.indices.map { index in
             ([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0
