@@ -78,7 +78,7 @@ struct RunReport {
     static func howCompleted(_ runs: [RunSet.Run]) -> String {
         let atReady = runs.filter { $0.timeline.launch.endReason == "ready" }.count
         if atReady == runs.count { return "reached ready()" }
-        if atReady == 0 { return "exited normally (no ready() call: each launch ends at its exit)" }
+        if atReady == 0 { return "exited normally" }
         return "completed (\(atReady) at ready(), \(runs.count - atReady) at a normal exit)"
     }
 
