@@ -85,7 +85,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(result.stderr.components(separatedBy: "service: cannot bind port 8080").count - 1, 2, result.stderr)
         XCTAssertTrue(result.stdout.contains("completed: 0 of 2"), result.stdout)
         XCTAssertEqual(result.stdout.components(separatedBy: "ended before ready: exited with status 3").count - 1, 2, result.stdout)
-        XCTAssertTrue(result.stdout.contains("no launch reached ready()"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("no statistics: no launch completed"), result.stdout)
         XCTAssertEqual(try RunSet(path: dir).runs.filter { !$0.timeline.launch.completed }.count, 2)
     }
 
