@@ -213,18 +213,19 @@ extension Comparison {
         gate.failing = failing.map(\.name)
         gate.failed = !failing.isEmpty
         let pName = single ? "p" : "p(Holm)"
-        func describe(_ row: Row) -> String {
-            "'\(row.name)' \(String(format: "%+.2f ms (%+.1f%%)", row.deltaMs ?? 0, row.deltaPercent ?? 0)), \(pName) \(Self.phrase(p: p(row)).dropFirst(2))"
+        func change(_ row: Row) -> String {
+            "'\(row.name)' \(String(format: "%+.2f ms (%+.1f%%)", row.deltaMs ?? 0, row.deltaPercent ?? 0))"
         }
-        let evidence = "α = \(String(format: "%g", alpha))"
+        func evidence(_ row: Row) -> String { "\(pName) \(Self.phrase(p: p(row)).dropFirst(2))" }
+        let level = "α = \(String(format: "%g", alpha))"
         if gate.failed {
-            gate.explanation = "FAIL: slower by more than \(threshold), significant (\(evidence)): "
-                + failing.map(describe).joined(separator: "; ")
+            gate.explanation = "FAIL: slower by more than \(threshold), significant (\(level)): "
+                + failing.map { "\(change($0)), \(evidence($0))" }.joined(separator: "; ")
         } else if let row = beyond.min(by: { p($0) < p($1) }) {
-            gate.explanation = "pass: \(describe(row)) is beyond \(threshold) but within noise (\(evidence))"
-                + (beyond.count > 1 ? ", as are \(beyond.count - 1) more" : "")
+            let rows = beyond.count == 1 ? "1 row is" : "\(beyond.count) rows are"
+            gate.explanation = "pass: \(rows) beyond \(threshold) but within noise; the most significant: \(change(row)), \(evidence(row)) (\(level))"
         } else if single, let row = candidates.first {
-            gate.explanation = "pass: \(describe(row)), not beyond \(threshold)"
+            gate.explanation = "pass: \(change(row)) (\(evidence(row))), not beyond \(threshold)"
         } else {
             gate.explanation = "pass: none of the \(candidates.count) rows checked is slower by more than \(threshold)"
         }
