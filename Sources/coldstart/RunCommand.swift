@@ -185,7 +185,8 @@ private struct Session {
             let file = isWarmup ? "\(directory)/warmup/\(label).json" : "\(directory)/\(label).json"
             try? FileManager.default.removeItem(atPath: file)
             // Only a run long enough to leave the user waiting shows progress.
-            if showProgress && Date().timeIntervalSince(started) >= 1 {
+            let progress = showProgress && Date().timeIntervalSince(started) >= 1
+            if progress {
                 let what = isWarmup ? "warm-up \(step + 1) of \(options.warmups)" : "run \(step - options.warmups + 1) of \(options.runs)"
                 writeStderr("\r\u{1B}[Kcoldstart run: \(what)\(options.cold && !isWarmup ? " (cold)" : "")… ")
             }
@@ -199,7 +200,7 @@ private struct Session {
             var record = try launcher.launch(
                 label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
             record.eviction = eviction
-            if showProgress { writeStderr("\r\u{1B}[K") }
+            if progress { writeStderr("\r\u{1B}[K") }
             if case .noTimeline(let status) = record.outcome {
                 throw CommandError(message: Self.notLinkedMessage(executable: executable, status: status))
             }

@@ -142,6 +142,21 @@ final class RunCompareTests: XCTestCase {
         XCTAssertTrue((run["outcome"] as? String ?? "").hasPrefix("killed by --timeout (1 s) after it reached ready()"), "\(run)")
     }
 
+    /// Progress goes to stderr only on a terminal (here one made by
+    /// script(1)), and only once the run has taken a second.
+    func testProgressOnlyOnATerminal() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let arguments = ["run", "-n", "2", "--warmup", "0", "--timeout", "1.2", "--append", "--out", dir, app, "--wait-before-ready"]
+        let piped = try coldstart(arguments)
+        XCTAssertFalse(piped.stderr.contains("coldstart run: run"), "progress on a pipe: \(piped.stderr)")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("script(1) is not installed") }
+        let command = ([try Products.path("coldstart")] + arguments).map { "'\($0)'" }.joined(separator: " ") + " > /dev/null"
+        let terminal = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["SWIFT_BACKTRACE": "enable=no"])
+        XCTAssertTrue(terminal.stdout.contains("\r\u{1B}[Kcoldstart run: run 2 of 2"), "no progress on a terminal: \(terminal.stdout.debugDescription)")
+        XCTAssertFalse(terminal.stdout.contains("run 1 of 2"), "progress before the run took a second")
+    }
+
     func testStopAfterReadyEndsAServiceThatKeepsRunning() throws {
         let app = try Products.path("ServiceStartup")
         let dir = try makeTemporaryDirectory(for: self).path
