@@ -7,7 +7,8 @@ enum CompareCommand: Command {
     static let summary = "Compare two sets of launches: a regression gate for CI"
     static let help = """
     Usage: coldstart compare BASE NEW [--fail-if-slower PCT [--min-effect-ms MS]
-                             [--phase NAME]] [--alpha A] [--allow-mixed-start] [--json]
+                             [--phase NAME]] [--alpha A] [--allow-mixed-start]
+                             [--functions] [--json]
 
     BASE and NEW are each a timeline file or a directory of them (what
     `coldstart run --out DIR` writes), one build of the app per side. For the
@@ -32,6 +33,9 @@ enum CompareCommand: Command {
       --alpha A             significance level (default 0.05)
       --allow-mixed-start   compare even when the sides' process starts come
                             from different sources (exact vs /proc, 10 ms steps)
+      --functions           also the 10 functions whose sampled self time per
+                            launch moved most, with sample counts (reads each
+                            sampled launch's profile; informational, not gated)
       --json                the comparison as JSON
       -h, --help            show this text
 
@@ -46,6 +50,7 @@ enum CompareCommand: Command {
         let phase = try arguments.option("--phase")
         let alpha: Double = try arguments.number("--alpha", in: 0.000_001...0.5) ?? Comparison.defaultAlpha
         let allowMixedStart = arguments.flag("--allow-mixed-start")
+        let functions = arguments.flag("--functions")
         let json = arguments.flag("--json")
         let basePath = try arguments.positional("BASE (a timeline file or a directory of runs)")
         let newPath = try arguments.positional("NEW (a timeline file or a directory of runs)")
@@ -57,9 +62,11 @@ enum CompareCommand: Command {
 
         let comparison: Comparison
         let gate: Comparison.Gate?
+        var movers: FunctionComparison?
         do {
-            comparison = try Comparison(
-                base: try RunSet(path: basePath), new: try RunSet(path: newPath), alpha: alpha, allowMixedStart: allowMixedStart)
+            let base = try RunSet(path: basePath), new = try RunSet(path: newPath)
+            comparison = try Comparison(base: base, new: new, alpha: alpha, allowMixedStart: allowMixedStart)
+            if functions { movers = try FunctionComparison(base: base, new: new) }
             gate = try threshold.map {
                 try comparison.gate(slowerThanPercent: $0, minimumEffectMs: minimumEffect ?? Comparison.defaultMinimumEffectMs, measure: phase)
             }
@@ -69,14 +76,14 @@ enum CompareCommand: Command {
             throw CommandError(message: error.description)
         }
         if json {
-            print(try jsonText(comparison, gate: gate))
+            print(try jsonText(comparison, gate: gate, functions: movers))
         } else {
-            print(text(comparison, gate: gate))
+            print(text(comparison, gate: gate, functions: movers))
         }
         return gate?.failed == true ? ExitStatus.failure : ExitStatus.success
     }
 
-    static func text(_ comparison: Comparison, gate: Comparison.Gate?) -> String {
+    static func text(_ comparison: Comparison, gate: Comparison.Gate?, functions: FunctionComparison? = nil) -> String {
         var lines = ["coldstart compare"]
         for (label, side) in [("BASE", comparison.base), ("NEW ", comparison.new)] {
             let left = side.runs - side.completed
@@ -113,6 +120,7 @@ enum CompareCommand: Command {
         }
         // The table's own two-space margin is not wanted here: rows start at the left edge.
         lines += table.render().map { String($0.dropFirst(2)) }
+        if let functions { lines += ["", "functions: " + functionsHeading(functions)] + functionLines(functions) }
         lines.append("")
         lines.append("verdict: \(verdictText(comparison))")
         if let gate {
@@ -120,6 +128,25 @@ enum CompareCommand: Command {
             lines.append("gate (--fail-if-slower \(String(format: "%g", gate.thresholdPercent)) --min-effect-ms \(String(format: "%g", gate.minimumEffectMs))\(scope)): \(gate.explanation)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func functionsHeading(_ functions: FunctionComparison) -> String {
+        "the \(functions.rows.count) largest changes of median self time per launch (sampled CPU time, ms; "
+            + "\(functions.baseSampledRuns) BASE and \(functions.newSampledRuns) NEW sampled launches; p unadjusted, not gated)"
+    }
+
+    static func functionLines(_ functions: FunctionComparison) -> [String] {
+        var table = Table(columns: [
+            .init("BASE", .right), .init("NEW", .right), .init("Δ ms", .right), .init("samples B/N", .right), .init("p", .right),
+            .init("function", .left), .init("module", .left),
+        ])
+        for row in functions.rows {
+            table.add([
+                String(format: "%.2f", row.baseMedianMs), String(format: "%.2f", row.newMedianMs), String(format: "%+.2f", row.deltaMs),
+                "\(row.baseSamples)/\(row.newSamples)", row.p.map(Comparison.format(p:)) ?? "–", row.function, row.module,
+            ])
+        }
+        return table.render(width: Terminal.style().width)
     }
 
     /// In how many launches of each side a row's measure appears, when not
@@ -167,15 +194,17 @@ enum CompareCommand: Command {
         var adjustment = "Holm"
         var alpha: Double
         var rows: [Comparison.Row]
+        /// With --functions.
+        var functions: FunctionComparison?
         /// "slower", "faster" or "no change": the whole launch's row.
         var verdict: String
         var significantlySlower: [String]
         var gate: Comparison.Gate?
     }
 
-    static func jsonText(_ comparison: Comparison, gate: Comparison.Gate?) throws -> String {
+    static func jsonText(_ comparison: Comparison, gate: Comparison.Gate?, functions: FunctionComparison? = nil) throws -> String {
         let value = JSONComparison(
-            base: comparison.base, new: comparison.new, alpha: comparison.alpha, rows: comparison.rows,
+            base: comparison.base, new: comparison.new, alpha: comparison.alpha, rows: comparison.rows, functions: functions,
             verdict: comparison.launch.verdict.rawValue,
             significantlySlower: comparison.significantlySlower.map(\.name), gate: gate)
         let encoder = JSONEncoder()

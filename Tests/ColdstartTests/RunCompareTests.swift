@@ -328,6 +328,24 @@ final class RunCompareTests: XCTestCase {
         XCTAssertTrue(lenient.stdout.contains("): pass: "), lenient.stdout)
     }
 
+    /// --functions names where the extra time went: the busy loop's
+    /// functions gain self time and samples in NEW.
+    func testFunctionsShowWhereTheBusyLoopSpentItsTime() throws {
+        let root = try recordedSets()
+        let base = root.appendingPathComponent("same1-a").path, new = root.appendingPathComponent("slower").path
+        let result = try coldstart(["compare", base, new, "--functions", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let functions = try XCTUnwrap(try json(result.stdout)["functions"] as? [String: Any])
+        XCTAssertEqual(functions["newSampledRuns"] as? Int, 8)
+        let rows = try XCTUnwrap(functions["rows"] as? [[String: Any]])
+        let top = try XCTUnwrap(rows.first)
+        XCTAssertGreaterThan(try XCTUnwrap(top["deltaMs"] as? Double), 3, "\(top)")
+        XCTAssertGreaterThan(try XCTUnwrap(top["newSamples"] as? Int), try XCTUnwrap(top["baseSamples"] as? Int), "\(top)")
+        let text = try coldstart(["compare", base, new, "--functions"])
+        XCTAssertTrue(text.stdout.contains("\nfunctions: the "), text.stdout)
+        XCTAssertTrue(text.stdout.contains(top["function"] as? String ?? "?"), text.stdout)
+    }
+
     func testAddedThirtyMillisecondsIsARegressionInThatPhase() throws {
         let root = try recordedSets()
         let base = root.appendingPathComponent("same1-a").path, new = root.appendingPathComponent("slower").path
