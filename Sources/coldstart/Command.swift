@@ -46,50 +46,39 @@ struct Arguments {
         known = help
     }
 
-    /// Whether `--help` or `-h` is among the command's own arguments: before
-    /// `--`, not the value of an option, and, for a command that takes a
-    /// command line, before that command line starts.
+    /// Whether `--help` or `-h` is among the command's own arguments.
     func asksForHelp(stoppingAtPositional: Bool) -> Bool {
-        var index = 0
-        while index < remaining.count {
-            let argument = remaining[index]
-            if argument == "--" { return false }
-            if argument == "--help" || argument == "-h" { return true }
-            if known.valueOptions.contains(argument) {
-                index += 2
-                continue
-            }
-            if stoppingAtPositional && (!argument.hasPrefix("-") || argument == "-") { return false }
-            index += 1
-        }
-        return false
+        remaining[..<ownArgumentsEnd(commandLine: stoppingAtPositional)].contains { $0 == "--help" || $0 == "-h" }
     }
 
     /// Removes the command line to run: everything after `--`, or else from
     /// the first argument that is neither an option nor an option's value
     /// (hyperfine's and env's convention). Nil when there is none.
     mutating func commandLine() -> [String]? {
+        let end = ownArgumentsEnd(commandLine: true)
+        guard end < remaining.count else { return nil }
+        let rest = Array(remaining[(remaining[end] == "--" ? end + 1 : end)...])
+        remaining.removeSubrange(end...)
+        return rest
+    }
+
+    /// Where the command's own arguments end: at `--`, or, when it takes a
+    /// command line, at the first argument that is neither an option nor an
+    /// option's value. `-n --` and a trailing `-n` are left for `option` to
+    /// report as a missing value.
+    private func ownArgumentsEnd(commandLine: Bool) -> Int {
         var index = 0
         while index < remaining.count {
             let argument = remaining[index]
-            if argument == "--" {
-                let rest = Array(remaining[(index + 1)...])
-                remaining.removeSubrange(index...)
-                return rest
-            }
+            if argument == "--" { return index }
             if known.valueOptions.contains(argument) {
-                // `-n --` or a trailing `-n`: left for `option` to report.
                 index += index + 1 < remaining.count && remaining[index + 1] != "--" ? 2 : 1
                 continue
             }
-            if !argument.hasPrefix("-") || argument == "-" {
-                let rest = Array(remaining[index...])
-                remaining.removeSubrange(index...)
-                return rest
-            }
+            if commandLine && (!argument.hasPrefix("-") || argument == "-") { return index }
             index += 1
         }
-        return nil
+        return index
     }
 
     /// Removes `--flag` wherever it is; true if it was there.
