@@ -19,7 +19,7 @@ demo: deps
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go zsh fish groff  # viewers, shells and groff the HTML, pprof, completion and man page tests use; they skip without them
+	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base  # viewers, shells and groff the HTML, pprof, completion and man page tests use; they skip without them
 	$(SWIFT) build
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
 
