@@ -339,12 +339,17 @@ final class RunCompareTests: XCTestCase {
         let functions = try XCTUnwrap(try json(result.stdout)["functions"] as? [String: Any])
         XCTAssertEqual(functions["newSampledRuns"] as? Int, 8)
         let rows = try XCTUnwrap(functions["rows"] as? [[String: Any]])
-        let top = try XCTUnwrap(rows.first)
-        XCTAssertGreaterThan(try XCTUnwrap(top["deltaMs"] as? Double), 3, "\(top)")
-        XCTAssertGreaterThan(try XCTUnwrap(top["newSamples"] as? Int), try XCTUnwrap(top["baseSamples"] as? Int), "\(top)")
+        // The loop's functions (the clock read, Date) gain self time in every
+        // NEW launch; other rows (buildRoutingTable's ~100 ms of CPU) may
+        // move as much by noise, so the loop's need not be the top row.
+        let loop = rows.first { row in
+            let gained = (row["newSamples"] as? Int ?? 0) - (row["baseSamples"] as? Int ?? 0)
+            return gained >= 20 && (row["deltaMs"] as? Double ?? 0) > 1 && (row["p"] as? Double ?? 1) < 0.01
+        }
+        let found = try XCTUnwrap(loop, "no function gained 20 samples and > 1 ms significantly:\n\(rows)")
         let text = try coldstart(["compare", base, new, "--functions"])
         XCTAssertTrue(text.stdout.contains("\nfunctions: the "), text.stdout)
-        XCTAssertTrue(text.stdout.contains(top["function"] as? String ?? "?"), text.stdout)
+        XCTAssertTrue(text.stdout.contains(found["function"] as? String ?? "?"), text.stdout)
     }
 
     func testAddedThirtyMillisecondsIsARegressionInThatPhase() throws {
