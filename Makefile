@@ -1,12 +1,13 @@
 # `make demo`: build, profile the bundled example, print the report.
 # `make test`: the whole test suite.
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the coldstart CLI, man page and completions.
 SWIFT ?= swift
 DEMO_TIMELINE ?= .build/demo-timeline.json
 # Test programs (Tests/Fixtures), built once per `make test` and shared by the tests.
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install
 
 deps:
 	@scripts/ensure-deps.sh
@@ -18,9 +19,29 @@ demo: deps
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go  # the HTML and pprof tests' viewers; they skip without them
+	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base  # viewers, shells and groff the HTML, pprof, completion and man page tests use; they skip without them
 	$(SWIFT) build
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
+
+# The CLI with the Swift runtime linked statically: it maps none of the Swift
+# libraries, so `coldstart run --cold` cannot keep the app's pages cached.
+# build-info records what `coldstart --version` cannot know from SwiftPM alone.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+install: deps
+	$(SWIFT) build -c release --static-swift-stdlib --product coldstart
+	install -d $(INSTALL_ROOT)/bin $(INSTALL_ROOT)/share/man/man1 $(INSTALL_ROOT)/share/coldstart \
+	  $(INSTALL_ROOT)/share/bash-completion/completions $(INSTALL_ROOT)/share/zsh/site-functions \
+	  $(INSTALL_ROOT)/share/fish/vendor_completions.d
+	install -m 755 .build/release/coldstart $(INSTALL_ROOT)/bin/coldstart
+	.build/release/coldstart man > $(INSTALL_ROOT)/share/man/man1/coldstart.1
+	.build/release/coldstart completion bash > $(INSTALL_ROOT)/share/bash-completion/completions/coldstart
+	.build/release/coldstart completion zsh > $(INSTALL_ROOT)/share/zsh/site-functions/_coldstart
+	.build/release/coldstart completion fish > $(INSTALL_ROOT)/share/fish/vendor_completions.d/coldstart.fish
+	{ echo "commit: $$(git describe --always --dirty 2>/dev/null || echo unknown)"; \
+	  echo "swift: $$($(SWIFT) --version 2>/dev/null | head -n 1)"; } > $(INSTALL_ROOT)/share/coldstart/build-info
+	@echo "installed $(INSTALL_ROOT)/bin/coldstart ($$($(INSTALL_ROOT)/bin/coldstart --version | head -n 1))"
 
 fixtures: deps
 	$(SWIFT) build --package-path $(FIXTURES)

@@ -9,6 +9,8 @@ let commands: [any Command.Type] = [
     CompareCommand.self,
     SymbolizeCommand.self,
     ExportCommand.self,
+    CompletionCommand.self,
+    ManCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))
