@@ -9,6 +9,7 @@ let commands: [any Command.Type] = [
     CompareCommand.self,
     SymbolizeCommand.self,
     ExportCommand.self,
+    AggregateCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))
