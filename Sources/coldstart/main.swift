@@ -10,6 +10,7 @@ let commands: [any Command.Type] = [
     SymbolizeCommand.self,
     ExportCommand.self,
     AggregateCommand.self,
+    PushCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))
