@@ -18,7 +18,7 @@ demo: deps
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go prometheus  # the HTML, pprof and Prometheus tests' tools; they skip without them
+	@scripts/ensure-deps.sh chromium golang-go prometheus prometheus-node-exporter  # the HTML, pprof and Prometheus tests' tools; they skip without them
 	-@scripts/ensure-python-deps.sh >/dev/null  # opentelemetry-proto for the OTLP tests; they skip without it
 	$(SWIFT) build
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing

@@ -75,7 +75,8 @@ enum AggregateCommand: Command {
         }
         let summary = aggregate.summary
         if summary.skippedCount > 0 {
-            printError("coldstart aggregate: skipped \(summary.skippedCount) file\(summary.skippedCount == 1 ? "" : "s") that are not readable timelines"
+            let files = summary.skippedCount == 1 ? "1 file that is not a readable timeline" : "\(summary.skippedCount) files that are not readable timelines"
+            printError("coldstart aggregate: skipped \(files)"
                 + (json || format != nil ? "" : " (listed at the end)"))
         }
         guard summary.launches > 0 else {

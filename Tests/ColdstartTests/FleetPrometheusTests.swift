@@ -3,8 +3,9 @@ import Foundation
 import XCTest
 
 /// `coldstart aggregate --format openmetrics`: checked by `promtool check
-/// metrics`, then scraped by a real Prometheus on 127.0.0.1 and queried for
-/// a phase's p90 — the commands of docs/fleet.md.
+/// metrics`, then scraped by a real Prometheus on 127.0.0.1 — as a file, as
+/// OpenMetrics and through node_exporter's textfile collector — and queried
+/// for a phase's p90: the commands of docs/fleet.md.
 final class FleetPrometheusTests: XCTestCase {
     /// 20 launches of version 1.0 whose "library initializers" take 1…20 ms,
     /// 5 of version 2.0 at 40 ms; the OpenMetrics file and the JSON summary.
@@ -59,13 +60,14 @@ final class FleetPrometheusTests: XCTestCase {
 
     func testPrometheusScrapesItAndComputesThePhaseP90() throws {
         let prometheus = try ExternalTool.path(ExternalTool.prometheus)
+        let nodeExporter = try ExternalTool.path(ExternalTool.nodeExporter)
         let python = "/usr/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: python) else { throw XCTSkip("no /usr/bin/python3 to serve the file") }
         let directory = try makeTemporaryDirectory(for: self)
         let (metrics, summary) = try aggregate(in: directory)
 
-        // The textfile as node_exporter would expose it (Prometheus' text
-        // format, by python's file server) and as OpenMetrics.
+        // The file served as it is (python's file server: Prometheus' text
+        // parser) and as OpenMetrics (Prometheus' stricter OpenMetrics parser).
         let files = try BackgroundProcess(python, ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", metrics.deletingLastPathComponent().path],
                                           log: directory.appendingPathComponent("http.log"), for: self)
         let line = try files.firstLine()
@@ -73,6 +75,14 @@ final class FleetPrometheusTests: XCTestCase {
         let openMetrics = try BackgroundProcess(python, [Fleet.script("serve-openmetrics.py"), metrics.path],
                                                 log: directory.appendingPathComponent("openmetrics.log"), for: self)
         let openMetricsPort = try openMetrics.firstLine()
+
+        // node_exporter's textfile collector reading the directory, as in production.
+        let nodePort = try Fleet.freePort()
+        _ = try BackgroundProcess(nodeExporter, [
+            "--collector.disable-defaults", "--collector.textfile",
+            "--collector.textfile.directory=\(metrics.deletingLastPathComponent().path)",
+            "--web.listen-address=127.0.0.1:\(nodePort)",
+        ], log: directory.appendingPathComponent("node-exporter.log"), for: self)
 
         let port = try Fleet.freePort()
         let config = directory.appendingPathComponent("prometheus.yml")
@@ -84,6 +94,8 @@ final class FleetPrometheusTests: XCTestCase {
             static_configs: [{targets: ['127.0.0.1:\(filePort)']}]
           - job_name: openmetrics
             static_configs: [{targets: ['127.0.0.1:\(openMetricsPort)']}]
+          - job_name: node
+            static_configs: [{targets: ['127.0.0.1:\(nodePort)']}]
         """.write(to: config, atomically: true, encoding: .utf8)
         let server = try BackgroundProcess(prometheus, [
             "--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
@@ -95,7 +107,7 @@ final class FleetPrometheusTests: XCTestCase {
         let expected = histogramQuantile(0.9, boundsSeconds: summary.bucketBoundsMs.map { $0 / 1000 }, cumulative: phase.buckets)
         XCTAssertEqual(expected, 0.022, accuracy: 1e-12, "rank 18 of 20: 10 ms + 15 ms × 8/10")
 
-        for job in ["textfile", "openmetrics"] {
+        for job in ["textfile", "openmetrics", "node"] {
             let query = "histogram_quantile(0.9, coldstart_phase_seconds_bucket{job=\"\(job)\",phase=\"library initializers\",version=\"1.0\"})"
             var components = URLComponents(string: "http://127.0.0.1:\(port)/api/v1/query")!
             components.queryItems = [URLQueryItem(name: "query", value: query)]
