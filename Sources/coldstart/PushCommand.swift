@@ -106,7 +106,7 @@ enum PushCommand: Command {
     }
 
     private static func failure(_ error: Error, sent: Int) -> CommandError {
-        CommandError(message: "\(error) (\(sent) launch\(sent == 1 ? "" : "es") sent before; nothing more sent)")
+        CommandError(message: "\((error as? CommandError)?.message ?? "\(error)") (\(sent) launch\(sent == 1 ? "" : "es") sent before; nothing more sent)")
     }
 
     /// URL/v1/traces, unless URL already names it.
