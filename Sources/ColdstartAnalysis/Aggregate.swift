@@ -46,6 +46,12 @@ public struct LaunchAggregate: Sendable {
             histogram.add(ns)
             positionSumNs += Double(position)
         }
+
+        mutating func merge(_ other: Measure) {
+            sketch.merge(other.sketch)
+            histogram.merge(other.histogram)
+            positionSumNs += other.positionSumNs
+        }
     }
 
     private struct Group {
@@ -54,6 +60,13 @@ public struct LaunchAggregate: Sendable {
         var measures: [MeasureKey: Measure] = [:]
         /// The slowest launches, slowest first, at most `slowestCount`.
         var slowest: [AggregateSummary.Launch] = []
+
+        mutating func merge(_ other: Group, slowestCount: Int) {
+            launches += other.launches
+            endReasons.merge(other.endReasons, uniquingKeysWith: +)
+            measures.merge(other.measures) { var mine = $0; mine.merge($1); return mine }
+            slowest = Array((slowest + other.slowest).sorted { $0.isSlower(than: $1) }.prefix(slowestCount))
+        }
     }
 
     /// Folds one launch in; `file` names it among the slowest.
@@ -94,6 +107,16 @@ public struct LaunchAggregate: Sendable {
             if group.slowest.count > slowestCount { group.slowest.removeLast() }
         }
         groups[key] = group
+    }
+
+    /// Folds in what another aggregate (same grouping) read: the result is
+    /// the same as one aggregate reading both sets of files, so files can be
+    /// read on several threads.
+    public mutating func merge(_ other: LaunchAggregate) {
+        launchCount += other.launchCount
+        skippedCount += other.skippedCount
+        skipped += other.skipped.prefix(Self.skippedListLimit - skipped.count)
+        groups.merge(other.groups) { var mine = $0; mine.merge($1, slowestCount: slowestCount); return mine }
     }
 
     /// Counts a file that could not be read; the first ones are listed.

@@ -103,3 +103,66 @@ public final class TimelineFiles: Sequence, IteratorProtocol {
         return nil
     }
 }
+
+extension LaunchAggregate {
+    /// Reads every timeline under `paths` (see `TimelineFiles`) on `threads`
+    /// threads, each folding its files into an aggregate of its own, merged
+    /// at the end: memory is one timeline and one aggregate per thread.
+    /// Unreadable files are skipped with their reason.
+    public init(reading paths: [String], groupLabel: String? = nil, slowestCount: Int = 10, threads: Int) {
+        let reader = ParallelReader(TimelineFiles(paths), template: LaunchAggregate(groupLabel: groupLabel, slowestCount: slowestCount),
+                                    threads: max(1, threads))
+        DispatchQueue.concurrentPerform(iterations: reader.threads) { reader.work($0) }
+        self = reader.merged
+    }
+}
+
+/// The shared state of `LaunchAggregate(reading:)`: the file iterator and
+/// each thread's result, behind one lock.
+private final class ParallelReader: @unchecked Sendable {
+    let threads: Int
+    private let lock = NSLock()
+    private let files: TimelineFiles
+    private let template: LaunchAggregate
+    private var partials: [LaunchAggregate?]
+
+    init(_ files: TimelineFiles, template: LaunchAggregate, threads: Int) {
+        self.files = files
+        self.template = template
+        self.threads = threads
+        partials = Array(repeating: nil, count: threads)
+    }
+
+    private func next() -> TimelineFiles.Entry? {
+        lock.lock()
+        defer { lock.unlock() }
+        return files.next()
+    }
+
+    func work(_ worker: Int) {
+        var aggregate = template
+        while let entry = next() {
+            switch entry {
+            case .file(let path):
+                do {
+                    aggregate.add(try Timeline(contentsOf: path), file: path)
+                } catch let error as TimelineError {
+                    aggregate.skip(path, reason: error.problem)
+                } catch {
+                    aggregate.skip(path, reason: "\(error)")
+                }
+            case .unreadable(let path, let reason):
+                aggregate.skip(path, reason: reason)
+            }
+        }
+        lock.lock()
+        partials[worker] = aggregate
+        lock.unlock()
+    }
+
+    var merged: LaunchAggregate {
+        var result = template
+        for partial in partials { if let partial { result.merge(partial) } }
+        return result
+    }
+}

@@ -52,6 +52,30 @@ struct QuantileSketch: Sendable {
         counts[index - offset] += 1
     }
 
+    /// Adds another sketch's values: the same sketch as if every value had
+    /// been added here, in any order.
+    mutating func merge(_ other: QuantileSketch) {
+        guard other.count > 0 else { return }
+        count += other.count
+        sumNs &+= other.sumNs
+        minNs = Swift.min(minNs, other.minNs)
+        maxNs = Swift.max(maxNs, other.maxNs)
+        zeros += other.zeros
+        guard !other.counts.isEmpty else { return }
+        if counts.isEmpty {
+            counts = other.counts
+            offset = other.offset
+            return
+        }
+        let low = Swift.min(offset, other.offset)
+        let high = Swift.max(offset + counts.count, other.offset + other.counts.count)
+        var merged = [UInt64](repeating: 0, count: high - low)
+        for (k, n) in counts.enumerated() { merged[offset - low + k] += n }
+        for (k, n) in other.counts.enumerated() { merged[other.offset - low + k] += n }
+        counts = merged
+        offset = low
+    }
+
     /// The nearest-rank `q`-quantile (0 < q ≤ 1), ns; nil when empty.
     func value(atQuantile q: Double) -> Int64? {
         guard count > 0 else { return nil }
@@ -94,6 +118,10 @@ struct FixedHistogram: Sendable {
             if Self.boundsNs[middle] < ns { low = middle + 1 } else { high = middle }
         }
         counts[low] += 1
+    }
+
+    mutating func merge(_ other: FixedHistogram) {
+        for index in counts.indices { counts[index] += other.counts[index] }
     }
 
     /// Values at or below each bound, then the total (the `+Inf` bucket).

@@ -11,8 +11,9 @@ enum AggregateCommand: Command {
                                          [--json | --format openmetrics] [-o OUT]
 
     Reads every timeline (*.json) under the given directories (and their
-    sub-directories) one at a time and prints, per executable and per value
-    of LABEL: the number of launches, then count, p50, p90, p99 and max of
+    sub-directories), one at a time on each CPU, and prints, per executable
+    and per value of LABEL: the number of launches, then count, p50, p90,
+    p99 and max of
       - the launch, process start → ready (launches that reached ready());
       - each phase's duration;
       - each mark's time since the process start;
@@ -60,19 +61,8 @@ enum AggregateCommand: Command {
         try arguments.finish()
         guard !paths.isEmpty else { throw UsageError(message: "missing DIR (a directory of timelines, or files)") }
 
-        var aggregate = LaunchAggregate(groupLabel: by, slowestCount: slowest)
-        for entry in TimelineFiles(paths) {
-            switch entry {
-            case .file(let path):
-                do {
-                    aggregate.add(try Timeline(contentsOf: path), file: path)
-                } catch let error as TimelineError {
-                    aggregate.skip(path, reason: error.problem)
-                }
-            case .unreadable(let path, let reason):
-                aggregate.skip(path, reason: reason)
-            }
-        }
+        let aggregate = LaunchAggregate(reading: paths, groupLabel: by, slowestCount: slowest,
+                                        threads: ProcessInfo.processInfo.activeProcessorCount)
         let summary = aggregate.summary
         if summary.skippedCount > 0 {
             let files = summary.skippedCount == 1 ? "1 file that is not a readable timeline" : "\(summary.skippedCount) files that are not readable timelines"

@@ -150,6 +150,28 @@ final class FleetAggregateTests: XCTestCase {
         XCTAssertEqual(try Fleet.coldstart(["aggregate", bad.path, "--format", "csv"]).status, 2)
     }
 
+    func testReadingOnSeveralThreadsGivesTheSameSummaryAsOne() throws {
+        let directory = try makeFleet()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let one = LaunchAggregate(reading: [directory.path], groupLabel: "version", slowestCount: 3, threads: 1)
+        let four = LaunchAggregate(reading: [directory.path], groupLabel: "version", slowestCount: 3, threads: 4)
+        XCTAssertEqual(one.summary.launches, 32)
+        XCTAssertEqual(String(decoding: try encoder.encode(four.summary), as: UTF8.self),
+                       String(decoding: try encoder.encode(one.summary), as: UTF8.self))
+
+        var whole = QuantileSketch(), low = QuantileSketch(), high = QuantileSketch()
+        for ns in stride(from: Int64(1_000), to: 5_000_000_000, by: 7_919_993) {
+            whole.add(ns)
+            if ns < 40_000_000 { low.add(ns) } else { high.add(ns) }
+        }
+        high.merge(low)
+        XCTAssertEqual(high.count, whole.count)
+        XCTAssertEqual(high.sumNs, whole.sumNs)
+        XCTAssertEqual(high.bucketCount, whole.bucketCount)
+        for q in [0.01, 0.1, 0.5, 0.9, 0.99] { XCTAssertEqual(high.value(atQuantile: q), whole.value(atQuantile: q), "q \(q)") }
+    }
+
     func testTimelineFilesWalksSubdirectoriesOneEntryAtATime() throws {
         let directory = try makeFleet()
         var files: [String] = []
