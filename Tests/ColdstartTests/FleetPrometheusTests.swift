@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+@testable import ColdstartExport
 import Foundation
 import XCTest
 
@@ -56,6 +57,22 @@ final class FleetPrometheusTests: XCTestCase {
         let check = try runProcess("/bin/sh", ["-c", "\"$0\" check metrics < \"$1\"", promtool, metrics.path], timeout: 60)
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
         XCTAssertEqual(check.stdout + check.stderr, "", "no lint findings")
+    }
+
+    func testAwkwardLabelValuesAndNamesStayValid() throws {
+        let promtool = try ExternalTool.path(ExternalTool.promtool)
+        let directory = try makeTemporaryDirectory(for: self)
+        let file = directory.appendingPathComponent("odd.json")
+        try Fleet.write(try Fleet.fixtureDocument("ready.json"), labels: ["build-id": "1.4 \"beta\"\\\nnext"], to: file)
+        var aggregate = LaunchAggregate(groupLabel: "build-id")
+        aggregate.add(try Timeline(contentsOf: file.path), file: file.path)
+        let text = OpenMetricsExporter.export(aggregate.summary)
+        XCTAssertTrue(text.contains(#"coldstart_launch_seconds_count{executable="ServiceStartup",build_id="1.4 \"beta\"\\\nnext"} 1"#), text)
+        XCTAssertEqual(OpenMetricsExporter.labelName("9-lives.x"), "_9_lives_x")
+        let metrics = directory.appendingPathComponent("odd.prom")
+        try text.write(to: metrics, atomically: true, encoding: .utf8)
+        let check = try runProcess("/bin/sh", ["-c", "\"$0\" check metrics < \"$1\"", promtool, metrics.path], timeout: 60)
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
     }
 
     func testPrometheusScrapesItAndComputesThePhaseP90() throws {
