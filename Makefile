@@ -19,7 +19,8 @@ demo: deps
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base  # viewers, shells and groff the HTML, pprof, completion and man page tests use; they skip without them
+	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter  # viewers, shells, groff and Prometheus that the HTML, pprof, completion, man page and metrics tests use; they skip without them
+	-@scripts/ensure-python-deps.sh >/dev/null  # opentelemetry-proto for the OTLP tests; they skip without it
 	$(SWIFT) build
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
 

@@ -11,6 +11,8 @@ let commands: [any Command.Type] = [
     ExportCommand.self,
     CompletionCommand.self,
     ManCommand.self,
+    AggregateCommand.self,
+    PushCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))
