@@ -103,12 +103,22 @@ enum FuzzMutator {
         var data = seed
         func u64(_ at: Int) -> Int { at + 8 <= data.count ? Int(truncatingIfNeeded: (0..<8).reduce(UInt64(0)) { $0 | UInt64(data[at + $1]) << (8 * $1) }) : 0 }
         let sectionTable = u64(40), programTable = u64(32)
+        // The dynamic section (PT_DYNAMIC): what SharedLibraries reads.
+        var dynamic: Range<Int>?
+        if programTable > 0, programTable < data.count {
+            for entry in stride(from: programTable, to: min(data.count - 56, programTable + 56 * 16), by: 56)
+            where data[entry] == 2 && data[entry + 1] == 0 && data[entry + 2] == 0 && data[entry + 3] == 0 {
+                let start = u64(entry + 8)
+                if start > 0, start < data.count { dynamic = start..<min(data.count, start + 512) }
+            }
+        }
         for _ in 0...random.below(8) {
             guard !data.isEmpty else { break }
             var regions = [0..<min(64, data.count)]
             for table in [sectionTable, programTable] where table > 0 && table < data.count {
                 regions.append(table..<min(data.count, table + 64 * 40))
             }
+            if let dynamic, dynamic.upperBound <= data.count { regions.append(dynamic) }
             let region = random.pick(regions)
             let at = region.lowerBound + random.below(max(1, region.count))
             switch random.below(6) {
