@@ -1,19 +1,8 @@
 import Foundation
 
-/// SplitMix64: a tiny deterministic generator, so input N of seed S is the
-/// same bytes on every machine and run.
-struct FuzzRandom {
-    private var state: UInt64
-
-    init(seed: UInt64, iteration: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 ^ iteration &* 0xD1B5_4A32_D192_ED03 }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Input N of seed S is the same bytes on every machine and run.
+extension SplitMix64 {
+    init(seed: UInt64, iteration: UInt64) { self.init(seed: seed &* 0x9E37_79B9_7F4A_7C15 ^ iteration &* 0xD1B5_4A32_D192_ED03) }
 
     /// 0..<bound (bound > 0).
     mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
@@ -62,7 +51,7 @@ enum FuzzMutator {
     }
 
     /// One to four mutations of a timeline.
-    static func timeline(_ seed: [UInt8], _ random: inout FuzzRandom) -> [UInt8] {
+    static func timeline(_ seed: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
         var text = seed
         for _ in 0...random.below(4) {
             let (numbers, strings) = tokens(text)
@@ -85,7 +74,7 @@ enum FuzzMutator {
     }
 
     /// Damage to any bytes: flips, interesting bytes, deletions, truncation.
-    static func bytes(_ data: inout [UInt8], _ random: inout FuzzRandom) {
+    static func bytes(_ data: inout [UInt8], _ random: inout SplitMix64) {
         guard !data.isEmpty else { data = [UInt8(random.below(256))]; return }
         let at = random.below(data.count)
         switch random.below(5) {
@@ -99,7 +88,7 @@ enum FuzzMutator {
 
     /// One to eight mutations of an ELF file, mostly in its headers and
     /// tables (offsets, sizes, counts), where a reader trusts the file.
-    static func elf(_ seed: [UInt8], _ random: inout FuzzRandom) -> [UInt8] {
+    static func elf(_ seed: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
         var data = seed
         func u64(_ at: Int) -> Int { at + 8 <= data.count ? Int(truncatingIfNeeded: (0..<8).reduce(UInt64(0)) { $0 | UInt64(data[at + $1]) << (8 * $1) }) : 0 }
         let sectionTable = u64(40), programTable = u64(32)

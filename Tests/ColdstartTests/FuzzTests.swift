@@ -119,7 +119,7 @@ struct FuzzCorpus {
 
     /// One input in four is an ELF file when there are ELF seeds.
     func input(seed: UInt64, iteration: UInt64) -> (bytes: [UInt8], isELF: Bool) {
-        var random = FuzzRandom(seed: seed, iteration: iteration)
+        var random = SplitMix64(seed: seed, iteration: iteration)
         if !elfs.isEmpty, random.below(4) == 0 {
             return (FuzzMutator.elf(random.pick(elfs), &random), true)
         }
