@@ -25,7 +25,7 @@ enum OutputFile {
         var temporary = ""
         var descriptor: Int32 = -1
         for _ in 0..<16 {
-            temporary = directory + ".\(name).\(String(UInt64.random(in: 0...UInt64.max), radix: 16)).tmp"
+            temporary = directory + ".\(name).\(String(format: "%016llx", UInt64.random(in: 0...UInt64.max))).tmp"
             descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if descriptor >= 0 || errno != EEXIST { break }
         }
