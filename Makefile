@@ -7,7 +7,7 @@ DEMO_TIMELINE ?= .build/demo-timeline.json
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short
 
 deps:
 	@scripts/ensure-deps.sh
@@ -75,3 +75,21 @@ check-c:
 # page load time in headless Chromium (docs/report.md).
 bench-html: deps
 	scripts/bench-html.sh
+
+# Mutation fuzzing of the timeline and ELF readers through load, analysis and
+# every output (Tests/ColdstartTests/FuzzTests.swift). `make test` runs it for
+# 30 s with a fixed seed; `make fuzz` for FUZZ_SECONDS with a fresh seed (or
+# FUZZ_SEED=S to replay one); `make fuzz-short` is the 30 s run alone.
+# Crashing inputs are saved in .build/fuzz-crashes, named by seed and input.
+FUZZ_SECONDS ?= 1800
+FUZZ_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+FUZZ_TEST = --filter FuzzTests.testTimelineAndELFReadersSurviveMutatedInputs
+fuzz: deps
+	$(SWIFT) build --build-tests
+	COLDSTART_FUZZ_SECONDS=$(FUZZ_SECONDS) COLDSTART_FUZZ_SEED=$(FUZZ_SEED) COLDSTART_FUZZ_CRASHES=$(abspath .build/fuzz-crashes) \
+	  $(SWIFT) test --skip-build --disable-swift-testing $(FUZZ_TEST)
+
+fuzz-short: deps
+	$(SWIFT) build --build-tests
+	COLDSTART_FUZZ_SECONDS=30 COLDSTART_FUZZ_CRASHES=$(abspath .build/fuzz-crashes) \
+	  $(SWIFT) test --skip-build --disable-swift-testing $(FUZZ_TEST)
