@@ -61,6 +61,7 @@ enum RunCommand: Command {
         options.timeout = try arguments.number("--timeout", in: 0.001...86_400.0)
         options.stopAfterReady = arguments.flag("--stop-after-ready")
         options.json = arguments.flag("--json")
+        options.sampleLoader = !arguments.flag("--no-sample-loader")  // LoaderSampling.swift
         try arguments.finish()
         return try Session(options).run()
     }
@@ -76,6 +77,7 @@ enum RunCommand: Command {
         var timeout: Double?
         var stopAfterReady = false
         var json = false
+        var sampleLoader = true
     }
 }
 
@@ -110,6 +112,7 @@ private struct Session {
     let options: RunCommand.Options
     let executable: String
     let launcher: Launcher
+    let loaderSampling: LoaderSampling?
     let directory: String
     let firstIndex: Int
     let showProgress: Bool
@@ -146,6 +149,7 @@ private struct Session {
         for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
         if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
         launcher = Launcher(path: executable, arguments: options.command, environment: environment, stdoutToStderr: options.json)
+        loaderSampling = options.sampleLoader ? LoaderSampling(hz: options.hz ?? 1000) : nil
         directory = absolute
         showProgress = isatty(STDERR_FILENO) != 0
     }
@@ -182,8 +186,9 @@ private struct Session {
                 }
                 eviction = PageCache.evict(evictionList)
             }
-            var record = try launcher.launch(
-                label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            var record = try loaderSampling.map {
+                try $0.launch(launcher, label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            } ?? launcher.launch(label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
             record.eviction = eviction
             if showProgress { writeStderr("\r\u{1B}[K") }
             if case .noTimeline(let status) = record.outcome {
@@ -373,7 +378,7 @@ struct Launcher {
         }
     }
 
-    private static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
+    static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
         let signal = waitStatus & 0x7F
         let status = signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
         var record = RunRecord(label: label, file: file, outcome: .noTimeline(status: status), status: status, timedOut: timedOut)
