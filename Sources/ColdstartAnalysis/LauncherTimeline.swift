@@ -86,7 +86,7 @@ package struct LauncherTimeline {
             let frame = encoder.encode([fault.instruction])[0]
             var file = -1, fileOffset: UInt64 = 0
             if let mapping = mappings.last(where: { $0.ns <= fault.ns && $0.start <= fault.address && fault.address < $0.start + $0.length }) {
-                let path = mapping.path.hasPrefix("/") || mapping.path.hasPrefix("[") ? mapping.path : "[anon]"
+                let path = (mapping.path.hasPrefix("/") && !mapping.path.hasPrefix("//")) || mapping.path.hasPrefix("[") ? mapping.path : "[anon]"
                 if fileIndex[path] == nil { fileIndex[path] = files.count; files.append(path) }
                 file = fileIndex[path]!
                 fileOffset = fault.address - mapping.start + mapping.fileOffset

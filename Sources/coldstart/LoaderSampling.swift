@@ -95,6 +95,13 @@ struct LoaderSampling {
         return Launcher.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
     }
 
+    /// The last measured launch's time before main, when the launcher sampled it.
+    static func summary(_ records: [RunRecord]) -> String? {
+        guard let record = records.last(where: { $0.timeline != nil }), let timeline = record.timeline,
+              let beforeMain = BeforeMain(timeline) else { return nil }
+        return beforeMain.text().replacingOccurrences(of: "Before main (", with: "Before main, \(record.label) (")
+    }
+
     private func write(_ capture: LauncherCapture, linked: Bool, to path: String) throws {
         let content = LauncherTimeline(capture)
         let document: [String: Any]

@@ -208,6 +208,7 @@ private struct Session {
             print(try report.json())
         } else {
             print(report.text())
+            if let beforeMain = LoaderSampling.summary(records) { print("\n" + beforeMain) }
         }
         if interrupted { return 130 }
         if let failed = records.first(where: { $0.status != 0 && $0.outcome != .completed(stoppedByUs: true) }) {

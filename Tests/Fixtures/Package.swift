@@ -39,5 +39,7 @@ let package = Package(
         .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "DescriptorHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "ParkedThreads", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // A plain Foundation CLI that does not link Coldstart (issue 10: unmodified binaries).
+        .executableTarget(name: "FoundationTool"),
     ]
 )
