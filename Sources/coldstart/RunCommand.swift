@@ -41,6 +41,10 @@ enum RunCommand: Command {
                           for services that keep running after ready()
       --json              print the summary as JSON on stdout; the app's stdout
                           then goes to stderr
+      --no-sample-loader  do not sample from exec (by default perf events attached
+                          before exec and an LD_AUDIT module show the loader, each
+                          library and page faults: docs/before-main.md); a program
+                          not linked with Coldstart is then refused
 
     Exit status: the app's, when a launch failed (the first non-zero status,
     128+N for signal N); 1 when no launch reached ready() or the app is not
