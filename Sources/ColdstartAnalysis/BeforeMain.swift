@@ -29,8 +29,13 @@ package struct BeforeMain {
     package var relocation: [Entry]
     package var faultPeriod: Int
     package var phaseFaults: [PhaseFaults]
-    /// System CPU / all CPU of the loader phase (getrusage at la_preinit).
-    package var loaderKernelShare: Double?
+    /// CPU time before main (getrusage at `main`: la_preinit, or a linked
+    /// app's first constructor) and the part of it its user-mode samples do
+    /// not cover (1 − samples × period / CPU): the kernel's share, good to
+    /// about √samples periods. getrusage's own user/system split is made from
+    /// 4 ms ticks, too coarse for a launch this short.
+    package var preMainCPUMs: Double?
+    package var preMainKernelShare: Double?
     package var lostRecords: Int
 
     /// Nil when the timeline has no launcher section.
@@ -115,8 +120,11 @@ package struct BeforeMain {
             return PhaseFaults(phase: phase.name, faults: inside.count * max(period, 1),
                                files: top(byFile, scale: 0, limit: 5), code: top(byCode, scale: 0, limit: 5))
         }
-        if let usage = loader?.rusage, usage.cpuNs > 0 {
-            loaderKernelShare = Double(usage.systemNs) / Double(usage.cpuNs)
+        let requestedHz = (section["requestedHz"] as? NSNumber)?.doubleValue ?? 0
+        if let snapshot = timeline.rusage.first(where: { $0.at == "main" }), snapshot.usage.cpuNs > 0, requestedHz > 0 {
+            let sampled = timeline.samples.filter { $0.ns < timeline.launch.mainNs }.count
+            preMainCPUMs = Double(snapshot.usage.cpuNs) / 1e6
+            preMainKernelShare = max(0, 1 - Double(sampled) * 1e9 / requestedHz / Double(snapshot.usage.cpuNs))
         }
     }
 
@@ -124,8 +132,11 @@ package struct BeforeMain {
         func ms(_ v: Double) -> String { String(format: "%.2f", v) }
         var lines = ["Before main (launcher: perf events from exec\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
-            + (loaderKernelShare.map { String(format: "; kernel %.0f%% of its CPU (getrusage at la_preinit, tick-split)", $0 * 100) } ?? "")
             + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
+        if let cpu = preMainCPUMs, let share = preMainKernelShare {
+            lines.append("  before main: \(ms(cpu)) ms of CPU, " + String(format: "~%.0f%%", share * 100)
+                + " of it in the kernel (exec, page faults, mmap: CPU time less the sampled user time)")
+        }
         if !loaderFunctions.isEmpty {
             lines.append("  loader functions (self, samples × period): "
                 + loaderFunctions.map { "\($0.name) \(ms($0.ms)) ms" }.joined(separator: " · "))

@@ -22,14 +22,18 @@ package struct LauncherTimeline {
 
     /// Where the loader phase ends and `main` begins, as offsets from `startNs`.
     package struct Boundaries {
-        /// la_preinit, or (without the audit module) the last main-thread
-        /// sample wholly inside the dynamic loader.
+        /// The first sign of a library initializer after the last object was
+        /// mapped: a main-thread sample or page fault whose instruction is
+        /// outside ld.so, libc and libm (the last two hold the IFUNC
+        /// resolvers relocation calls). Good to one sampling period.
         package var loaderEndNs: Int64
         package var loaderEndSource: String
-        /// The first main-thread sample in the executable's code that the
-        /// dynamic loader did not call (so not a constructor): good to one
-        /// sampling period. Nil when no sample shows it.
+        /// la_preinit, which glibc calls from `__libc_start_main` after every
+        /// constructor, right before `main` (measured 0.1–0.2 ms after a
+        /// linked app's own constructor). Without the audit module: the first
+        /// main-thread sample in the executable not called by the loader.
         package var mainNs: Int64?
+        package var mainSource: String
     }
 
     func offset(_ ns: UInt64, from start: UInt64) -> Int64 { Int64(bitPattern: ns &- start) }
@@ -38,27 +42,38 @@ package struct LauncherTimeline {
     func boundaries(encoder: FrameEncoder) -> Boundaries {
         let start = capture.releaseNs
         let loader = Set(encoder.modules.indices.filter { Self.isDynamicLoader(encoder.modules[$0].path) })
+        let relocationHelpers = loader.union(encoder.modules.indices.filter {
+            let name = (encoder.modules[$0].path as NSString).lastPathComponent
+            return name.hasPrefix("libc.so") || name.hasPrefix("libm.so")
+        })
         let executablePath = SharedLibraries.canonicalPath(capture.executable)
         let executable = encoder.modules.firstIndex { SharedLibraries.canonicalPath($0.path) == executablePath }
         let main = records.samples.filter { $0.tid == capture.pid }.map { (ns: offset($0.ns, from: start), frames: encoder.encode($0.addresses)) }
-        var loaderEnd: Int64
-        var source: String
+
+        var mainNs: Int64?
+        var mainSource = "la_preinit"
         if let preinit = audit?.preinitNs {
-            loaderEnd = offset(preinit, from: start)
-            source = "la_preinit"
+            mainNs = offset(preinit, from: start)
         } else {
-            let firstOutside = main.firstIndex { !$0.frames.allSatisfy { loader.contains($0.module) } } ?? main.count
-            loaderEnd = firstOutside > 0 ? main[firstOutside - 1].ns : 0
-            source = "last loader sample"
+            mainSource = "first sample in main"
+            mainNs = main.first { sample in
+                guard let executable else { return false }
+                // Lazy binding leaves ld.so frames at the leaf end; a
+                // constructor has ld.so's call_init further out.
+                let rest = sample.frames.drop { loader.contains($0.module) }
+                return rest.contains { $0.module == executable } && !rest.contains { loader.contains($0.module) }
+            }?.ns
         }
-        let mainNs = main.first { sample in
-            guard sample.ns >= loaderEnd, let executable else { return false }
-            // Lazy binding leaves ld.so frames at the leaf end; a constructor
-            // has ld.so's call_init further out.
-            let rest = sample.frames.drop { loader.contains($0.module) }
-            return rest.contains { $0.module == executable } && !rest.contains { loader.contains($0.module) }
-        }?.ns
-        return Boundaries(loaderEndNs: loaderEnd, loaderEndSource: source, mainNs: mainNs)
+        let mapped = audit?.objects.last.map { offset($0.ns, from: start) } ?? 0
+        let limit = mainNs ?? Int64.max
+        let sampleSign = main.first { $0.ns >= mapped && $0.ns < limit && !relocationHelpers.contains($0.frames.first?.module ?? -1) }?.ns
+        let faultSign = records.faults.lazy.filter { $0.tid == self.capture.pid }
+            .map { (ns: self.offset($0.ns, from: start), module: encoder.module(containing: $0.instruction) ?? -1) }
+            .first { $0.ns >= mapped && $0.ns < limit && !relocationHelpers.contains($0.module) }?.ns
+        let signs = [sampleSign, faultSign].compactMap { $0 }
+        let loaderEnd = min(signs.min() ?? limit, limit == Int64.max ? (main.last?.ns ?? 0) : limit)
+        return Boundaries(loaderEndNs: loaderEnd, loaderEndSource: signs.isEmpty ? "none seen" : "first initializer sample or fault",
+                          mainNs: mainNs, mainSource: mainNs == nil ? "not seen" : mainSource)
     }
 
     /// The launcher section, with times as offsets from `startNs`.
@@ -70,7 +85,7 @@ package struct LauncherTimeline {
         ]
         if let boundaries {
             section["loaderEndSource"] = boundaries.loaderEndSource
-            section["mainSource"] = boundaries.mainNs == nil ? "not seen" : "first sample in main"
+            section["mainSource"] = boundaries.mainSource
         }
         if let audit {
             var entry: [String: Any] = ["objects": audit.objects.map { ["path": $0.path, "ns": offset($0.ns, from: startNs)] as [String: Any] }]
@@ -152,12 +167,21 @@ package struct LauncherTimeline {
             ["minorFaults": r.minorFaults, "majorFaults": r.majorFaults, "voluntarySwitches": r.voluntarySwitches,
              "involuntarySwitches": r.involuntarySwitches, "userNs": r.userNs, "systemNs": r.systemNs]
         }
-        let preinitUsage = audit?.preinitUsage
+        // getrusage at la_preinit: the counts before main; the app phase is the rest.
+        let preMain = audit?.preinitUsage
+        let appUsage = preMain.map { before -> Timeline.Rusage in
+            let after = capture.rusage
+            return Timeline.Rusage(
+                minorFaults: after.minorFaults &- before.minorFaults, majorFaults: after.majorFaults &- before.majorFaults,
+                voluntarySwitches: after.voluntarySwitches &- before.voluntarySwitches,
+                involuntarySwitches: after.involuntarySwitches &- before.involuntarySwitches,
+                userNs: after.userNs &- before.userNs, systemNs: after.systemNs &- before.systemNs)
+        }
         let phases: [[String: Any]] = [
-            ["name": "kernel exec + loader", "kind": "loader", "startNs": Int64(0), "endNs": bounds.loaderEndNs,
-             "rusage": preinitUsage.map(usage) ?? NSNull()],
+            ["name": "kernel exec + loader", "kind": "loader", "startNs": Int64(0), "endNs": bounds.loaderEndNs, "rusage": NSNull()],
             ["name": "library initializers", "kind": "initializers", "startNs": bounds.loaderEndNs, "endNs": mainNs, "rusage": NSNull()],
-            ["name": "main → \(endName)", "kind": "app", "startNs": mainNs, "endNs": endNs, "rusage": NSNull()],
+            ["name": "main → \(endName)", "kind": "app", "startNs": mainNs, "endNs": endNs,
+             "rusage": appUsage.map(usage) ?? NSNull()],
         ]
         var launch: [String: Any] = [
             "startNs": startNs, "startSource": "spawn-env", "startPrecisionNs": 0,
@@ -173,8 +197,8 @@ package struct LauncherTimeline {
             launch["exitStatus"] = exitStatus
         }
         var snapshots: [[String: Any]] = []
-        if let preinitUsage {
-            snapshots.append(usage(preinitUsage).merging(["at": "earliestInit", "ns": bounds.loaderEndNs]) { a, _ in a })
+        if let preMain {
+            snapshots.append(usage(preMain).merging(["at": "main", "ns": mainNs]) { a, _ in a })
         }
         snapshots.append(usage(capture.rusage).merging(["at": "end", "ns": endNs]) { a, _ in a })
         let tids = Set(records.samples.map(\.tid))

@@ -9,15 +9,17 @@ import Foundation
 /// gets the loader's samples added to its own timeline; any other program
 /// gets a timeline made from the launcher's samples alone.
 struct LoaderSampling {
-    /// Task-clock samples per CPU second: the app's own rate, so every
-    /// sample of a timeline stands for the same time.
-    var hz: Int
+    /// Task-clock samples per CPU second (--hz). Nil: an app linked with
+    /// Coldstart is sampled at its own default rate (1 kHz), so every sample
+    /// of its timeline stands for the same time; any other program at 10 kHz,
+    /// since its whole profile comes from here (~5 µs a sample, FACTS).
+    var hz: Int?
     /// One page-fault sample per this many faults.
     var faultPeriod = 1
     /// libColdstartAudit.so, nil when it is not installed beside coldstart.
     var auditModule: String?
 
-    init(hz: Int) {
+    init(hz: Int?) {
         self.hz = hz
         auditModule = Self.findAuditModule()
     }
@@ -45,6 +47,7 @@ struct LoaderSampling {
     /// completed) from what the launcher saw.
     func launch(_ launcher: Launcher, label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
         let linked = Self.linksColdstart(launcher.path)
+        let hz = self.hz ?? (linked ? 1000 : 10_000)
         let auditFile = (timeline as NSString).deletingLastPathComponent + "/.\(label).audit.\(getpid())"
         try? FileManager.default.removeItem(atPath: auditFile)
         defer { try? FileManager.default.removeItem(atPath: auditFile) }

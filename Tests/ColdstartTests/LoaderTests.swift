@@ -26,6 +26,7 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(result.stdout.components(separatedBy: "300 items, ").count - 1, 3, "the tool's output passes through, once per launch")
         XCTAssertTrue(result.stdout.contains("Before main, run-2 (launcher: perf events from exec; the program does not link Coldstart)"), result.stdout)
         XCTAssertTrue(result.stdout.contains("objects mapped (LD_AUDIT la_objopen"), result.stdout)
+        XCTAssertNotNil(result.stdout.range(of: #"before main: \d+\.\d\d ms of CPU, ~\d+% of it in the kernel"#, options: .regularExpression), result.stdout)
 
         let timeline = try Timeline(contentsOf: dir + "/run-2.json")
         XCTAssertEqual(timeline.phases.map(\.kind), ["loader", "initializers", "app"])
@@ -41,7 +42,8 @@ final class LoaderTests: XCTestCase {
 
         let section = try launcherSection(timeline)
         XCTAssertEqual(section["mode"] as? String, "not linked")
-        XCTAssertEqual(section["loaderEndSource"] as? String, "la_preinit")
+        XCTAssertEqual(section["mainSource"] as? String, "la_preinit")
+        XCTAssertEqual(section["loaderEndSource"] as? String, "first initializer sample or fault")
         let objects = try XCTUnwrap((section["audit"] as? [String: Any])?["objects"] as? [[String: Any]])
         let names = objects.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }
         for library in ["libc.so.6", "libswiftCore.so", "libFoundation.so"] {
