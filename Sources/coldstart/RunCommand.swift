@@ -256,9 +256,7 @@ private struct Session {
     }
 
     static func notLinkedMessage(executable: String, status: Int32) -> String {
-        let linked = (try? Data(contentsOf: URL(fileURLWithPath: executable), options: .alwaysMapped))
-            .map { $0.firstRange(of: Data("COLDSTART_SPAWN_NS".utf8)) != nil } ?? false
-        if linked {
+        if LoaderSampling.linksColdstart(executable) {
             return """
             \(executable) exited (status \(status)) without writing a timeline, although it contains Coldstart: \
             profiling failed inside the app; look for a 'coldstart:' line in its stderr above
