@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -282,4 +283,20 @@ void cs_records_free(cs_records *r) {
     free(r->bytes);
     r->bytes = NULL;
     r->count = r->capacity = 0;
+}
+
+int cs_file_contains(const char *path, const char *needle) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    int found = 0;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *bytes = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (bytes != MAP_FAILED) {
+            found = memmem(bytes, (size_t)st.st_size, needle, strlen(needle)) != NULL;
+            munmap(bytes, (size_t)st.st_size);
+        }
+    }
+    close(fd);
+    return found;
 }

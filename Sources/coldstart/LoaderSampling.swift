@@ -19,8 +19,12 @@ struct LoaderSampling {
     /// libColdstartAudit.so, nil when it is not installed beside coldstart.
     var auditModule: String?
 
-    init(hz: Int?) {
+    /// The executable carries Coldstart (checked once: the file can be large).
+    var linked: Bool
+
+    init(hz: Int?, executable: String) {
         self.hz = hz
+        linked = Self.linksColdstart(executable)
         auditModule = Self.findAuditModule()
     }
 
@@ -37,16 +41,17 @@ struct LoaderSampling {
     }
 
     /// Whether the file carries Coldstart's capture layer (its environment
-    /// variable's name is in the binary).
+    /// variable's name is in the binary). Scanned in C: a toolchain binary
+    /// with debug info is ~100 MB, which Data.firstRange took 30 s to scan
+    /// in a debug build.
     static func linksColdstart(_ executable: String) -> Bool {
-        (try? Data(contentsOf: URL(fileURLWithPath: executable), options: .alwaysMapped))
-            .map { $0.firstRange(of: Data("COLDSTART_SPAWN_NS".utf8)) != nil } ?? false
+        cs_file_contains(executable, "COLDSTART_SPAWN_NS") != 0
     }
 
     /// One launch, like `Launcher.launch`, and then the timeline written (or
     /// completed) from what the launcher saw.
     func launch(_ launcher: Launcher, label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
-        let linked = Self.linksColdstart(launcher.path)
+        let linked = self.linked
         let hz = self.hz ?? (linked ? 1000 : 10_000)
         let auditFile = (timeline as NSString).deletingLastPathComponent + "/.\(label).audit.\(getpid())"
         try? FileManager.default.removeItem(atPath: auditFile)

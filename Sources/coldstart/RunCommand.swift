@@ -153,7 +153,7 @@ private struct Session {
         for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
         if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
         launcher = Launcher(path: executable, arguments: options.command, environment: environment, stdoutToStderr: options.json)
-        loaderSampling = options.sampleLoader ? LoaderSampling(hz: options.hz) : nil
+        loaderSampling = options.sampleLoader ? LoaderSampling(hz: options.hz, executable: executable) : nil
         directory = absolute
         showProgress = isatty(STDERR_FILENO) != 0
     }

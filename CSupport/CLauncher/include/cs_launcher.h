@@ -75,6 +75,13 @@ void cs_launch_close(cs_launch *l);
 
 void cs_records_free(cs_records *r);
 
+/*
+ * 1 when the file at `path` contains the bytes of `needle` (memmem over a
+ * read-only mapping; Swift's Glibc module does not export memmem), 0 when
+ * not or unreadable. Not async-signal-safe concerns: CLI only.
+ */
+int cs_file_contains(const char *path, const char *needle);
+
 /* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns (Swift's Glibc lacks the constants' portability). */
 uint64_t cs_launch_monotonic_ns(void);
 uint64_t cs_launch_boottime_ns(void);
