@@ -42,8 +42,10 @@ static void emit(const char *line, size_t len) {
     }
 }
 
-/* Called first, as the loader starts. Not async-signal-safe concerns: the
- * loader calls it synchronously before the program runs. */
+/* Called first, as the loader starts. None of these callbacks is called
+ * from a signal handler: the loader calls them synchronously on the
+ * program's only thread; they use only getenv, open, write, close,
+ * clock_gettime, getrusage and unsetenv of the audit namespace's libc. */
 unsigned int la_version(unsigned int version) {
     const char *out = getenv("COLDSTART_AUDIT_OUT");
     if (out && *out) cs_audit.fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

@@ -64,25 +64,31 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
  */
 long cs_launch_drain(cs_launch *l, cs_records *out);
 
-/* Waits up to `timeout_ms` for a ring to fill past its wake-up mark. */
+/* Waits up to `timeout_ms` for a ring to fill past its wake-up mark.
+ * Async-signal-safe (poll or nanosleep only). */
 void cs_launch_poll(cs_launch *l, int timeout_ms);
 
-/* Stops the task-clock sampling (page faults stay counted). */
+/* Stops the task-clock sampling (page faults stay counted).
+ * Async-signal-safe (ioctl only). */
 void cs_launch_stop_sampling(cs_launch *l);
 
-/* Stops the events, unmaps the rings, closes the descriptors. */
+/* Stops the events, unmaps the rings, closes the descriptors.
+ * Async-signal-safe (ioctl, munmap, close). */
 void cs_launch_close(cs_launch *l);
 
+/* Frees the drained records. Not async-signal-safe (free). */
 void cs_records_free(cs_records *r);
 
 /*
  * 1 when the file at `path` contains the bytes of `needle` (memmem over a
  * read-only mapping; Swift's Glibc module does not export memmem), 0 when
- * not or unreadable. Not async-signal-safe concerns: CLI only.
+ * not or unreadable. Async-signal-safe (open, fstat, mmap, memmem, munmap,
+ * close), though only the CLI calls it.
  */
 int cs_file_contains(const char *path, const char *needle);
 
-/* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns (Swift's Glibc lacks the constants' portability). */
+/* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns, as the rest of the launcher reads
+ * them. Async-signal-safe (clock_gettime). */
 uint64_t cs_launch_monotonic_ns(void);
 uint64_t cs_launch_boottime_ns(void);
 
