@@ -7,7 +7,7 @@ DEMO_TIMELINE ?= .build/demo-timeline.json
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -22,6 +22,7 @@ test: deps check-c fixtures
 	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter  # viewers, shells, groff and Prometheus that the HTML, pprof, completion, man page and metrics tests use; they skip without them
 	-@scripts/ensure-python-deps.sh >/dev/null  # opentelemetry-proto for the OTLP tests; they skip without it
 	$(SWIFT) build
+	$(MAKE) audit-module
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
 
 # The CLI with the Swift runtime linked statically: it maps none of the Swift
@@ -63,12 +64,23 @@ bench: deps
 bench-watcher: deps
 	scripts/bench-watcher.sh $(BENCH_RUNS)
 
+# The LD_AUDIT module as plain C: SwiftPM links its own build of it with
+# libswiftCore, which the audit namespace then loads too (docs/before-main.md).
+# `coldstart` looks in ../lib/coldstart/ (beside its build directory) first.
+# AUDIT_CONFIG=release for a release build of coldstart.
+AUDIT_CONFIG ?= debug
+audit-module:
+	@lib="$$($(SWIFT) build -c $(AUDIT_CONFIG) --show-bin-path)/../lib/coldstart"; mkdir -p "$$lib" && \
+	cc -std=c11 -D_GNU_SOURCE -O2 -fPIC -shared -Wall -Wextra -Werror -ICSupport/ColdstartAudit/include \
+	   CSupport/ColdstartAudit/audit.c -o "$$lib/libColdstartAudit.so"
+
 # SwiftPM compiles C without extra warnings and the package may not carry
 # unsafeFlags, so the capture layer is checked here with the brief's flags.
 check-c:
 	@for f in CSupport/*/*.c; do \
 	  cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only \
-	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include $$f || exit 1; \
+	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include \
+	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include $$f || exit 1; \
 	done
 
 # The HTML report and exports on a 100,000-sample profile: sizes, CLI times,

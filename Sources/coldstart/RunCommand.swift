@@ -47,6 +47,10 @@ enum RunCommand: Command {
                           for services that keep running after ready()
       --json              print the summary as JSON on stdout; the app's stdout
                           then goes to stderr
+      --no-sample-loader  do not sample from exec (by default perf events attached
+                          before exec and an LD_AUDIT module show the loader, each
+                          library and page faults: docs/before-main.md); a program
+                          not linked with Coldstart is then refused
       -h, --help          show this text
 
     Exit status: the app's, when a launch failed (the first non-zero status,
@@ -67,6 +71,7 @@ enum RunCommand: Command {
         options.timeout = try arguments.number("--timeout", in: 0.001...86_400.0)
         options.stopAfterReady = arguments.flag("--stop-after-ready")
         options.json = arguments.flag("--json")
+        options.sampleLoader = !arguments.flag("--no-sample-loader")  // LoaderSampling.swift
         try arguments.finish()
         guard let command, !command.isEmpty else {
             throw UsageError(message: "missing COMMAND [ARGS…] (the app to launch)")
@@ -85,6 +90,7 @@ enum RunCommand: Command {
         var timeout: Double?
         var stopAfterReady = false
         var json = false
+        var sampleLoader = true
     }
 }
 
@@ -122,6 +128,7 @@ private struct Session {
     let options: RunCommand.Options
     let executable: String
     let launcher: Launcher
+    let loaderSampling: LoaderSampling?
     let directory: String
     let firstIndex: Int
     let showProgress: Bool
@@ -158,6 +165,7 @@ private struct Session {
         for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
         if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
         launcher = Launcher(path: executable, arguments: options.command, environment: environment, stdoutToStderr: options.json)
+        loaderSampling = options.sampleLoader ? LoaderSampling(hz: options.hz, executable: executable) : nil
         directory = absolute
         showProgress = isatty(STDERR_FILENO) != 0
     }
@@ -197,8 +205,9 @@ private struct Session {
                 }
                 eviction = PageCache.evict(evictionList)
             }
-            var record = try launcher.launch(
-                label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            var record = try loaderSampling.map {
+                try $0.launch(launcher, label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            } ?? launcher.launch(label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
             record.eviction = eviction
             if progress { printError("\r\u{1B}[K", terminator: "") }
             if case .noTimeline(let status) = record.outcome {
@@ -218,6 +227,7 @@ private struct Session {
             print(try report.json())
         } else {
             print(report.text())
+            if let beforeMain = LoaderSampling.summary(records) { print("\n" + beforeMain) }
         }
         if interrupted { return 130 }
         if let failed = records.first(where: { $0.status != 0 && $0.outcome != .completed(stoppedByUs: true) }) {
@@ -261,9 +271,7 @@ private struct Session {
     }
 
     static func notLinkedMessage(executable: String, status: Int32) -> String {
-        let linked = (try? Data(contentsOf: URL(fileURLWithPath: executable), options: .alwaysMapped))
-            .map { $0.firstRange(of: Data("COLDSTART_SPAWN_NS".utf8)) != nil } ?? false
-        if linked {
+        if LoaderSampling.linksColdstart(executable) {
             return """
             \(executable) exited (status \(status)) without writing a timeline, although it contains Coldstart: \
             profiling failed inside the app; look for a 'coldstart:' line in its stderr above
@@ -388,7 +396,7 @@ struct Launcher {
         }
     }
 
-    private static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
+    static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
         let signal = waitStatus & 0x7F
         let status = signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
         var record = RunRecord(label: label, file: file, outcome: .noTimeline(status: status), status: status, timedOut: timedOut)
