@@ -1,0 +1,106 @@
+import Foundation
+
+/// An interval of the launch (a phase, or the whole launch) on its critical
+/// path: the wall time split into running, waiting for a CPU, blocked (a
+/// thread of the path stuck in a call while running the launch's code) and
+/// suspended (no thread of the path had launch work to run: it was awaiting).
+///
+/// CPU and run-queue times are the kernel's schedstat counters, exact; the
+/// rest of a segment's wall time is blocked or suspended by what the watcher
+/// saw, so a boundary is good to one look.
+package struct CriticalPathSplit: Sendable {
+    package var wallNs: Double = 0
+    package var runningNs: Double = 0
+    package var runQueueNs: Double = 0
+    package var blockedNs: Double = 0
+    package var suspendedNs: Double = 0
+    /// Before the watcher's first look or after its last.
+    package var notWatchedNs: Double = 0
+    /// The blocked time, one entry per segment (clipped): the caller names
+    /// and groups them. A `running` segment here holds blocks shorter than a
+    /// look.
+    package var blocks: [(segment: Timeline.Segment, ns: Double)] = []
+    /// The stretches in which the path was suspended.
+    package var suspensions: [(startNs: Int64, endNs: Int64)] = []
+    /// CPU the other threads of the launch used while the path was suspended:
+    /// near zero means it awaited something outside the process (a timer, I/O).
+    package var othersCPUWhileSuspendedNs: Double = 0
+    /// Time the main thread spent parked in `dispatch_main()`.
+    package var mainParkedNs: Double = 0
+    /// Time on the path per thread, in order of first appearance.
+    package var threads: [(tid: Int, ns: Int64)] = []
+
+    /// The split of [from, to) along `path`; time the path does not cover
+    /// (before `main`) is the main thread's. `segments` are the watcher's by
+    /// thread; `kind` classifies one; threads in `ignoring` (Coldstart's own)
+    /// never count as "other threads".
+    package init(path: CriticalPath, from: Int64, to: Int64, mainTid: Int, watched: (startNs: Int64, stopNs: Int64)?,
+                 segments: [Int: [Timeline.Segment]], ignoring: Set<Int> = [],
+                 kind: (Timeline.Segment) -> WaitKind) {
+        wallNs = Double(max(0, to - from))
+        guard to > from else { return }
+        var pieces = path.pieces(from: from, to: to)
+        if pieces.isEmpty {
+            pieces = [.init(tid: mainTid, startNs: from, endNs: to)]
+        } else if pieces[0].startNs > from {
+            pieces.insert(.init(tid: mainTid, startNs: from, endNs: pieces[0].startNs), at: 0)
+        }
+        for piece in pieces {
+            if let index = threads.firstIndex(where: { $0.tid == piece.tid }) {
+                threads[index].ns += piece.endNs - piece.startNs
+            } else {
+                threads.append((piece.tid, piece.endNs - piece.startNs))
+            }
+            add(piece, watched: watched, segments: segments[piece.tid] ?? [], kind: kind)
+        }
+        for segment in segments[mainTid] ?? [] where kind(segment) == .parked {
+            mainParkedNs += Double(Splitter.overlap(segment, from: from, to: to).ns)
+        }
+        for (tid, list) in segments where !ignoring.contains(tid) {
+            for segment in list {
+                for suspension in suspensions where !(path.thread(at: suspension.startNs) == tid) {
+                    othersCPUWhileSuspendedNs += Double(segment.runNs)
+                        * Splitter.overlap(segment, from: suspension.startNs, to: suspension.endNs).fraction
+                }
+            }
+        }
+    }
+
+    private mutating func add(_ piece: CriticalPath.Piece, watched: (startNs: Int64, stopNs: Int64)?,
+                              segments: [Timeline.Segment], kind: (Timeline.Segment) -> WaitKind) {
+        guard let watched, case let lo = max(piece.startNs, watched.startNs), case let hi = min(piece.endNs, watched.stopNs),
+              hi > lo
+        else {
+            notWatchedNs += Double(piece.endNs - piece.startNs)
+            return
+        }
+        notWatchedNs += Double((piece.endNs - piece.startNs) - (hi - lo))
+        var cursor = lo
+        for segment in segments {
+            let (ns, fraction) = Splitter.overlap(segment, from: lo, to: hi)
+            guard ns > 0 else { continue }
+            // A gap before this segment: the thread did not exist yet.
+            suspend(from: cursor, to: max(cursor, segment.startNs))
+            cursor = max(cursor, min(segment.endNs, hi))
+            runningNs += Double(segment.runNs) * fraction
+            runQueueNs += Double(segment.waitNs) * fraction
+            let off = Double(segment.blockedNs) * fraction
+            guard off > 0 else { continue }
+            switch kind(segment) {
+            case .running, .blocked:
+                blockedNs += off
+                blocks.append((segment, off))
+            case .idle, .parked:
+                suspendedNs += off
+                suspensions.append((max(segment.startNs, lo), min(segment.endNs, hi)))
+            }
+        }
+        suspend(from: cursor, to: hi)
+    }
+
+    private mutating func suspend(from: Int64, to: Int64) {
+        guard to > from else { return }
+        suspendedNs += Double(to - from)
+        suspensions.append((from, to))
+    }
+}
