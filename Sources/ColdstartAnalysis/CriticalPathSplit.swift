@@ -29,6 +29,11 @@ package struct CriticalPathSplit: Sendable {
     package var mainParkedNs: Double = 0
     /// Time on the path per thread, in order of first appearance.
     package var threads: [(tid: Int, ns: Int64)] = []
+    /// The stretches in which the path's thread was runnable (clipped).
+    package var runnableStretches: [(startNs: Int64, endNs: Int64)] = []
+    /// Page faults of the path's threads, shared between intervals by time.
+    package var minorFaults: Double = 0
+    package var majorFaults: Double = 0
 
     /// The split of [from, to) along `path`; time the path does not cover
     /// (before `main`) is the main thread's. `segments` are the watcher's by
@@ -84,6 +89,9 @@ package struct CriticalPathSplit: Sendable {
             cursor = max(cursor, min(segment.endNs, hi))
             runningNs += Double(segment.runNs) * fraction
             runQueueNs += Double(segment.waitNs) * fraction
+            minorFaults += Double(segment.minorFaults) * fraction
+            majorFaults += Double(segment.majorFaults) * fraction
+            if segment.cause == .running { runnableStretches.append((max(segment.startNs, lo), min(segment.endNs, hi))) }
             let off = Double(segment.blockedNs) * fraction
             guard off > 0 else { continue }
             switch kind(segment) {

@@ -29,7 +29,8 @@ package enum ThreadLabel {
 
     /// The readable name of thread `tid` whose kernel name is `name`.
     package static func readable(_ name: String, tid: Int, mainTid: Int) -> String {
-        if tid == mainTid { return "main thread" }
+        // "main", as `--thread main` names it.
+        if tid == mainTid { return "main" }
         if let worker = dispatchWorker(name) { return worker }
         switch name {
         case "coldstart-watch": return "Coldstart's watcher (profiler)"

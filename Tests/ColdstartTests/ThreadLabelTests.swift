@@ -17,7 +17,7 @@ final class ThreadLabelTests: XCTestCase {
     }
 
     func testMainColdstartsOwnAndOtherThreads() {
-        XCTAssertEqual(ThreadLabel.readable("AsyncService", tid: 1, mainTid: 1), "main thread")
+        XCTAssertEqual(ThreadLabel.readable("AsyncService", tid: 1, mainTid: 1), "main")
         XCTAssertEqual(ThreadLabel.readable("coldstart-watch", tid: 2, mainTid: 1), "Coldstart's watcher (profiler)")
         XCTAssertEqual(ThreadLabel.readable("coldstart-scan", tid: 3, mainTid: 1), "Coldstart's thread scanner (profiler)")
         XCTAssertEqual(ThreadLabel.readable("NIO-ELT-0-#0", tid: 4, mainTid: 1), "NIO-ELT-0-#0", "anything else as the kernel has it")

@@ -1,0 +1,109 @@
+import Foundation
+
+extension LaunchReport.BlockedTime {
+    /// A stretch of the critical path on one thread (ms from process start).
+    package struct PathPiece: Codable, Sendable, Equatable {
+        package var tid: Int
+        /// Readable name and tid: "dispatch worker (overcommit) 4243".
+        package var thread: String
+        package var startMs: Double
+        package var endMs: Double
+    }
+
+    /// A thread's time on the path inside one phase.
+    package struct PathShare: Codable, Sendable, Equatable {
+        package var tid: Int
+        package var thread: String
+        package var ms: Double
+    }
+
+    /// The process's first thread parked in `dispatch_main()`
+    /// (`rt_sigsuspend`) after an async main's first await: main-actor work
+    /// runs on dispatch workers from then on.
+    package struct FirstThreadParked: Codable, Sendable, Equatable {
+        /// When it parked, and for how long during the launch.
+        package var atMs: Double
+        package var ms: Double
+        /// The call it parked in ("rt_sigsuspend").
+        package var call: String
+    }
+}
+
+/// Readable thread names with their tids: "main thread", "dispatch worker
+/// (overcommit) 4243".
+struct ThreadNames {
+    let mainTid: Int
+    /// Kernel names: the watcher's, then the timeline's thread list.
+    let kernel: [Int: String]
+
+    init(_ timeline: Timeline) {
+        mainTid = timeline.process.pid
+        var kernel = Dictionary(timeline.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
+        for thread in timeline.watch?.threads ?? [] where !thread.name.isEmpty { kernel[thread.tid] = thread.name }
+        self.kernel = kernel
+    }
+
+    /// "main", "dispatch worker (default QoS)", … (`ThreadLabel`).
+    func readable(_ tid: Int) -> String { ThreadLabel.readable(kernel[tid] ?? "", tid: tid, mainTid: mainTid) }
+
+    /// "main thread", or the readable name followed by the tid.
+    func label(_ tid: Int) -> String { tid == mainTid ? "main thread" : "\(readable(tid)) \(tid)" }
+
+    func isDispatchWorker(_ tid: Int) -> Bool { kernel[tid].map(ThreadLabel.isDispatchWorker) ?? false }
+
+    /// Coldstart's own threads (never "other threads" of the launch).
+    var coldstartThreads: Set<Int> { Set(kernel.filter { $0.value.hasPrefix("coldstart-") }.keys) }
+}
+
+/// The critical path of a watched launch and how to split an interval of it.
+struct PathSplitter {
+    let path: CriticalPath
+    let names: ThreadNames
+    let mainTid: Int
+    let watched: (startNs: Int64, stopNs: Int64)
+    let segments: [Int: [Timeline.Segment]]
+    /// What each blocked stack means (parked, idle worker, blocked in a job).
+    private let stackNames: [[String]]
+
+    init(_ timeline: Timeline, watch: Timeline.Watch, segments: [Int: [Timeline.Segment]], namer: FrameNamer) {
+        path = CriticalPath(timeline)
+        names = ThreadNames(timeline)
+        mainTid = timeline.process.pid
+        watched = (watch.startNs, watch.stopNs)
+        self.segments = segments
+        stackNames = watch.stacks.map { $0.map { namer($0) } }
+    }
+
+    func kind(_ segment: Timeline.Segment) -> WaitKind {
+        WaitKind.of(segment, stack: segment.stack.map { stackNames[$0] }, isMainThread: segment.tid == mainTid,
+                    isDispatchWorker: names.isDispatchWorker(segment.tid))
+    }
+
+    func split(from: Int64, to: Int64) -> CriticalPathSplit {
+        CriticalPathSplit(path: path, from: from, to: to, mainTid: mainTid, watched: watched, segments: segments,
+                          ignoring: names.coldstartThreads, kind: kind)
+    }
+
+    /// When and for how long the main thread sat parked in `dispatch_main()`
+    /// before `endNs`; nil when it never did.
+    func firstThreadParked(until endNs: Int64) -> LaunchReport.BlockedTime.FirstThreadParked? {
+        let parked = (segments[mainTid] ?? []).filter { $0.startNs < endNs && kind($0) == .parked }
+        guard let first = parked.first else { return nil }
+        let ns = parked.reduce(0) { $0 + Splitter.overlap($1, from: 0, to: endNs).ns }
+        return .init(atMs: LaunchReport.milliseconds(first.startNs), ms: LaunchReport.milliseconds(ns),
+                     call: first.syscall ?? "rt_sigsuspend")
+    }
+}
+
+extension CriticalPath {
+    /// The path's stretches inside [from, to) as report rows, when they are
+    /// on more than one thread (a span across an await); else nil.
+    func stretches(from: Int64, to: Int64, names: ThreadNames) -> [LaunchReport.BlockedTime.PathPiece]? {
+        let inside = pieces(from: from, to: to)
+        guard Set(inside.map(\.tid)).count > 1 else { return nil }
+        return inside.map {
+            .init(tid: $0.tid, thread: names.label($0.tid), startMs: LaunchReport.milliseconds($0.startNs),
+                  endMs: LaunchReport.milliseconds($0.endNs))
+        }
+    }
+}
