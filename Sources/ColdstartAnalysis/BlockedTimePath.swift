@@ -62,8 +62,11 @@ struct PathSplitter {
     let mainTid: Int
     let watched: (startNs: Int64, stopNs: Int64)
     let segments: [Int: [Timeline.Segment]]
-    /// What each blocked stack means (parked, idle worker, blocked in a job).
-    private let stackNames: [[String]]
+    /// Each blocked stack's function names; nil for a stack with no named
+    /// frame (no symbols), which is judged by its call instead.
+    private let stackNames: [[String]?]
+    /// Sample times by thread, when a CPU-time clock took them.
+    private let cpuSamples: [Int: [Int64]]
 
     init(_ timeline: Timeline, watch: Timeline.Watch, segments: [Int: [Timeline.Segment]], namer: FrameNamer) {
         path = CriticalPath(timeline)
@@ -71,17 +74,26 @@ struct PathSplitter {
         mainTid = timeline.process.pid
         watched = (watch.startNs, watch.stopNs)
         self.segments = segments
-        stackNames = watch.stacks.map { $0.map { namer($0) } }
+        stackNames = watch.stacks.map { stack in
+            let names = stack.map { namer($0) }
+            return names.contains { !$0.contains("+0x") && !$0.hasPrefix("0x") } ? names : nil
+        }
+        var samples: [Int: [Int64]] = [:]
+        if let clock = timeline.sampling?.clock, clock != "wall-timer" {
+            for sample in timeline.samples { samples[sample.tid, default: []].append(sample.ns) }
+            for tid in samples.keys { samples[tid]!.sort() }
+        }
+        cpuSamples = samples
     }
 
     func kind(_ segment: Timeline.Segment) -> WaitKind {
-        WaitKind.of(segment, stack: segment.stack.map { stackNames[$0] }, isMainThread: segment.tid == mainTid,
+        WaitKind.of(segment, stack: segment.stack.flatMap { stackNames[$0] }, isMainThread: segment.tid == mainTid,
                     isDispatchWorker: names.isDispatchWorker(segment.tid))
     }
 
     func split(from: Int64, to: Int64) -> CriticalPathSplit {
         CriticalPathSplit(path: path, from: from, to: to, mainTid: mainTid, watched: watched, segments: segments,
-                          ignoring: names.coldstartThreads, kind: kind)
+                          ignoring: names.coldstartThreads, cpuSamples: cpuSamples, kind: kind)
     }
 
     /// When and for how long the main thread sat parked in `dispatch_main()`

@@ -38,9 +38,12 @@ package struct CriticalPathSplit: Sendable {
     /// The split of [from, to) along `path`; time the path does not cover
     /// (before `main`) is the main thread's. `segments` are the watcher's by
     /// thread; `kind` classifies one; threads in `ignoring` (Coldstart's own)
-    /// never count as "other threads".
+    /// never count as "other threads". `cpuSamples` (sample times by
+    /// thread, sorted, from a CPU-time clock) share a runnable segment's CPU
+    /// time between intervals by where its samples fell rather than by wall
+    /// time: a segment that ran child tasks, then a burn, is not one even rate.
     package init(path: CriticalPath, from: Int64, to: Int64, mainTid: Int, watched: (startNs: Int64, stopNs: Int64)?,
-                 segments: [Int: [Timeline.Segment]], ignoring: Set<Int> = [],
+                 segments: [Int: [Timeline.Segment]], ignoring: Set<Int> = [], cpuSamples: [Int: [Int64]] = [:],
                  kind: (Timeline.Segment) -> WaitKind) {
         wallNs = Double(max(0, to - from))
         guard to > from else { return }
@@ -56,7 +59,7 @@ package struct CriticalPathSplit: Sendable {
             } else {
                 threads.append((piece.tid, piece.endNs - piece.startNs))
             }
-            add(piece, watched: watched, segments: segments[piece.tid] ?? [], kind: kind)
+            add(piece, watched: watched, segments: segments[piece.tid] ?? [], samples: cpuSamples[piece.tid] ?? [], kind: kind)
         }
         for segment in segments[mainTid] ?? [] where kind(segment) == .parked {
             mainParkedNs += Double(Splitter.overlap(segment, from: from, to: to).ns)
@@ -72,7 +75,7 @@ package struct CriticalPathSplit: Sendable {
     }
 
     private mutating func add(_ piece: CriticalPath.Piece, watched: (startNs: Int64, stopNs: Int64)?,
-                              segments: [Timeline.Segment], kind: (Timeline.Segment) -> WaitKind) {
+                              segments: [Timeline.Segment], samples: [Int64], kind: (Timeline.Segment) -> WaitKind) {
         guard let watched, case let lo = max(piece.startNs, watched.startNs), case let hi = min(piece.endNs, watched.stopNs),
               hi > lo
         else {
@@ -87,8 +90,12 @@ package struct CriticalPathSplit: Sendable {
             // A gap before this segment: the thread did not exist yet.
             suspend(from: cursor, to: max(cursor, segment.startNs))
             cursor = max(cursor, min(segment.endNs, hi))
-            runningNs += Double(segment.runNs) * fraction
-            runQueueNs += Double(segment.waitNs) * fraction
+            // The runnable time inside stays the wall share; the samples
+            // only move CPU and run-queue time within it.
+            let runnable = Double(segment.runNs + segment.waitNs) * fraction
+            let run = min(runnable, Double(segment.runNs) * Self.cpuFraction(segment, from: lo, to: hi, samples: samples, wall: fraction))
+            runningNs += run
+            runQueueNs += runnable - run
             minorFaults += Double(segment.minorFaults) * fraction
             majorFaults += Double(segment.majorFaults) * fraction
             if segment.cause == .running { runnableStretches.append((max(segment.startNs, lo), min(segment.endNs, hi))) }
@@ -104,6 +111,26 @@ package struct CriticalPathSplit: Sendable {
             }
         }
         suspend(from: cursor, to: hi)
+    }
+
+    /// The share of `segment`'s CPU time inside [from, to): by its samples
+    /// when it has enough of them (four), else by wall time.
+    static func cpuFraction(_ segment: Timeline.Segment, from: Int64, to: Int64, samples: [Int64], wall: Double) -> Double {
+        guard wall < 1, segment.cause == .running else { return wall }
+        let all = index(samples, segment.endNs) - index(samples, segment.startNs)
+        guard all >= 4 else { return wall }
+        let inside = index(samples, min(segment.endNs, to)) - index(samples, max(segment.startNs, from))
+        return Double(inside) / Double(all)
+    }
+
+    /// The first index of `sorted` at or after `ns`.
+    private static func index(_ sorted: [Int64], _ ns: Int64) -> Int {
+        var low = 0, high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < ns { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     private mutating func suspend(from: Int64, to: Int64) {

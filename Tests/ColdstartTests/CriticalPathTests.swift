@@ -150,3 +150,24 @@ final class CriticalPathTests: XCTestCase {
         XCTAssertEqual(unwatched.runningNs, 0)
     }
 }
+
+extension CriticalPathTests {
+    func testARunnableSegmentsCPUIsSharedByWhereItsSamplesFell() {
+        // One runnable stretch 0→100 with 60 ms of CPU: 10 samples in 0→50
+        // (light child tasks, mostly queued), 50 in 50→100 (a burn).
+        let segments = [worker: [segment(worker, 0, 100, run: 60, wait: 40)]]
+        let samples = [worker: (0..<10).map { Int64($0) * 5 * ms } + (0..<50).map { 50 * ms + Int64($0) * ms }]
+        let path = CriticalPath(mainTid: worker, from: 0, to: 100 * ms, events: [])
+        let second = CriticalPathSplit(path: path, from: 50 * ms, to: 100 * ms, mainTid: worker, watched: (0, 100 * ms),
+                                       segments: segments, cpuSamples: samples, kind: kind)
+        XCTAssertEqual(second.runningNs / 1e6, 50, accuracy: 1e-9, "50 of the 60 samples")
+        XCTAssertEqual(second.runQueueNs / 1e6, 0, accuracy: 1e-9, "the runnable half (50 ms) less its CPU")
+        let byWall = CriticalPathSplit(path: path, from: 50 * ms, to: 100 * ms, mainTid: worker, watched: (0, 100 * ms),
+                                       segments: segments, kind: kind)
+        XCTAssertEqual(byWall.runningNs / 1e6, 30, accuracy: 1e-9, "without samples, by wall time")
+        let few = [worker: [10 * ms, 60 * ms, 70 * ms]]
+        let fallback = CriticalPathSplit(path: path, from: 50 * ms, to: 100 * ms, mainTid: worker, watched: (0, 100 * ms),
+                                         segments: segments, cpuSamples: few, kind: kind)
+        XCTAssertEqual(fallback.runningNs / 1e6, 30, accuracy: 1e-9, "three samples are too few to go by")
+    }
+}
