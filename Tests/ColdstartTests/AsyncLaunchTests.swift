@@ -46,8 +46,7 @@ final class AsyncLaunchTests: XCTestCase {
             if fields.count == 2, let ms = Double(fields[1]) { measured[String(fields[0])] = ms }
         }
         let timeline = try Timeline(contentsOf: timelinePath)
-        var report = LaunchReport(timeline)
-        report.nameBlockedStacks(of: timeline)
+        let report = try LaunchAnalysis(timeline: timeline).report
         let blocked = try XCTUnwrap(report.blockedTime, "the timeline has no watch section")
         return Run(measured: measured, timeline: timeline, blocked: blocked, fifo: fifo)
     }

@@ -42,5 +42,7 @@ let package = Package(
         // An async main with an actor, child tasks, a sleep, a CPU burn and a
         // blocking read on the main actor: the critical path's tests.
         .executableTarget(name: "AsyncService", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // Signals, threads, descriptors, exec and fork as real programs use them (issue 14).
+        .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
     ]
 )
