@@ -67,6 +67,8 @@ struct PathSplitter {
     private let stackNames: [[String]?]
     /// Sample times by thread, when a CPU-time clock took them.
     private let cpuSamples: [Int: [Int64]]
+    /// Each thread's CPU time at its marks and span ends.
+    private let threadCPU: [Int: [CriticalPathSplit.CPUReading]]
 
     init(_ timeline: Timeline, watch: Timeline.Watch, segments: [Int: [Timeline.Segment]], namer: FrameNamer) {
         path = CriticalPath(timeline)
@@ -84,6 +86,16 @@ struct PathSplitter {
             for tid in samples.keys { samples[tid]!.sort() }
         }
         cpuSamples = samples
+        var readings: [Int: [CriticalPathSplit.CPUReading]] = [:]
+        func read(_ tid: Int, _ ns: Int64, _ cpu: UInt64?) {
+            if let cpu { readings[tid, default: []].append(.init(ns: ns, cpuNs: cpu)) }
+        }
+        for mark in timeline.marks { read(mark.tid, mark.ns, mark.threadCpuNs) }
+        for span in timeline.spans {
+            read(span.tid, span.beginNs, span.beginThreadCpuNs)
+            if !span.unfinished { read(span.endTid, span.endNs, span.endThreadCpuNs) }
+        }
+        threadCPU = readings.mapValues { $0.sorted { $0.ns < $1.ns } }
     }
 
     func kind(_ segment: Timeline.Segment) -> WaitKind {
@@ -93,7 +105,7 @@ struct PathSplitter {
 
     func split(from: Int64, to: Int64) -> CriticalPathSplit {
         CriticalPathSplit(path: path, from: from, to: to, mainTid: mainTid, watched: watched, segments: segments,
-                          ignoring: names.coldstartThreads, cpuSamples: cpuSamples, kind: kind)
+                          ignoring: names.coldstartThreads, cpuSamples: cpuSamples, threadCPU: threadCPU, kind: kind)
     }
 
     /// When and for how long the main thread sat parked in `dispatch_main()`

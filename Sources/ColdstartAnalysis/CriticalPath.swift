@@ -97,13 +97,14 @@ package struct CriticalPath: Sendable, Equatable {
 
 extension CriticalPath {
     /// The path of a timeline's launch: from `main` to its end, through its
-    /// marks and the begins and ends of its spans.
+    /// marks, the begins and ends of its spans, and `ready()`.
     package init(_ timeline: Timeline) {
         var events = timeline.marks.filter { !$0.extended }.map { Event(ns: $0.ns, tid: $0.tid) }
         for span in timeline.spans where span.extended != true {
             events.append(Event(ns: span.beginNs, tid: span.tid))
             if !span.unfinished { events.append(Event(ns: span.endNs, tid: span.endTid)) }
         }
+        if let ready = timeline.launch.readyNs, let tid = timeline.launch.readyTid { events.append(Event(ns: ready, tid: tid)) }
         let segments = Dictionary(grouping: timeline.watch?.segments ?? [], by: \.tid)
         self.init(mainTid: timeline.process.pid, from: timeline.launch.mainNs, to: timeline.launch.endNs,
                   events: events, segments: segments)

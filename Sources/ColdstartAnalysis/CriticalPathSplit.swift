@@ -42,9 +42,12 @@ package struct CriticalPathSplit: Sendable {
     /// thread, sorted, from a CPU-time clock) share a runnable segment's CPU
     /// time between intervals by where its samples fell rather than by wall
     /// time: a segment that ran child tasks, then a burn, is not one even rate.
+    /// `threadCPU` (each thread's CPU time at its marks and span ends, by
+    /// thread, in time order) is better still: a stretch of the path that
+    /// begins and ends at its thread's own events gets exactly that CPU time.
     package init(path: CriticalPath, from: Int64, to: Int64, mainTid: Int, watched: (startNs: Int64, stopNs: Int64)?,
                  segments: [Int: [Timeline.Segment]], ignoring: Set<Int> = [], cpuSamples: [Int: [Int64]] = [:],
-                 kind: (Timeline.Segment) -> WaitKind) {
+                 threadCPU: [Int: [CPUReading]] = [:], kind: (Timeline.Segment) -> WaitKind) {
         wallNs = Double(max(0, to - from))
         guard to > from else { return }
         var pieces = path.pieces(from: from, to: to)
@@ -59,7 +62,8 @@ package struct CriticalPathSplit: Sendable {
             } else {
                 threads.append((piece.tid, piece.endNs - piece.startNs))
             }
-            add(piece, watched: watched, segments: segments[piece.tid] ?? [], samples: cpuSamples[piece.tid] ?? [], kind: kind)
+            add(piece, watched: watched, segments: segments[piece.tid] ?? [], samples: cpuSamples[piece.tid] ?? [],
+                readings: threadCPU[piece.tid] ?? [], kind: kind)
         }
         for segment in segments[mainTid] ?? [] where kind(segment) == .parked {
             mainParkedNs += Double(Splitter.overlap(segment, from: from, to: to).ns)
@@ -75,7 +79,8 @@ package struct CriticalPathSplit: Sendable {
     }
 
     private mutating func add(_ piece: CriticalPath.Piece, watched: (startNs: Int64, stopNs: Int64)?,
-                              segments: [Timeline.Segment], samples: [Int64], kind: (Timeline.Segment) -> WaitKind) {
+                              segments: [Timeline.Segment], samples: [Int64], readings: [CPUReading],
+                              kind: (Timeline.Segment) -> WaitKind) {
         guard let watched, case let lo = max(piece.startNs, watched.startNs), case let hi = min(piece.endNs, watched.stopNs),
               hi > lo
         else {
@@ -84,6 +89,15 @@ package struct CriticalPathSplit: Sendable {
         }
         notWatchedNs += Double((piece.endNs - piece.startNs) - (hi - lo))
         var cursor = lo
+        var run = 0.0, queued = 0.0
+        defer {
+            if let exact = Self.exactCPU(readings, from: lo, to: hi) {
+                queued = max(0, run + queued - exact)
+                run = exact
+            }
+            runningNs += run
+            runQueueNs += queued
+        }
         for segment in segments {
             let (ns, fraction) = Splitter.overlap(segment, from: lo, to: hi)
             guard ns > 0 else { continue }
@@ -92,10 +106,10 @@ package struct CriticalPathSplit: Sendable {
             cursor = max(cursor, min(segment.endNs, hi))
             // The runnable time inside stays the wall share; the samples
             // only move CPU and run-queue time within it.
-            let runnable = Double(segment.runNs + segment.waitNs) * fraction
-            let run = min(runnable, Double(segment.runNs) * Self.cpuFraction(segment, from: lo, to: hi, samples: samples, wall: fraction))
-            runningNs += run
-            runQueueNs += runnable - run
+            let runnable = (Double(segment.runNs) + Double(segment.waitNs)) * fraction
+            let cpu = min(runnable, Double(segment.runNs) * Self.cpuFraction(segment, from: lo, to: hi, samples: samples, wall: fraction))
+            run += cpu
+            queued += runnable - cpu
             minorFaults += Double(segment.minorFaults) * fraction
             majorFaults += Double(segment.majorFaults) * fraction
             if segment.cause == .running { runnableStretches.append((max(segment.startNs, lo), min(segment.endNs, hi))) }
@@ -111,6 +125,28 @@ package struct CriticalPathSplit: Sendable {
             }
         }
         suspend(from: cursor, to: hi)
+    }
+
+    /// A thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) at one of its events.
+    package struct CPUReading: Sendable, Equatable {
+        package var ns: Int64
+        package var cpuNs: UInt64
+
+        package init(ns: Int64, cpuNs: UInt64) {
+            self.ns = ns
+            self.cpuNs = cpuNs
+        }
+    }
+
+    /// The thread's CPU time over [from, to) when it recorded events at
+    /// both ends (within 0.1 ms): the difference of its own clock.
+    static func exactCPU(_ readings: [CPUReading], from: Int64, to: Int64) -> Double? {
+        let slack: Int64 = 100_000
+        guard let start = readings.last(where: { $0.ns <= from + slack && $0.ns >= from - slack }),
+              let end = readings.first(where: { $0.ns >= to - slack && $0.ns <= to + slack }),
+              end.ns > start.ns, end.cpuNs >= start.cpuNs
+        else { return nil }
+        return Double(end.cpuNs - start.cpuNs)
     }
 
     /// The share of `segment`'s CPU time inside [from, to): by its samples

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 import XCTest
 
@@ -13,6 +14,7 @@ final class AsyncLaunchTests: XCTestCase {
     struct Run {
         var measured: [String: Double]
         var timeline: Timeline
+        var analysis: LaunchAnalysis
         var blocked: LaunchReport.BlockedTime
         var fifo: String
 
@@ -46,9 +48,9 @@ final class AsyncLaunchTests: XCTestCase {
             if fields.count == 2, let ms = Double(fields[1]) { measured[String(fields[0])] = ms }
         }
         let timeline = try Timeline(contentsOf: timelinePath)
-        let report = try LaunchAnalysis(timeline: timeline).report
-        let blocked = try XCTUnwrap(report.blockedTime, "the timeline has no watch section")
-        return Run(measured: measured, timeline: timeline, blocked: blocked, fifo: fifo)
+        let analysis = try LaunchAnalysis(timeline: timeline)
+        let blocked = try XCTUnwrap(analysis.report.blockedTime, "the timeline has no watch section")
+        return Run(measured: measured, timeline: timeline, analysis: analysis, blocked: blocked, fifo: fifo)
     }
 
     private func assertWithin25Percent(_ value: Double, of truth: Double, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
@@ -112,6 +114,27 @@ final class AsyncLaunchTests: XCTestCase {
         XCTAssertEqual(row.ranOn?.last?.tid, span.endTid)
     }
 
+    func testTheFlameChartFollowsThePathOntoTheWorker() throws {
+        let run = try Self.asyncRun.get()
+        let html = HTMLReport.render(run.analysis, source: "launch.json")
+        XCTAssertTrue(html.contains("Where the critical path blocked"))
+        XCTAssertTrue(html.contains("dispatch_main()"), "the parked first thread is explained")
+        // libdispatch's workers block SIGURG, the sampler's signal since
+        // issue 14: then no sample shows the main actor's work.
+        guard let stacks = run.analysis.stacks, stacks.samples.contains(where: { $0.tid != run.timeline.process.pid }) else {
+            throw XCTSkip("the dispatch workers were not sampled (they block the sampling signal): nothing to chart after the first await")
+        }
+        XCTAssertTrue(html.contains("Flame chart of the launch&#39;s critical path") || html.contains("Flame chart of the launch's critical path"))
+        let burnPhase = try XCTUnwrap(run.timeline.phases.first { $0.name == "store opened → warmed up" })
+        let burnRuns = stacks.runsOnCriticalPath().filter {
+            stacks.functions[$0.function].name.hasPrefix("AsyncService.burnCPU") && $0.startNs >= burnPhase.startNs
+        }
+        let sampledMs = Double(burnRuns.map(\.samples).reduce(0, +)) * stacks.nsPerSample / 1e6
+        assertWithin25Percent(sampledMs, of: try run.figure("burn"), "the burn in the critical path's flame chart")
+        XCTAssertTrue(stacks.runs(thread: run.timeline.process.pid).allSatisfy { $0.startNs < burnPhase.startNs },
+                      "the main thread's own chart is empty after it parked")
+    }
+
     // MARK: - a synchronous main blocked on a semaphore while a Task works
 
     func testWithASemaphoreTheWaitingMainThreadIsNotTheCause() throws {
@@ -122,7 +145,10 @@ final class AsyncLaunchTests: XCTestCase {
         let read = try run.phase("warmed up → settings read")
         assertWithin25Percent(read.blocked.filter { $0.what.hasSuffix(run.fifo) }.map(\.ms).reduce(0, +),
                               of: try run.figure("read"), "the FIFO read as blocked")
-        XCTAssertFalse(run.blocked.callSites.contains { $0.thread == "main thread" && $0.cause == "lock" },
-                       "the semaphore wait is the main thread's, off the path: \(run.blocked.callSites.map(\.what))")
+        // Only the look in which the worker signalled and main woke to call
+        // ready() may show a sliver of it.
+        let onMain = run.blocked.callSites.filter { $0.thread == "main thread" && $0.cause == "lock" }.map(\.ms).reduce(0, +)
+        XCTAssertLessThan(onMain, 2 * run.blocked.watcher.lookPeriodMs + 1,
+                          "the semaphore wait is the main thread's, off the path: \(run.blocked.callSites.map { ($0.what, $0.ms) })")
     }
 }

@@ -171,3 +171,21 @@ extension CriticalPathTests {
         XCTAssertEqual(fallback.runningNs / 1e6, 30, accuracy: 1e-9, "three samples are too few to go by")
     }
 }
+
+extension CriticalPathTests {
+    func testAStretchBetweenTheThreadsOwnEventsGetsItsExactCPU() {
+        // The segment says 60 ms of CPU over 0→100 (by wall: 30 in 50→100);
+        // the thread's own clock at its marks says 45 ms in 50→100.
+        let segments = [worker: [segment(worker, 0, 100, run: 60, wait: 40)]]
+        let readings = [worker: [CriticalPathSplit.CPUReading(ns: 50 * ms, cpuNs: UInt64(10 * ms)),
+                                 CriticalPathSplit.CPUReading(ns: 100 * ms, cpuNs: UInt64(55 * ms))]]
+        let path = CriticalPath(mainTid: worker, from: 0, to: 100 * ms, events: [])
+        let split = CriticalPathSplit(path: path, from: 50 * ms, to: 100 * ms, mainTid: worker, watched: (0, 100 * ms),
+                                      segments: segments, threadCPU: readings, kind: kind)
+        XCTAssertEqual(split.runningNs / 1e6, 45, accuracy: 1e-9)
+        XCTAssertEqual(split.runQueueNs / 1e6, 5, accuracy: 1e-9, "the runnable 50 ms less the exact CPU")
+        let unbounded = CriticalPathSplit(path: path, from: 40 * ms, to: 100 * ms, mainTid: worker, watched: (0, 100 * ms),
+                                          segments: segments, threadCPU: readings, kind: kind)
+        XCTAssertEqual(unbounded.runningNs / 1e6, 36, accuracy: 1e-9, "no event at 40 ms: by wall time")
+    }
+}
