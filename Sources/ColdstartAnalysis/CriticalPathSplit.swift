@@ -37,7 +37,7 @@ package struct CriticalPathSplit: Sendable {
 
     /// The split of [from, to) along `path`; time the path does not cover
     /// (before `main`) is the main thread's. `segments` are the watcher's by
-    /// thread; `kind` classifies one; threads in `ignoring` (Coldstart's own)
+    /// thread, each thread's in time order; `kind` classifies one; threads in `ignoring` (Coldstart's own)
     /// never count as "other threads". `cpuSamples` (sample times by
     /// thread, sorted, from a CPU-time clock) share a runnable segment's CPU
     /// time between intervals by where its samples fell rather than by wall
@@ -68,9 +68,11 @@ package struct CriticalPathSplit: Sendable {
         for segment in segments[mainTid] ?? [] where kind(segment) == .parked {
             mainParkedNs += Double(Splitter.overlap(segment, from: from, to: to).ns)
         }
-        for (tid, list) in segments where !ignoring.contains(tid) {
-            for segment in list {
-                for suspension in suspensions where !(path.thread(at: suspension.startNs) == tid) {
+        for suspension in suspensions {
+            let onPath = path.thread(at: suspension.startNs)
+            for (tid, list) in segments where tid != onPath && !ignoring.contains(tid) {
+                for segment in list[Self.first(in: list, endingAfter: suspension.startNs)...] {
+                    if segment.startNs >= suspension.endNs { break }
                     othersCPUWhileSuspendedNs += Double(segment.runNs)
                         * Splitter.overlap(segment, from: suspension.startNs, to: suspension.endNs).fraction
                 }
@@ -98,7 +100,8 @@ package struct CriticalPathSplit: Sendable {
             runningNs += run
             runQueueNs += queued
         }
-        for segment in segments {
+        for segment in segments[Self.first(in: segments, endingAfter: lo)...] {
+            if segment.startNs >= hi { break }
             let (ns, fraction) = Splitter.overlap(segment, from: lo, to: hi)
             guard ns > 0 else { continue }
             // A gap before this segment: the thread did not exist yet.
@@ -157,6 +160,17 @@ package struct CriticalPathSplit: Sendable {
         guard all >= 4 else { return wall }
         let inside = index(samples, min(segment.endNs, to)) - index(samples, max(segment.startNs, from))
         return Double(inside) / Double(all)
+    }
+
+    /// The first of a thread's segments (contiguous, in time order) that
+    /// ends after `ns`.
+    private static func first(in segments: [Timeline.Segment], endingAfter ns: Int64) -> Int {
+        var low = 0, high = segments.count
+        while low < high {
+            let mid = (low + high) / 2
+            if segments[mid].endNs <= ns { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     /// The first index of `sorted` at or after `ns`.

@@ -145,10 +145,11 @@ final class AsyncLaunchTests: XCTestCase {
         let read = try run.phase("warmed up → settings read")
         assertWithin25Percent(read.blocked.filter { $0.what.hasSuffix(run.fifo) }.map(\.ms).reduce(0, +),
                               of: try run.figure("read"), "the FIFO read as blocked")
-        // Only the look in which the worker signalled and main woke to call
-        // ready() may show a sliver of it.
+        // The main thread waits on the semaphore the whole launch (hundreds
+        // of ms); only the last look before it woke to call ready() — a few
+        // ms on a loaded machine, whose watcher misses looks — may show.
         let onMain = run.blocked.callSites.filter { $0.thread == "main thread" && $0.cause == "lock" }.map(\.ms).reduce(0, +)
-        XCTAssertLessThan(onMain, 2 * run.blocked.watcher.lookPeriodMs + 1,
+        XCTAssertLessThan(onMain, 10,
                           "the semaphore wait is the main thread's, off the path: \(run.blocked.callSites.map { ($0.what, $0.ms) })")
     }
 }
