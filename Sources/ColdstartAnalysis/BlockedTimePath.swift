@@ -35,21 +35,49 @@ struct ThreadNames {
     let mainTid: Int
     /// Kernel names: the watcher's, then the timeline's thread list.
     let kernel: [Int: String]
+    /// What a thread's blocked stacks say it is, over its kernel name: a new
+    /// thread has its creator's name until it sets its own, so a dispatch
+    /// worker seen early reads "AsyncService", and a thread a worker started
+    /// reads "-qos.overcommit".
+    let byStack: [Int: String]
 
-    init(_ timeline: Timeline) {
+    /// `frameName` names the blocked stacks' frames (nil: names from the file).
+    init(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
         mainTid = timeline.process.pid
         var kernel = Dictionary(timeline.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
         for thread in timeline.watch?.threads ?? [] where !thread.name.isEmpty { kernel[thread.tid] = thread.name }
         self.kernel = kernel
+        var byStack: [Int: String] = [:]
+        if let watch = timeline.watch {
+            let namer = FrameNamer(timeline: timeline, name: frameName)
+            var seen = Set<Int>()
+            for segment in watch.segments where segment.tid != mainTid {
+                guard let stack = segment.stack, !seen.contains(segment.tid) else { continue }
+                let names = watch.stacks[stack].map { namer($0) }
+                guard names.contains("start_thread") else { continue }
+                seen.insert(segment.tid)
+                let name = kernel[segment.tid] ?? ""
+                if names.contains("_dispatch_worker_thread") {
+                    if !ThreadLabel.isDispatchWorker(name) { byStack[segment.tid] = "dispatch worker" }
+                } else if ThreadLabel.isDispatchWorker(name) {
+                    byStack[segment.tid] = "thread started by a dispatch worker"
+                }
+            }
+        }
+        self.byStack = byStack
     }
 
     /// "main", "dispatch worker (default QoS)", … (`ThreadLabel`).
-    func readable(_ tid: Int) -> String { ThreadLabel.readable(kernel[tid] ?? "", tid: tid, mainTid: mainTid) }
+    func readable(_ tid: Int) -> String {
+        byStack[tid] ?? ThreadLabel.readable(kernel[tid] ?? "", tid: tid, mainTid: mainTid)
+    }
 
     /// "main thread", or the readable name followed by the tid.
     func label(_ tid: Int) -> String { tid == mainTid ? "main thread" : "\(readable(tid)) \(tid)" }
 
-    func isDispatchWorker(_ tid: Int) -> Bool { kernel[tid].map(ThreadLabel.isDispatchWorker) ?? false }
+    func isDispatchWorker(_ tid: Int) -> Bool {
+        byStack[tid].map { $0 == "dispatch worker" } ?? kernel[tid].map(ThreadLabel.isDispatchWorker) ?? false
+    }
 
     /// Coldstart's own threads (never "other threads" of the launch).
     var coldstartThreads: Set<Int> { Set(kernel.filter { $0.value.hasPrefix("coldstart-") }.keys) }
@@ -72,7 +100,7 @@ struct PathSplitter {
 
     init(_ timeline: Timeline, watch: Timeline.Watch, segments: [Int: [Timeline.Segment]], namer: FrameNamer) {
         path = CriticalPath(timeline)
-        names = ThreadNames(timeline)
+        names = ThreadNames(timeline, frameName: namer.name)
         mainTid = timeline.process.pid
         watched = (watch.startNs, watch.stopNs)
         self.segments = segments

@@ -130,7 +130,7 @@ extension LaunchReport {
         reportVersion = 1
         let total = Self.milliseconds(timeline.launch.endNs)
         let phases = timeline.phases
-        let threadNames = ThreadNames(timeline)
+        let threadNames = ThreadNames(timeline, frameName: frameName)
         let path = CriticalPath(timeline)
 
         self.phases = phases.map { phase in
