@@ -8,32 +8,32 @@ import Foundation
 /// CPU and run-queue times are the kernel's schedstat counters, exact; the
 /// rest of a segment's wall time is blocked or suspended by what the watcher
 /// saw, so a boundary is good to one look.
-package struct CriticalPathSplit: Sendable {
-    package var wallNs: Double = 0
-    package var runningNs: Double = 0
-    package var runQueueNs: Double = 0
-    package var blockedNs: Double = 0
-    package var suspendedNs: Double = 0
+struct CriticalPathSplit: Sendable {
+    var wallNs: Double = 0
+    var runningNs: Double = 0
+    var runQueueNs: Double = 0
+    var blockedNs: Double = 0
+    var suspendedNs: Double = 0
     /// Before the watcher's first look or after its last.
-    package var notWatchedNs: Double = 0
+    var notWatchedNs: Double = 0
     /// The blocked time, one entry per segment (clipped): the caller names
     /// and groups them. A `running` segment here holds blocks shorter than a
     /// look.
-    package var blocks: [(segment: Timeline.Segment, ns: Double)] = []
+    var blocks: [(segment: Timeline.Segment, ns: Double)] = []
     /// The stretches in which the path was suspended.
-    package var suspensions: [(startNs: Int64, endNs: Int64)] = []
+    var suspensions: [(startNs: Int64, endNs: Int64)] = []
     /// CPU the other threads of the launch used while the path was suspended:
     /// near zero means it awaited something outside the process (a timer, I/O).
-    package var othersCPUWhileSuspendedNs: Double = 0
+    var othersCPUWhileSuspendedNs: Double = 0
     /// Time the main thread spent parked in `dispatch_main()`.
-    package var mainParkedNs: Double = 0
+    var mainParkedNs: Double = 0
     /// Time on the path per thread, in order of first appearance.
-    package var threads: [(tid: Int, ns: Int64)] = []
+    var threads: [(tid: Int, ns: Int64)] = []
     /// The stretches in which the path's thread was runnable (clipped).
-    package var runnableStretches: [(startNs: Int64, endNs: Int64)] = []
+    var runnableStretches: [(startNs: Int64, endNs: Int64)] = []
     /// Page faults of the path's threads, shared between intervals by time.
-    package var minorFaults: Double = 0
-    package var majorFaults: Double = 0
+    var minorFaults: Double = 0
+    var majorFaults: Double = 0
 
     /// The split of [from, to) along `path`; time the path does not cover
     /// (before `main`) is the main thread's. `segments` are the watcher's by
@@ -45,7 +45,7 @@ package struct CriticalPathSplit: Sendable {
     /// `threadCPU` (each thread's CPU time at its marks and span ends, by
     /// thread, in time order) is better still: a stretch of the path that
     /// begins and ends at its thread's own events gets exactly that CPU time.
-    package init(path: CriticalPath, from: Int64, to: Int64, mainTid: Int, watched: (startNs: Int64, stopNs: Int64)?,
+    init(path: CriticalPath, from: Int64, to: Int64, mainTid: Int, watched: (startNs: Int64, stopNs: Int64)?,
                  segments: [Int: [Timeline.Segment]], ignoring: Set<Int> = [], cpuSamples: [Int: [Int64]] = [:],
                  threadCPU: [Int: [CPUReading]] = [:], kind: (Timeline.Segment) -> WaitKind) {
         wallNs = Double(max(0, to - from))
@@ -131,11 +131,11 @@ package struct CriticalPathSplit: Sendable {
     }
 
     /// A thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) at one of its events.
-    package struct CPUReading: Sendable, Equatable {
-        package var ns: Int64
-        package var cpuNs: UInt64
+    struct CPUReading: Sendable, Equatable {
+        var ns: Int64
+        var cpuNs: UInt64
 
-        package init(ns: Int64, cpuNs: UInt64) {
+        init(ns: Int64, cpuNs: UInt64) {
             self.ns = ns
             self.cpuNs = cpuNs
         }

@@ -8,7 +8,7 @@ import Foundation
 /// overcommit root queue ("com.apple.root.<qos>-qos.overcommit", the one that
 /// drains the main queue after `dispatch_main()` among them) as
 /// "-qos.overcommit", which no longer says which QoS.
-package enum ThreadLabel {
+enum ThreadLabel {
     /// libdispatch's root queues by QoS, as their labels spell it.
     static let qualities: [(label: String, reads: String)] = [
         ("maintenance", "maintenance"), ("background", "background"), ("utility", "utility"),
@@ -28,7 +28,7 @@ package enum ThreadLabel {
     }()
 
     /// The readable name of thread `tid` whose kernel name is `name`.
-    package static func readable(_ name: String, tid: Int, mainTid: Int) -> String {
+    static func readable(_ name: String, tid: Int, mainTid: Int) -> String {
         // "main", as `--thread main` names it.
         if tid == mainTid { return "main" }
         if let worker = dispatchWorker(name) { return worker }
@@ -42,7 +42,7 @@ package enum ThreadLabel {
     }
 
     /// "dispatch worker (…)" for a dispatch root queue's worker, else nil.
-    package static func dispatchWorker(_ name: String) -> String? {
+    static func dispatchWorker(_ name: String) -> String? {
         if let known = dispatchWorkers[name] { return known }
         // A full label (a kernel that kept it, or a name set by hand).
         guard name.hasPrefix("com.apple.root.") else { return nil }
@@ -55,5 +55,5 @@ package enum ThreadLabel {
 
     /// Whether a thread of this kernel name runs dispatch (and so Swift
     /// concurrency) jobs.
-    package static func isDispatchWorker(_ name: String) -> Bool { dispatchWorker(name) != nil }
+    static func isDispatchWorker(_ name: String) -> Bool { dispatchWorker(name) != nil }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// What a thread's stretch of time (a watcher segment) meant for the launch
 /// when that thread was on the critical path.
-package enum WaitKind: String, Sendable, Codable, CaseIterable {
+enum WaitKind: String, Sendable, Codable, CaseIterable {
     /// Runnable: on a CPU, or waiting for one.
     case running
     /// Stuck in a call while running the launch's code: a synchronous read,
@@ -32,7 +32,7 @@ package enum WaitKind: String, Sendable, Codable, CaseIterable {
     /// segment's blocked stack as function names, leaf first (nil when the
     /// watcher did not unwind it); `isDispatchWorker` says whether the
     /// thread's name is a dispatch queue's.
-    package static func of(_ segment: Timeline.Segment, stack: [String]?, isMainThread: Bool,
+    static func of(_ segment: Timeline.Segment, stack: [String]?, isMainThread: Bool,
                            isDispatchWorker: Bool) -> WaitKind {
         guard segment.cause != .running else { return .running }
         if let stack, !stack.isEmpty {
