@@ -49,9 +49,13 @@ package struct CriticalPath: Sendable, Equatable {
         let ordered = events.filter { $0.ns >= startNs && $0.ns <= endNs }.sorted { ($0.ns, $0.tid) < ($1.ns, $1.tid) }
         var pieces: [Piece] = []
         var current = Event(ns: startNs, tid: mainTid)
-        for event in ordered where event.tid != current.tid {
-            let handover = Self.handover(from: current, to: event, segments: segments)
-            pieces.append(Piece(tid: current.tid, startNs: pieces.last?.endNs ?? startNs, endNs: handover))
+        // `current` is the last event so far: the work cannot have left its
+        // thread before it.
+        for event in ordered {
+            if event.tid != current.tid {
+                let handover = Self.handover(from: current, to: event, segments: segments)
+                pieces.append(Piece(tid: current.tid, startNs: pieces.last?.endNs ?? startNs, endNs: handover))
+            }
             current = event
         }
         pieces.append(Piece(tid: current.tid, startNs: pieces.last?.endNs ?? startNs, endNs: endNs))

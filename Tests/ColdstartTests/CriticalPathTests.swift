@@ -189,3 +189,17 @@ extension CriticalPathTests {
         XCTAssertEqual(unbounded.runningNs / 1e6, 36, accuracy: 1e-9, "no event at 40 ms: by wall time")
     }
 }
+
+extension CriticalPathTests {
+    func testTheWorkLeavesAThreadNoEarlierThanItsLastEvent() {
+        // The worker marks at 30 and 60, idles from 40 (by the watcher's
+        // look) — an imprecise boundary — and main calls ready() at 70.
+        let segments: [Int: [Timeline.Segment]] = [
+            main: [segment(main, 0, 20, run: 20), segment(main, 20, 100, .lock, syscall: "futex")],
+            worker: [segment(worker, 10, 40, run: 30), segment(worker, 40, 100, .lock, syscall: "futex")],
+        ]
+        let path = CriticalPath(mainTid: main, from: 0, to: 100 * ms,
+                                events: events([(30, worker), (60, worker), (70, main)]), segments: segments)
+        XCTAssertEqual(piecesInMs(path), [[100, 0, 20], [101, 20, 60], [100, 60, 100]])
+    }
+}
