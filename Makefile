@@ -1,12 +1,13 @@
 # `make demo`: build, profile the bundled example, print the report.
 # `make test`: the whole test suite.
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the coldstart CLI, man page and completions.
 SWIFT ?= swift
 DEMO_TIMELINE ?= .build/demo-timeline.json
 # Test programs (Tests/Fixtures), built once per `make test` and shared by the tests.
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -18,9 +19,31 @@ demo: deps
 	.build/release/coldstart report $(DEMO_TIMELINE)
 
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go  # the HTML and pprof tests' viewers; they skip without them
+	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter  # viewers, shells, groff and Prometheus that the HTML, pprof, completion, man page and metrics tests use; they skip without them
+	-@scripts/ensure-python-deps.sh >/dev/null  # opentelemetry-proto for the OTLP tests; they skip without it
 	$(SWIFT) build
+	$(MAKE) audit-module
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
+
+# The CLI with the Swift runtime linked statically: it maps none of the Swift
+# libraries, so `coldstart run --cold` cannot keep the app's pages cached.
+# build-info records what `coldstart --version` cannot know from SwiftPM alone.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+install: deps
+	$(SWIFT) build -c release --static-swift-stdlib --product coldstart
+	install -d $(INSTALL_ROOT)/bin $(INSTALL_ROOT)/share/man/man1 $(INSTALL_ROOT)/share/coldstart \
+	  $(INSTALL_ROOT)/share/bash-completion/completions $(INSTALL_ROOT)/share/zsh/site-functions \
+	  $(INSTALL_ROOT)/share/fish/vendor_completions.d
+	install -m 755 .build/release/coldstart $(INSTALL_ROOT)/bin/coldstart
+	.build/release/coldstart man > $(INSTALL_ROOT)/share/man/man1/coldstart.1
+	.build/release/coldstart completion bash > $(INSTALL_ROOT)/share/bash-completion/completions/coldstart
+	.build/release/coldstart completion zsh > $(INSTALL_ROOT)/share/zsh/site-functions/_coldstart
+	.build/release/coldstart completion fish > $(INSTALL_ROOT)/share/fish/vendor_completions.d/coldstart.fish
+	{ echo "commit: $$(git describe --always --dirty 2>/dev/null || echo unknown)"; \
+	  echo "swift: $$($(SWIFT) --version 2>/dev/null | head -n 1)"; } > $(INSTALL_ROOT)/share/coldstart/build-info
+	@echo "installed $(INSTALL_ROOT)/bin/coldstart ($$($(INSTALL_ROOT)/bin/coldstart --version | head -n 1))"
 
 fixtures: deps
 	$(SWIFT) build --package-path $(FIXTURES)
@@ -41,15 +64,44 @@ bench: deps
 bench-watcher: deps
 	scripts/bench-watcher.sh $(BENCH_RUNS)
 
+# The LD_AUDIT module as plain C: SwiftPM links its own build of it with
+# libswiftCore, which the audit namespace then loads too (docs/before-main.md).
+# `coldstart` looks in ../lib/coldstart/ (beside its build directory) first.
+# AUDIT_CONFIG=release for a release build of coldstart.
+AUDIT_CONFIG ?= debug
+audit-module:
+	@lib="$$($(SWIFT) build -c $(AUDIT_CONFIG) --show-bin-path)/../lib/coldstart"; mkdir -p "$$lib" && \
+	cc -std=c11 -D_GNU_SOURCE -O2 -fPIC -shared -Wall -Wextra -Werror -ICSupport/ColdstartAudit/include \
+	   CSupport/ColdstartAudit/audit.c -o "$$lib/libColdstartAudit.so"
+
 # SwiftPM compiles C without extra warnings and the package may not carry
 # unsafeFlags, so the capture layer is checked here with the brief's flags.
 check-c:
 	@for f in CSupport/*/*.c; do \
 	  cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only \
-	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include $$f || exit 1; \
+	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include \
+	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include $$f || exit 1; \
 	done
 
 # The HTML report and exports on a 100,000-sample profile: sizes, CLI times,
 # page load time in headless Chromium (docs/report.md).
 bench-html: deps
 	scripts/bench-html.sh
+
+# Mutation fuzzing of the timeline and ELF readers through load, analysis and
+# every output (Tests/ColdstartTests/FuzzTests.swift). `make test` runs it for
+# 30 s with a fixed seed; `make fuzz` for FUZZ_SECONDS with a fresh seed (or
+# FUZZ_SEED=S to replay one); `make fuzz-short` is the 30 s run alone.
+# Crashing inputs are saved in .build/fuzz-crashes, named by seed and input.
+FUZZ_SECONDS ?= 1800
+FUZZ_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+FUZZ_TEST = --filter FuzzTests.testTimelineAndELFReadersSurviveMutatedInputs
+fuzz: deps
+	$(SWIFT) build --build-tests
+	COLDSTART_FUZZ_SECONDS=$(FUZZ_SECONDS) COLDSTART_FUZZ_SEED=$(FUZZ_SEED) COLDSTART_FUZZ_CRASHES=$(abspath .build/fuzz-crashes) \
+	  $(SWIFT) test --skip-build --disable-swift-testing $(FUZZ_TEST)
+
+fuzz-short: deps
+	$(SWIFT) build --build-tests
+	COLDSTART_FUZZ_SECONDS=30 COLDSTART_FUZZ_CRASHES=$(abspath .build/fuzz-crashes) \
+	  $(SWIFT) test --skip-build --disable-swift-testing $(FUZZ_TEST)

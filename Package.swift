@@ -9,6 +9,8 @@ let package = Package(
     products: [
         .library(name: "Coldstart", targets: ["Coldstart"]),
         .executable(name: "coldstart", targets: ["coldstart"]),
+        // LD_AUDIT module `coldstart run` sets for the program it launches (docs/before-main.md).
+        .library(name: "ColdstartAudit", type: .dynamic, targets: ["ColdstartAudit"]),
     ],
     targets: [
         .target(
@@ -31,7 +33,10 @@ let package = Package(
         // made from ColdstartAnalysis's reports; never linked by the host.
         .systemLibrary(name: "CZlib", path: "CSupport/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "ColdstartExport", dependencies: ["ColdstartAnalysis", "CZlib"]),
-        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartExport"]),
+        // The launcher's perf events (fork, attach, exec; ring buffers): CLI only.
+        .target(name: "CLauncher", path: "CSupport/CLauncher", cSettings: [.define("_GNU_SOURCE")]),
+        .target(name: "ColdstartAudit", path: "CSupport/ColdstartAudit", cSettings: [.define("_GNU_SOURCE")]),
+        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartExport", "CLauncher"]),
         .executableTarget(
             name: "ServiceStartup",
             dependencies: ["Coldstart"],

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -87,11 +86,7 @@ static void release_memory(void) {
     }
     cs_sampler_unmap();
     cs_watch_unmap();
-    struct stat st;
-    if (cs_g.out.dirfd > 0 && fstat(cs_g.out.dirfd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev
-        && (uint64_t)st.st_ino == cs_g.out.dir_ino)
-        close(cs_g.out.dirfd);
-    cs_g.out.dirfd = -1;
+    cs_out_close_dir();
 }
 
 // Becomes the writer if nobody is; otherwise waits (bounded) for the writer,
@@ -107,6 +102,7 @@ static void write_once(void) {
         if (cs_write_timeline() != 0)
             cs_warn("could not write the timeline to ", cs_g.out.dest);
         atomic_store(&cs_g.out.written, 1);
+        cs_futex_wake(&cs_g.out.written);
         cs_sampler_release();
         // After ready() the process goes on: give back what only the launch
         // needed. (At exit or on a signal the process is ending anyway.)
@@ -114,7 +110,10 @@ static void write_once(void) {
         return;
     }
     if (expected == me) return;
-    for (int i = 0; i < 5000 && !atomic_load(&cs_g.out.written); i++) cs_sleep_ns(1000000);
+    // Woken the moment the writer is done (an exit right after ready() waits
+    // for the writer thread), 5 s at most.
+    uint64_t deadline = cs_monotonic_ns() + 5000000000ull;
+    while (!atomic_load(&cs_g.out.written) && cs_monotonic_ns() < deadline) cs_futex_wait(&cs_g.out.written, 0, deadline);
 }
 
 void cs_end_launch(enum cs_end_reason reason, int status) {

@@ -2,8 +2,8 @@
 // mutable state (`cs_g`), and the functions its files share. The files call
 // each other in one direction only (docs/ARCHITECTURE.md, "The capture
 // layer"; no file calls back into a file that calls it):
-//   core → config, end, sampler, watcher      end → watcher, sampler, timeline
-//   timeline → modules, watchjson, procstat, smpthreads
+//   core → config, end, sampler, watcher      end → watcher, sampler, timeline, outfile
+//   timeline → outfile, modules, watchjson, procstat, smpthreads
 //   sampler → smpthreads, smpclock, unwind    smpthreads → smpclock
 //   unwind → smpthreads                        watcher → syscalls, watchfd, offcpu
 //   syscalls → watchfd                         watchjson → modules, syscalls
@@ -84,7 +84,8 @@ struct cs_global {
         int pid;
         int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
-        bool preinit_ran, before_main_ran;
+        bool preinit_ran;
+        _Atomic bool before_main_ran;   // read by the sampler's thread
         char swift_version[32];
     } proc;
 
@@ -175,6 +176,20 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 /// cs_g.out.dest; capture has stopped (end.c). Uses only open/write/rename/
 /// close and the preallocated buffer, so it is async-signal-safe. 0 or -1.
 int cs_write_timeline(void);
+
+// ---- outfile.c (async-signal-safe) ----
+/// The timeline's directory: the descriptor opened at start-up if it still is
+/// that directory, else the directory reopened by path if it is the very same
+/// one (device and inode); -1 if neither. *opened: the caller closes it.
+int cs_out_dir(bool *opened);
+/// Creates "<base>.tmp.<pid>.<16 random hex digits>" in `dir` (O_EXCL,
+/// O_NOFOLLOW, mode 0600) and returns its descriptor; its name in `name`.
+int cs_out_create_temp(int dir, char *name, size_t cap);
+/// Closes the descriptor of the timeline's directory if it still is ours.
+void cs_out_close_dir(void);
+/// Renames the temporary file to the timeline's name, or to "<stem>-N.json"
+/// when a file there was written after this process started. 0 or -1.
+int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us);
 
 // ---- procstat.c ----
 /// Reads the process start (CLOCK_MONOTONIC ns) and its precision.

@@ -1,5 +1,6 @@
-// The stack sampler: a CPU-time clock per thread raises SIGPROF on the thread
-// that consumed the time, and the handler records that thread's stack.
+// The stack sampler: a CPU-time clock per thread raises CS_SMP_SIGNAL
+// (SIGURG, sampler.h says why) on the thread that consumed the time, and the
+// handler records that thread's stack.
 //
 // Clock (docs/performance.md, "Why per-thread perf events"): a software
 // PERF_COUNT_SW_TASK_CLOCK event per thread (user time only), whose overflow
@@ -12,9 +13,10 @@
 // perf_event_open is refused, POSIX per-thread CPU-clock timers take its place
 // (the kernel tick caps them: 250 Hz here).
 // A thread that starts while every sampled thread is idle (the main thread
-// waiting in pthread_join) would not be found by those handlers, so from the
-// executable's first constructor on a helper thread ("coldstart-scan", all
-// signals blocked) also looks every CS_SMP_SCAN_NS of wall time. A
+// waiting in pthread_join) would not be found by those handlers, so a helper
+// thread ("coldstart-scan", started in .preinit_array; it also opens the
+// clocks, the first perf event being slow on a quiet system) looks every
+// CS_SMP_SCAN_NS of wall time. A
 // process-directed CPU-clock timer cannot do it: measured on Linux 6.18, its
 // signal went to the sleeping main thread and cut its usleep short.
 //
@@ -45,6 +47,7 @@
 #define S (&cs_g.smp)
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
+static void *scan_loop(void *arg);
 
 // ---- small helpers ----
 
@@ -260,16 +263,18 @@ void cs_sampler_start(char **argv, char **envp) {
     S->t_start = cs_monotonic_ns();
     S->cpu_start = cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     cs_rusage_now(&S->ru_start);
+    S->want = want;
     atomic_store(&S->active, 1);
-    bool ok = open_clock(want);
-    if (!ok && want == CS_CLOCK_PERF) ok = open_clock(CS_CLOCK_POSIX);
-    if (!ok) {
+    // The clocks are opened by the scan thread, not here: the first perf
+    // event of a quiet system costs 6–25 ms in the kernel (it switches its
+    // scheduler hooks on), which the host's main thread, running its library
+    // initializers, then does not wait for.
+    if (cs_start_thread(scan_loop, 64 * 1024) != 0) {
+        cs_warn("cannot start the sampler's thread; stack sampling off", NULL);
         atomic_store(&S->active, 0);
         S->started = false;
         cs_sampler_release();
-        return;
     }
-    if (S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
 #endif
 }
 
@@ -289,11 +294,38 @@ static const char *early_stop_reason(void) {
     return NULL;
 }
 
+// Opens the main thread's clock (perf, else POSIX timers), then the other
+// threads'. Holds the scan flag, so a stop waits for it (bounded). False when
+// no clock could be opened: sampling is then off.
+static bool open_clocks(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    bool ok = atomic_load(&S->active) && open_clock(S->want);
+    if (!ok && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) ok = open_clock(CS_CLOCK_POSIX);
+    atomic_store(&S->scanning, 0);
+    if (ok && S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
+    return ok;
+}
+
 static void *scan_loop(void *arg) {
     (void)arg;
-    prefault_buffers(false);
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
+    if (!open_clocks()) {
+        // Sampling off, as if it had never started (open_clock said why).
+        if (atomic_exchange(&S->active, 0)) {
+            S->started = false;
+            cs_sampler_release();
+        }
+        return NULL;
+    }
+    bool faulted = false;
     while (atomic_load(&S->active)) {
+        // The rest of the buffers once main runs: faulting them in earlier
+        // would compete with the loader for the address space's lock.
+        if (!faulted && cs_g.proc.before_main_ran) {
+            prefault_buffers(false);
+            faulted = true;
+        }
         cs_sleep_ns(CS_SMP_SCAN_NS);
         const char *why = early_stop_reason();
         if (why) {
@@ -309,16 +341,6 @@ static void *scan_loop(void *arg) {
             cs_sampler_scan_threads();
     }
     return NULL;
-}
-
-void cs_sampler_after_initializers(void) {
-    if (!atomic_load(&S->active)) return;
-    // Also with the wall clock (no new threads to find): it ends sampling
-    // early when it must (early_stop_reason).
-    if (cs_start_thread(scan_loop, 64 * 1024) != 0) {
-        cs_warn("cannot start the thread scanner; threads that start while sampled threads sleep may be missed", NULL);
-        prefault_buffers(false);
-    }
 }
 
 // ---- stopping ----

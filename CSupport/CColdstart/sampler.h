@@ -80,6 +80,7 @@ typedef int (*cs_access_mem_fn)(void *, uintptr_t, uintptr_t *, int, void *);
 struct cs_sampler {
     // ---- configuration, fixed before sampling starts ----
     enum cs_smp_clock clock;
+    enum cs_smp_clock want;           // asked for (the scan thread opens it)
     enum cs_smp_unwinder unwinder;
     uint32_t requested_hz;
     uint64_t period_ns;
@@ -151,18 +152,15 @@ struct cs_sampler {
 /// Starts sampling as cs_g.cfg says (`envp` only for libunwind's loading). Runs from cs_preinit (before libc's constructors) or the first
 /// constructor. Not async-signal-safe (dlopen); never called from a handler.
 void cs_sampler_start(char **argv, char **envp);
-/// Starts the thread that looks for new threads every few milliseconds. Runs
-/// from the executable's first constructor (libc is initialised by then).
-/// Not async-signal-safe.
-void cs_sampler_after_initializers(void);
 /// Stops taking samples and closes every clock source; waits (bounded) for
 /// running handlers. Idempotent. Async-signal-safe.
 void cs_sampler_stop(void);
 /// Unmaps the sample buffers if sampling stopped and no handler runs.
 /// Call after the timeline is written. Async-signal-safe.
 void cs_sampler_unmap(void);
-/// Gives the signal back (restores SIG_DFL) unless one of ours may still be
-/// pending. Call after cs_sampler_stop. Async-signal-safe.
+/// Gives the signal back (restores SIG_DFL, which ignores a signal of ours
+/// still pending) if our handler is still installed. Call after
+/// cs_sampler_stop. Async-signal-safe.
 void cs_sampler_release(void);
 
 // ---- smpthreads.c ----

@@ -3,12 +3,7 @@
 // async-signal-safe calls and the scratch space in cs_g.
 #include "internal.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <stdio.h>  // rename
 #include <string.h>
 #include <sys/utsname.h>
@@ -415,93 +410,15 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, "}}");
 }
 
-// The directory opened at start-up, if the descriptor still is that directory
-// (a host that closes every descriptor may have reused the number); else the
-// directory reopened by path, if it is the very same one (same device and
-// inode: a directory or symlink swapped in since cannot redirect the write).
-// -1 if neither; *opened says the caller closes it.
-static int timeline_dir(bool *opened) {
-    struct stat st;
-    *opened = false;
-    int fd = cs_g.out.dirfd;
-    if (fd > 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev && (uint64_t)st.st_ino == cs_g.out.dir_ino)
-        return fd;
-    fd = open(cs_g.out.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev && (uint64_t)st.st_ino == cs_g.out.dir_ino) {
-        *opened = true;
-        return fd;
-    }
-    if (fd >= 0) close(fd);
-    return -1;
-}
-
-// Creates "<base>.tmp.<pid>.<16 random hex digits>" in `dir`: a new file
-// (O_EXCL, O_NOFOLLOW: a file or symlink planted under that name is never
-// opened), readable by its owner only.
-static int create_temp(int dir, char *name, size_t cap) {
-    static const char hex[] = "0123456789abcdef";
-    for (int attempt = 0; attempt < 4; attempt++) {
-        uint64_t r = 0;
-        if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
-            r = cs_monotonic_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)name;
-        size_t n = strlen(cs_g.out.base);
-        if (n + 64 > cap) return -1;
-        memcpy(name, cs_g.out.base, n);
-        memcpy(name + n, ".tmp.", 5);
-        n += 5;
-        n += cs_format_u64((uint64_t)cs_g.proc.pid, name + n);
-        name[n++] = '.';
-        for (int i = 0; i < 16; i++) name[n++] = hex[(r >> (4 * i)) & 15];
-        name[n] = 0;
-        int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    return -1;
-}
-
-// Renames the temporary file to the timeline's name. A file already there
-// that was written after this process started belongs to an earlier image of
-// this process (an exec of itself after ready()) or to another process given
-// the same path: it is kept, and this timeline becomes "<stem>-2.json" (then
-// -3, …). An older file (a previous run's) is replaced, as a rerun expects.
-static int publish(int dir, const char *tmp, uint64_t start_realtime_us) {
-    struct stat st;
-    const char *base = cs_g.out.base;
-    if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (syscall(SYS_renameat2, dir, tmp, dir, base, RENAME_NOREPLACE) == 0) return 0;
-        if (errno == EINVAL) return renameat(dir, tmp, dir, base);   // no RENAME_NOREPLACE here
-        if (errno != EEXIST) return -1;
-    } else {
-        uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
-        if (start_realtime_us == 0 || mtime_us < start_realtime_us) return renameat(dir, tmp, dir, base);
-    }
-    size_t stem = strlen(base) - 5;   // without ".json"
-    char name[sizeof cs_g.out.base + 8];
-    for (uint64_t k = 2; k < 100; k++) {
-        memcpy(name, base, stem);
-        name[stem] = '-';
-        size_t n = stem + 1 + cs_format_u64(k, name + stem + 1);
-        memcpy(name + n, ".json", 6);
-        if (syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE) == 0) {
-            // Say where it went (cs_g.out.dest is the message's path).
-            char *slash = strrchr(cs_g.out.dest, '/');
-            if (slash && (size_t)(slash + 1 - cs_g.out.dest) + strlen(name) < sizeof cs_g.out.dest) strcpy(slash + 1, name);
-            return 0;
-        }
-        if (errno != EEXIST) return -1;
-    }
-    return -1;
-}
-
 int cs_write_timeline(void) {
     struct plan plan;   // ~7 KiB of stack; the writer never allocates
     struct plan *pl = &plan;
     make_plan(pl);
     bool opened;
-    int dir = timeline_dir(&opened);
+    int dir = cs_out_dir(&opened);
     if (dir < 0) return -1;
     char tmp[sizeof cs_g.out.base + 64];
-    int fd = create_temp(dir, tmp, sizeof tmp);
+    int fd = cs_out_create_temp(dir, tmp, sizeof tmp);
     if (fd < 0) {
         if (opened) close(dir);
         return -1;
@@ -514,7 +431,7 @@ int cs_write_timeline(void) {
     cs_jw_raw(w, "}\n");
     int rc = cs_jw_flush(w);
     if (close(fd) != 0) rc = -1;
-    if (rc == 0) rc = publish(dir, tmp, pl->start_realtime_us);
+    if (rc == 0) rc = cs_out_publish(dir, tmp, pl->start_realtime_us);
     if (rc != 0) unlinkat(dir, tmp, 0);
     if (opened) close(dir);
     return rc;

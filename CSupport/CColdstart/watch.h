@@ -183,9 +183,10 @@ void cs_watch_start(void);
 /// Tells the watcher that library initializers are done (dlopen is safe).
 /// Async-signal-safe.
 void cs_watch_main_started(void);
-/// Asks the watcher to close its segments and stop; waits for it up to
-/// 50 ms. Async-signal-safe (atomics and nanosleep); the watcher blocks all
-/// signals, so this never runs on the watcher thread.
+/// Asks the watcher to close its segments and stop; waits for it (woken by
+/// a futex) up to 50 ms. Async-signal-safe (atomics and futex); the watcher
+/// blocks every signal the writer can run in, so this never runs on the
+/// watcher thread.
 void cs_watch_stop(void);
 
 // ---- syscalls.c ----

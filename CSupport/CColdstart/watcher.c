@@ -471,17 +471,17 @@ void cs_watch_start(void) {
     wt->task_dirfd = cs_fd_high(wt->task_dirfd);
     wt->task_dir_ino = cs_watch_inode_of(wt->task_dirfd);
 
-    void *mem = mmap(NULL, sizeof *wt->buf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) {
+    void *mem = cs_map_zeroed(sizeof *wt->buf);
+    if (!mem) {
         cs_warn("cannot allocate the off-CPU watch buffers; the off-CPU watch is off", NULL);
         cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
         return;
     }
     wt->buf = mem;
 
-    // The watcher takes none of the host's signals (cs_start_thread blocks
-    // them all): the timeline writer, which may run in a signal handler,
-    // never runs on the watcher, so it can wait for it.
+    // The watcher takes none of the signals the timeline writer runs in
+    // (cs_start_thread blocks all but SIGPROF): the writer never runs on the
+    // watcher, so it can wait for it.
     atomic_store(&wt->running, 1);
     if (cs_start_thread(watch_main, 512 * 1024) != 0) {
         atomic_store(&wt->running, 0);

@@ -9,7 +9,8 @@
 // `--no-ready` never calls ready(), like a command-line tool,
 // `--crash-before-ready` dies in fatalError (SIGILL, no timeline),
 // `--keep-serving` stays up after the first response like a real service, and
-// SERVICE_EXTRA_OPEN_MS=N sleeps N ms inside "open store" (a regression for
+// SERVICE_EXTRA_OPEN_MS=N sleeps N ms inside "open store" and
+// SERVICE_BUSY_OPEN_MS=N spins the CPU for N ms there (regressions for
 // `coldstart compare` to find).
 import Coldstart
 import Foundation
@@ -21,6 +22,10 @@ Coldstart.mark("config loaded", isPhaseBoundary: true)
 
 let store = Coldstart.span("open store") {
     if let extra = ProcessInfo.processInfo.environment["SERVICE_EXTRA_OPEN_MS"].flatMap(UInt32.init) { usleep(extra * 1000) }
+    if let busy = ProcessInfo.processInfo.environment["SERVICE_BUSY_OPEN_MS"].flatMap(Double.init) {
+        let end = Date().addingTimeInterval(busy / 1000)
+        while Date() < end {}
+    }
     return Store.open(recordCount: config.recordCount)
 }
 Coldstart.mark("store opened", isPhaseBoundary: true)

@@ -16,7 +16,8 @@ package struct Comparison: Sendable {
         package var path: String
         package var executable: String
         package var runs: Int
-        /// The runs compared: those that reached ready().
+        /// The runs compared: those that completed (ready(), or a normal
+        /// exit for a tool that never calls it).
         package var completed: Int
         /// "spawn-env", "proc-stat", or "mixed".
         package var startSource: String
@@ -84,7 +85,7 @@ package struct Comparison: Sendable {
         for (name, set) in [("BASE", base), ("NEW", new)] {
             let completed = set.completed.count
             if completed == 0 {
-                throw ComparisonError("\(name) \(set.path) has no run that reached ready() (\(set.runs.count) timeline\(set.runs.count == 1 ? "" : "s")); nothing to compare")
+                throw ComparisonError("\(name) \(set.path) has no completed launch (none reached ready() or exited normally; \(set.runs.count) timeline\(set.runs.count == 1 ? "" : "s")); nothing to compare")
             }
             if completed == 1 {
                 throw ComparisonError(
@@ -100,9 +101,9 @@ package struct Comparison: Sendable {
         let baseMeasures = base.measures, newMeasures = new.measures
         var rows: [Row] = []
         for measure in baseMeasures {
-            rows.append(Self.row(measure, newMeasures.first { $0.name == measure.name && $0.kind == measure.kind }, alpha: alpha))
+            rows.append(Self.row(measure, newMeasures.first { Self.same($0, measure) }, alpha: alpha))
         }
-        for measure in newMeasures where !baseMeasures.contains(where: { $0.name == measure.name && $0.kind == measure.kind }) {
+        for measure in newMeasures where !baseMeasures.contains(where: { Self.same($0, measure) }) {
             rows.append(Self.row(nil, measure, alpha: alpha))
         }
         let tested = rows.indices.filter { rows[$0].p != nil }
@@ -114,6 +115,12 @@ package struct Comparison: Sendable {
         // Keep the kinds together: launch, phases, spans.
         let kindOrder: [Measure.Kind] = [.launch, .phase, .span]
         self.rows = kindOrder.flatMap { kind in rows.filter { $0.kind == kind } }
+    }
+
+    /// The same quantity on both sides. The whole launch is one row even
+    /// when one side's launches end at ready() and the other's at exit.
+    private static func same(_ a: Measure, _ b: Measure) -> Bool {
+        a.kind == b.kind && (a.kind == .launch || a.name == b.name)
     }
 
     private static func side(_ set: RunSet) -> Side {
@@ -157,50 +164,92 @@ package struct Comparison: Sendable {
 extension Comparison {
     /// The answer to `--fail-if-slower PCT [--phase NAME]`.
     package struct Gate: Codable, Sendable {
-        package var row: String
+        /// The rows checked: every tested row (the whole launch, and each
+        /// phase and span both sides have), or the one `--phase` named.
+        package var checked: [String]
         package var thresholdPercent: Double
-        package var deltaPercent: Double?
-        package var p: Double?
+        /// A row fails only when it is slower by at least this many ms too,
+        /// so that a short phase does not fail on a fraction of a millisecond.
+        package var minimumEffectMs: Double
         package var alpha: Double
-        /// Slower by more than the threshold and significant.
+        /// "Holm" when many rows were checked, "none" for one row named in advance.
+        package var adjustment: String
+        /// Slower by more than the threshold and the minimum effect, and significant.
         package var failed: Bool
-        /// One line saying why it passed or failed.
+        /// The rows that failed, worst (largest Δ ms) first.
+        package var failing: [String]
+        /// Why it passed or failed, naming the rows that decided it.
         package var explanation: String
     }
 
-    /// Fails when the whole launch, or the phase or span `name`, is slower by
-    /// more than `percent` and the difference is significant. The gate tests
-    /// one measure chosen in advance, so it uses that row's own p-value, not
-    /// the Holm-adjusted one.
-    package func gate(slowerThanPercent percent: Double, measure name: String? = nil) throws -> Gate {
-        let row: Row
+    /// The default of `--min-effect-ms`.
+    package static let defaultMinimumEffectMs = 1.0
+
+    /// Checks every tested row (or only the phase or span `name`): a row
+    /// fails when NEW is slower by more than `percent` of BASE's median and by
+    /// at least `minimumEffectMs`, and the difference is significant. With
+    /// many rows their Holm-adjusted p-values are used, so that checking
+    /// every phase does not multiply false alarms; one row chosen in advance
+    /// uses its own p-value.
+    package func gate(slowerThanPercent percent: Double, minimumEffectMs: Double = Comparison.defaultMinimumEffectMs, measure name: String? = nil) throws -> Gate {
+        let candidates: [Row]
         if let name {
-            let matches = rows.filter { $0.name == name && $0.kind != .launch }
-            guard let found = matches.first(where: { $0.kind == .phase }) ?? matches.first else {
-                let names = rows.filter { $0.kind != .launch }.map { "'\($0.name)'" }.joined(separator: ", ")
-                throw ComparisonError("no phase or span named '\(name)'; the runs have \(names)")
-            }
-            row = found
+            candidates = [try row(named: name)]
         } else {
-            row = launch
+            candidates = rows.filter { $0.p != nil }
         }
-        var gate = Gate(row: row.name, thresholdPercent: percent, deltaPercent: row.deltaPercent, p: row.p, alpha: alpha, failed: false, explanation: "")
-        let fmtPct = { (v: Double) in String(format: "%+.1f%%", v) }
-        guard let delta = row.deltaPercent, let p = row.p else {
+        let single = name != nil
+        var gate = Gate(
+            checked: candidates.map(\.name), thresholdPercent: percent, minimumEffectMs: minimumEffectMs, alpha: alpha,
+            adjustment: single ? "none" : "Holm", failed: false, failing: [], explanation: "")
+        let threshold = "+\(String(format: "%g", percent))% and +\(String(format: "%g", minimumEffectMs)) ms"
+        if single, let row = candidates.first, row.p == nil {
             gate.explanation = "'\(row.name)' cannot be tested (\(row.verdict.rawValue)): not failing"
             return gate
         }
-        let significant = p < alpha
-        let evidence = "\(Self.phrase(p: p)), α = \(String(format: "%g", alpha))"
-        gate.failed = delta > percent && significant
+        func p(_ row: Row) -> Double { (single ? row.p : row.adjustedP) ?? 1 }
+        let beyond = candidates.filter { ($0.deltaPercent ?? 0) > percent && ($0.deltaMs ?? 0) >= minimumEffectMs }
+        let failing = beyond.filter { p($0) < alpha }.sorted { ($0.deltaMs ?? 0) > ($1.deltaMs ?? 0) }
+        gate.failing = failing.map(\.name)
+        gate.failed = !failing.isEmpty
+        let pName = single ? "p" : "p(Holm)"
+        func change(_ row: Row) -> String {
+            "'\(row.name)' \(String(format: "%+.2f ms (%+.1f%%)", row.deltaMs ?? 0, row.deltaPercent ?? 0))"
+        }
+        func evidence(_ row: Row) -> String { "\(pName) \(Self.phrase(p: p(row)).dropFirst(2))" }
+        let level = "α = \(String(format: "%g", alpha))"
         if gate.failed {
-            gate.explanation = "'\(row.name)' is \(fmtPct(delta)) slower, more than \(String(format: "%g", percent))%, and significant (\(evidence)): FAIL"
-        } else if delta > percent {
-            gate.explanation = "'\(row.name)' changed \(fmtPct(delta)), but that is within noise (\(evidence)): pass"
+            gate.explanation = "FAIL: slower by more than \(threshold), significant (\(level)): "
+                + failing.map { "\(change($0)), \(evidence($0))" }.joined(separator: "; ")
+        } else if let row = beyond.min(by: { p($0) < p($1) }) {
+            let rows = beyond.count == 1 ? "1 row is" : "\(beyond.count) rows are"
+            gate.explanation = "pass: \(rows) beyond \(threshold) but within noise; the most significant: \(change(row)), \(evidence(row)) (\(level))"
+        } else if single, let row = candidates.first {
+            gate.explanation = "pass: \(change(row)) (\(evidence(row))), not beyond \(threshold)"
         } else {
-            gate.explanation = "'\(row.name)' changed \(fmtPct(delta)) (\(evidence)), not more than +\(String(format: "%g", percent))%: pass"
+            gate.explanation = "pass: none of the \(candidates.count) rows checked is slower by more than \(threshold)"
         }
         return gate
+    }
+
+    /// A phase or span by name. A phase may be named as listed, with an
+    /// ASCII arrow (`decoded -> warmed`), or by the mark that ends it
+    /// (`warmed`); an exact name wins, phases before spans.
+    package func row(named name: String) throws -> Row {
+        func normalized(_ text: String) -> String {
+            text.replacingOccurrences(of: "->", with: "→").split(separator: " ").joined(separator: " ")
+        }
+        let wanted = normalized(name)
+        let named = rows.filter { $0.kind != .launch }
+        if let exact = named.first(where: { $0.kind == .phase && normalized($0.name) == wanted })
+            ?? named.first(where: { normalized($0.name) == wanted }) {
+            return exact
+        }
+        if let byMark = named.first(where: { $0.kind == .phase && normalized($0.name).hasSuffix("→ " + wanted) }) {
+            return byMark
+        }
+        let names = named.map { "'\($0.name)'" }.joined(separator: ", ")
+        throw ComparisonError("no phase or span named '\(name)' (a phase can also be named by the mark that ends it); the runs have \(names)")
     }
 
     /// A p-value with as many digits as it needs, for a table column.

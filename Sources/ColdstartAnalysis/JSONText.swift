@@ -108,6 +108,15 @@ package struct JSONText {
             try writeArray(value as! [Any])
         } else if type == Bool.self {
             bytes += Array(((value as! Bool) ? "true" : "false").utf8)
+        } else if type == Int.self {
+            int(value as! Int)
+        } else if type == Int64.self {
+            int(value as! Int64)
+        } else if type == UInt64.self {
+            int(value as! UInt64)
+        } else if type == Double.self {
+            let double = value as! Double
+            raw(double.isFinite ? "\(double)" : "null")
         } else if let number = value as? NSNumber {
             bytes += Array(Self.numberText(number).utf8)
         } else if value is NSNull {

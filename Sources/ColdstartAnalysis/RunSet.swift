@@ -19,15 +19,15 @@ package struct RunSet: Sendable {
         }
     }
 
-    /// Runs that reached `ready()`: the only ones whose phases describe a
-    /// whole launch.
+    /// Runs that completed: reached `ready()`, or (a tool that never calls
+    /// it) exited normally. The only ones whose phases describe a whole launch.
     package var completed: [Run] { runs.filter { $0.timeline.launch.completed } }
 
     /// The executable every run launched.
     package var executable: String { runs[0].timeline.process.executable }
 
     /// How many runs took their start from each source ("spawn-env", "proc-stat").
-    var startSources: [String: Int] {
+    package var startSources: [String: Int] {
         runs.reduce(into: [:]) { $0[$1.timeline.launch.startSource, default: 0] += 1 }
     }
 
@@ -110,15 +110,25 @@ package struct Measure: Sendable {
     package var runs: [String]
 
     package enum Kind: String, Codable, Sendable {
-        /// Process start to ready.
+        /// Process start to ready (or to a normal exit).
         case launch
         case phase
         /// The total time in the spans of that name, per launch.
         case span
     }
 
-    /// The whole launch's measure name.
+    /// The whole launch's measure name when the launches end at `ready()`.
     package static let launchName = "launch (start → ready)"
+
+    /// The whole launch's name for launches that ended this way: at
+    /// `ready()`, at a normal exit (a tool that never calls it), or some of each.
+    package static func launchName(endReasons: Set<String>) -> String {
+        switch endReasons {
+        case ["exit"]: return "launch (start → exit)"
+        case ["ready", "exit"]: return "launch (start → ready or exit)"
+        default: return launchName
+        }
+    }
 }
 
 extension RunSet {
@@ -128,7 +138,8 @@ extension RunSet {
     package var measures: [Measure] { Self.measures(of: completed) }
 
     static func measures(of runs: [Run]) -> [Measure] {
-        var launch = Measure(name: Measure.launchName, kind: .launch, values: [], runs: [])
+        let endReasons = Set(runs.map(\.timeline.launch.endReason))
+        var launch = Measure(name: Measure.launchName(endReasons: endReasons), kind: .launch, values: [], runs: [])
         var phases: [Measure] = [], spans: [Measure] = []
         func add(_ ms: Double, named name: String, run: String, to list: inout [Measure], kind: Measure.Kind) {
             if let i = list.firstIndex(where: { $0.name == name }) {

@@ -135,12 +135,13 @@ struct ELFDynamicInfo {
         }
         // DT_STRTAB is a virtual address: find the file offset through PT_LOAD.
         guard let strtab, let strsz, strsz < 1 << 24,
-              let segment = programHeaders.first(where: { $0.type == 1 && strtab >= $0.vaddr && strtab < $0.vaddr + $0.filesz })
+              let segment = programHeaders.first(where: { $0.type == 1 && strtab >= $0.vaddr && strtab - $0.vaddr < $0.filesz }),
+              case let (fileOffset, overflow) = (strtab - segment.vaddr).addingReportingOverflow(segment.offset), !overflow
         else {
             if !neededOffsets.isEmpty { throw ELFError(path: path, problem: "malformed dynamic section (no string table)") }
             return
         }
-        let strings = try file.read(offset: strtab - segment.vaddr + segment.offset, count: strsz)
+        let strings = try file.read(offset: fileOffset, count: strsz)
         func string(_ offset: UInt64) -> String? {
             guard offset < UInt64(strings.count) else { return nil }
             return String(decoding: strings[Int(offset)...].prefix { $0 != 0 }, as: UTF8.self)

@@ -26,8 +26,9 @@ package struct Timeline: Sendable {
     package var document: [String: Any] {
         var root = documentBox.value
         guard var section = root["coldstart"] as? [String: Any], section["samples"] is [Any] else { return root }
-        section["samples"] = samples.map { sample -> [Any] in
-            [sample.ns, sample.tid, sample.frames.flatMap { [$0.module, $0.address] as [Any] }]
+        // Typed [Any] all the way down: JSONText dispatches on the exact type.
+        section["samples"] = samples.map { sample -> Any in
+            [sample.ns, sample.tid, sample.frames.flatMap { [$0.module, $0.address] as [Any] }] as [Any]
         }
         root["coldstart"] = section
         return root

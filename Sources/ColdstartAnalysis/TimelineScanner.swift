@@ -15,8 +15,8 @@ struct TimelineScanner {
         case limit(String)
     }
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var at = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    private(set) var at = 0
     /// Every `coldstart.samples` value, as byte ranges, and its parsed rows.
     private(set) var samplesRanges: [Range<Int>] = []
     private(set) var samples: [Timeline.Sample] = []
@@ -48,11 +48,11 @@ struct TimelineScanner {
     /// Where a value sits: only `coldstart.samples` is read here.
     private enum Context { case root, section, other }
 
-    private var current: UInt8? { at < bytes.count ? bytes[at] : nil }
+    var current: UInt8? { at < bytes.count ? bytes[at] : nil }
 
     private func fail() -> Failure { .syntax(truncated: at >= bytes.count) }
 
-    private mutating func skipSpace() {
+    mutating func skipSpace() {
         while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
     }
 
@@ -93,9 +93,7 @@ struct TimelineScanner {
                 try value(depth: depth, context: .section)
             case (.section, "samples") where current == UInt8(ascii: "["):
                 let start = at
-                var rows = SampleRows(bytes: bytes, at: at)
-                samples = try rows.parse()
-                at = rows.at
+                samples = try sampleRows()
                 samplesRanges.append(start..<at)
             default:
                 try value(depth: depth, context: .other)
@@ -192,34 +190,25 @@ struct TimelineScanner {
 
 /// `coldstart.samples` read from the bytes: `[[ns, tid, [module, address, …]], …]`,
 /// every number an integer in range.
-private struct SampleRows {
-    struct Malformed: Error {
+extension TimelineScanner {
+    struct MalformedSample: Error {
         var row: Int
         var why: String
     }
 
-    let bytes: UnsafeBufferPointer<UInt8>
-    var at: Int
-
-    mutating func parse() throws -> [Timeline.Sample] {
+    private mutating func sampleRows() throws -> [Timeline.Sample] {
         var samples: [Timeline.Sample] = []
         at += 1
         skipSpace()
         if current == UInt8(ascii: "]") { at += 1; return samples }
         while true {
             guard samples.count < TimelineLimits.maxSamples else {
-                throw TimelineScanner.Failure.limit("more than \(TimelineLimits.maxSamples) samples (the recorder writes at most that many)")
+                throw Failure.limit("more than \(TimelineLimits.maxSamples) samples (the recorder writes at most that many)")
             }
             samples.append(try row(samples.count))
-            guard let next = separator(samples.count - 1) else { throw TimelineScanner.Failure.syntax(truncated: true) }
+            guard let next = separator(samples.count - 1) else { throw Failure.syntax(truncated: true) }
             if next == UInt8(ascii: "]") { return samples }
         }
-    }
-
-    private var current: UInt8? { at < bytes.count ? bytes[at] : nil }
-
-    private mutating func skipSpace() {
-        while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
     }
 
     /// `,` or the closing bracket after an element; nil at the end of the bytes.
@@ -237,8 +226,8 @@ private struct SampleRows {
     }
 
     private func malformed(_ row: Int) -> Error {
-        at >= bytes.count ? TimelineScanner.Failure.syntax(truncated: true)
-            : Malformed(row: row, why: "is not [ns, tid, [module, address, …]]")
+        at >= bytes.count ? Failure.syntax(truncated: true)
+            : MalformedSample(row: row, why: "is not [ns, tid, [module, address, …]]")
     }
 
     private mutating func row(_ index: Int) throws -> Timeline.Sample {
@@ -255,7 +244,7 @@ private struct SampleRows {
         } else {
             while true {
                 guard frames.count < TimelineLimits.maxFrames else {
-                    throw TimelineScanner.Failure.limit("sample \(index) has more than \(TimelineLimits.maxFrames) frames")
+                    throw Failure.limit("sample \(index) has more than \(TimelineLimits.maxFrames) frames")
                 }
                 let module = try integer(index, range: -1...Int64(Int32.max), what: "module")
                 try expect(UInt8(ascii: ","), index)
@@ -277,10 +266,10 @@ private struct SampleRows {
         if negative { at += 1 }
         let magnitude = try unsigned(row)
         guard magnitude <= UInt64(Int64.max) else {
-            throw Malformed(row: row, why: "has a \(what) out of range (\(negative ? "-" : "")\(magnitude))")
+            throw MalformedSample(row: row, why: "has a \(what) out of range (\(negative ? "-" : "")\(magnitude))")
         }
         let value = negative ? -Int64(magnitude) : Int64(magnitude)
-        guard range.contains(value) else { throw Malformed(row: row, why: "has a \(what) out of range (\(value))") }
+        guard range.contains(value) else { throw MalformedSample(row: row, why: "has a \(what) out of range (\(value))") }
         return value
     }
 
@@ -291,13 +280,13 @@ private struct SampleRows {
         while let byte = current, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
             let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-            guard !overflow1, !overflow2 else { throw Malformed(row: row, why: "has a number over 2^64") }
+            guard !overflow1, !overflow2 else { throw MalformedSample(row: row, why: "has a number over 2^64") }
             value = sum
             at += 1
         }
         guard at > start else { throw malformed(row) }
         if let byte = current, byte == UInt8(ascii: ".") || byte | 0x20 == UInt8(ascii: "e") {
-            throw Malformed(row: row, why: "has a number that is not an integer")
+            throw MalformedSample(row: row, why: "has a number that is not an integer")
         }
         return value
     }
@@ -308,7 +297,7 @@ extension TimelineScanner {
     static func problem(_ error: Error, data: Data) -> String {
         switch error {
         case Failure.limit(let what): return "beyond what coldstart reads: \(what)"
-        case let malformed as SampleRows.Malformed: return "malformed timeline: sample \(malformed.row) \(malformed.why)"
+        case let malformed as MalformedSample: return "malformed timeline: sample \(malformed.row) \(malformed.why)"
         case Failure.syntax(let truncated):
             let looksCut = truncated && data.first == UInt8(ascii: "{")
             return looksCut ? "truncated JSON (the file ends mid-way)" : "not JSON"

@@ -1,12 +1,13 @@
-/// The Protocol Buffers wire format, as much as `profile.proto` needs:
-/// varints, length-delimited fields (strings, nested messages, packed
-/// repeated integers). Written by hand: the format is small and SwiftPM can
+/// The Protocol Buffers wire format, as much as `profile.proto` and OTLP's
+/// trace messages need: varints, fixed 64-bit fields, length-delimited
+/// fields (strings, bytes, nested messages, packed repeated integers). Written by hand: the format is small and SwiftPM can
 /// fetch no protobuf package here.
 struct ProtobufWriter {
     private(set) var bytes: [UInt8] = []
 
     private enum WireType: UInt64 {
         case varint = 0
+        case fixed64 = 1
         case lengthDelimited = 2
     }
 
@@ -44,6 +45,38 @@ struct ProtobufWriter {
         tag(field, .lengthDelimited)
         varint(UInt64(value.utf8.count))
         bytes += value.utf8
+    }
+
+    /// A member of a `oneof` (OTLP's `AnyValue`): written even when zero,
+    /// since being present is what says which member it is.
+    mutating func oneofVarint(_ field: Int, _ value: UInt64) {
+        tag(field, .varint)
+        varint(value)
+    }
+
+    /// A `double` member of a `oneof`, written even when zero.
+    mutating func oneofDouble(_ field: Int, _ value: Double) {
+        tag(field, .fixed64)
+        littleEndian(value.bitPattern)
+    }
+
+    /// A `fixed64` field (OTLP's nanosecond times); zero is not written.
+    mutating func fixed64(_ field: Int, _ value: UInt64) {
+        guard value != 0 else { return }
+        tag(field, .fixed64)
+        littleEndian(value)
+    }
+
+    private mutating func littleEndian(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    /// A `bytes` field (trace and span ids); nothing when empty.
+    mutating func data(_ field: Int, _ value: [UInt8]) {
+        guard !value.isEmpty else { return }
+        tag(field, .lengthDelimited)
+        varint(UInt64(value.count))
+        bytes += value
     }
 
     /// An embedded message, built by `body`.

@@ -12,6 +12,13 @@ protocol Command {
     /// Runs with the arguments after the command's name; returns the exit code.
     /// Throws `UsageError` (exit 2) or `CommandError` (exit 1).
     static func run(_ arguments: inout Arguments) throws -> Int32
+    /// True when the first non-option argument starts a command line of its
+    /// own (`coldstart run ./app --help`): help flags after it are the app's.
+    static var takesCommandLine: Bool { get }
+}
+
+extension Command {
+    static var takesCommandLine: Bool { false }
 }
 
 /// Wrong arguments: exit status 2, with a hint to use --help.
@@ -30,8 +37,49 @@ enum ExitStatus {
 /// A cursor over the arguments of one command.
 struct Arguments {
     private(set) var remaining: [String]
+    /// The options the command's help lists: what a mistyped one is compared
+    /// with, and which take a value.
+    let known: HelpText
 
-    init(_ arguments: [String]) { remaining = arguments }
+    init(_ arguments: [String], help: HelpText = HelpText("")) {
+        remaining = arguments
+        known = help
+    }
+
+    /// Whether `--help` or `-h` is among the command's own arguments.
+    func asksForHelp(stoppingAtPositional: Bool) -> Bool {
+        remaining[..<ownArgumentsEnd(commandLine: stoppingAtPositional)].contains { $0 == "--help" || $0 == "-h" }
+    }
+
+    /// Removes the command line to run: everything after `--`, or else from
+    /// the first argument that is neither an option nor an option's value
+    /// (hyperfine's and env's convention). Nil when there is none.
+    mutating func commandLine() -> [String]? {
+        let end = ownArgumentsEnd(commandLine: true)
+        guard end < remaining.count else { return nil }
+        let rest = Array(remaining[(remaining[end] == "--" ? end + 1 : end)...])
+        remaining.removeSubrange(end...)
+        return rest
+    }
+
+    /// Where the command's own arguments end: at `--`, or, when it takes a
+    /// command line, at the first argument that is neither an option nor an
+    /// option's value. `-n --` and a trailing `-n` are left for `option` to
+    /// report as a missing value.
+    private func ownArgumentsEnd(commandLine: Bool) -> Int {
+        var index = 0
+        while index < remaining.count {
+            let argument = remaining[index]
+            if argument == "--" { return index }
+            if known.valueOptions.contains(argument) {
+                index += index + 1 < remaining.count && remaining[index + 1] != "--" ? 2 : 1
+                continue
+            }
+            if commandLine && (!argument.hasPrefix("-") || argument == "-") { return index }
+            index += 1
+        }
+        return index
+    }
 
     /// Removes `--flag` wherever it is; true if it was there.
     mutating func flag(_ names: String...) -> Bool {
@@ -48,7 +96,9 @@ struct Arguments {
                 return String(argument.dropFirst(name.count + 1))
             }
             if names.contains(argument) {
-                guard index + 1 < remaining.count else { throw UsageError(message: "\(argument) needs a value") }
+                guard index + 1 < remaining.count, remaining[index + 1] != "--" else {
+                    throw UsageError(message: "\(argument) needs a value")
+                }
                 let value = remaining[index + 1]
                 remaining.removeSubrange(index...index + 1)
                 return value
@@ -68,18 +118,10 @@ struct Arguments {
         return value
     }
 
-    /// Removes everything after `--` (the command to run, for example).
-    mutating func afterDoubleDash() -> [String]? {
-        guard let index = remaining.firstIndex(of: "--") else { return nil }
-        let rest = Array(remaining[(index + 1)...])
-        remaining.removeSubrange(index...)
-        return rest
-    }
-
     /// The next positional argument; an unknown `-option` is a usage error.
     mutating func positional(_ what: String) throws -> String {
         guard let index = remaining.firstIndex(where: { !$0.hasPrefix("-") || $0 == "-" }) else {
-            if let unknown = remaining.first { throw UsageError(message: "unknown option \(unknown)") }
+            if let unknown = remaining.first { throw unknownOption(unknown) }
             throw UsageError(message: "missing \(what)")
         }
         return remaining.remove(at: index)
@@ -88,8 +130,14 @@ struct Arguments {
     /// Fails on anything left over.
     func finish() throws {
         if let extra = remaining.first {
-            throw UsageError(message: extra.hasPrefix("-") ? "unknown option \(extra)" : "unexpected argument '\(extra)'")
+            throw extra.hasPrefix("-") ? unknownOption(extra) : UsageError(message: "unexpected argument '\(extra)'")
         }
+    }
+
+    private func unknownOption(_ option: String) -> UsageError {
+        let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
+        let hint = closest(to: name, among: known.optionNames).map { "; did you mean \($0)?" } ?? ""
+        return UsageError(message: "unknown option \(option)\(hint)")
     }
 }
 
@@ -104,6 +152,7 @@ struct CommandLineTool {
         coldstart: where did the time go between process creation and "ready"?
 
         Usage: coldstart COMMAND [ARGS…]   (coldstart COMMAND --help for details)
+               coldstart --version
 
         Commands:
         \(lines.joined(separator: "\n"))
@@ -118,16 +167,31 @@ struct CommandLineTool {
             printError(overview)
             return ExitStatus.usage
         }
+        if first == "--version" || first == "-V" {
+            print(Version.text())
+            return ExitStatus.success
+        }
         if first == "--help" || first == "-h" || first == "help" {
-            print(overview)
+            if argv.count > 1, let command = commands.first(where: { $0.name == argv[1] }) {
+                print(command.help)
+            } else {
+                print(overview)
+            }
             return ExitStatus.success
         }
         guard let command = commands.first(where: { $0.name == first }) else {
-            printError("coldstart: unknown command '\(first)'. Run 'coldstart --help' for the list.")
+            let isOption = first.hasPrefix("-")
+            let candidates = isOption ? ["--help", "--version"] : commands.map { $0.name }
+            let kind = isOption ? "option" : "command"
+            var message = "coldstart: unknown \(kind) '\(first)'. Run 'coldstart --help' for the list."
+            if let similar = closest(to: first, among: candidates) {
+                message += "\n\nThe most similar \(kind) is\n\t\(similar)"
+            }
+            printError(message)
             return ExitStatus.usage
         }
-        var arguments = Arguments(Array(argv.dropFirst()))
-        if arguments.flag("--help", "-h") {
+        var arguments = Arguments(Array(argv.dropFirst()), help: HelpText(command.help))
+        if arguments.asksForHelp(stoppingAtPositional: command.takesCommandLine) {
             print(command.help)
             return ExitStatus.success
         }

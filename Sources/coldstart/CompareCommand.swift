@@ -6,26 +6,38 @@ enum CompareCommand: Command {
     static let name = "compare"
     static let summary = "Compare two sets of launches: a regression gate for CI"
     static let help = """
-    Usage: coldstart compare BASE NEW [--fail-if-slower PCT [--phase NAME]]
-                             [--alpha A] [--allow-mixed-start] [--json]
+    Usage: coldstart compare BASE NEW [--fail-if-slower PCT [--min-effect-ms MS]
+                             [--phase NAME]] [--alpha A] [--allow-mixed-start]
+                             [--functions] [--json]
 
     BASE and NEW are each a timeline file or a directory of them (what
     `coldstart run --out DIR` writes), one build of the app per side. For the
-    whole launch, each phase and each span: both medians over the launches that
-    reached ready(), the difference (ms and %), and a two-sided Mann–Whitney U
-    test (exact without ties, else the normal approximation with tie
-    correction). A row's verdict is "slower" or "faster" only when its p-value,
-    Holm-adjusted over all the rows, is below α (0.05); otherwise "no change".
+    whole launch, each phase and each span: both medians over the completed
+    launches (ready(), or a normal exit for a tool that never calls it), the
+    difference (ms and %), and a two-sided Mann–Whitney U test (exact without
+    ties, else the normal approximation with tie correction). A row's verdict
+    is "slower" or "faster" only when its p-value, Holm-adjusted over all the
+    rows, is below α (0.05); otherwise "no change".
 
     Options:
-      --fail-if-slower PCT  exit 1 when the whole launch (or --phase NAME) is
-                            slower by more than PCT percent and that difference
-                            is significant (its own p-value below α)
-      --phase NAME          the phase or span the gate looks at
+      --fail-if-slower PCT  the gate: exit 1 when the whole launch or any phase
+                            or span both sides have is slower by more than PCT
+                            percent and at least --min-effect-ms, and that is
+                            significant (Holm-adjusted p below α); says which
+      --min-effect-ms MS    the least slow-down in ms that can fail the gate
+                            (default 1), so short phases do not flap
+      --phase NAME          gate on this phase or span alone, with its own
+                            p-value: its name as listed, with -> for →
+                            ('decoded -> warmed'), or the mark ending the phase
+                            ('warmed')
       --alpha A             significance level (default 0.05)
       --allow-mixed-start   compare even when the sides' process starts come
                             from different sources (exact vs /proc, 10 ms steps)
+      --functions           also the 10 functions whose sampled self time per
+                            launch moved most, with sample counts (reads each
+                            sampled launch's profile; informational, not gated)
       --json                the comparison as JSON
+      -h, --help            show this text
 
     A side needs at least 2 completed launches, and enough for a difference to
     be able to reach significance (4 against 4 at α = 0.05); 10 each is a good
@@ -34,44 +46,49 @@ enum CompareCommand: Command {
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let threshold: Double? = try arguments.number("--fail-if-slower", in: 0...10_000.0)
+        let minimumEffect: Double? = try arguments.number("--min-effect-ms", in: 0...1e9)
         let phase = try arguments.option("--phase")
         let alpha: Double = try arguments.number("--alpha", in: 0.000_001...0.5) ?? Comparison.defaultAlpha
         let allowMixedStart = arguments.flag("--allow-mixed-start")
+        let functions = arguments.flag("--functions")
         let json = arguments.flag("--json")
         let basePath = try arguments.positional("BASE (a timeline file or a directory of runs)")
         let newPath = try arguments.positional("NEW (a timeline file or a directory of runs)")
         try arguments.finish()
-        if phase != nil && threshold == nil { throw UsageError(message: "--phase names what --fail-if-slower gates; give --fail-if-slower PCT too") }
+        if threshold == nil {
+            if phase != nil { throw UsageError(message: "--phase names what --fail-if-slower gates; give --fail-if-slower PCT too") }
+            if minimumEffect != nil { throw UsageError(message: "--min-effect-ms is part of the --fail-if-slower gate; give --fail-if-slower PCT too") }
+        }
 
         let comparison: Comparison
         let gate: Comparison.Gate?
+        var movers: FunctionComparison?
         do {
-            comparison = try Comparison(
-                base: try RunSet(path: basePath), new: try RunSet(path: newPath), alpha: alpha, allowMixedStart: allowMixedStart)
-            gate = try threshold.map { try comparison.gate(slowerThanPercent: $0, measure: phase) }
+            let base = try RunSet(path: basePath), new = try RunSet(path: newPath)
+            comparison = try Comparison(base: base, new: new, alpha: alpha, allowMixedStart: allowMixedStart)
+            if functions { movers = try FunctionComparison(base: base, new: new) }
+            gate = try threshold.map {
+                try comparison.gate(slowerThanPercent: $0, minimumEffectMs: minimumEffect ?? Comparison.defaultMinimumEffectMs, measure: phase)
+            }
         } catch let error as RunSetError {
             throw CommandError(message: error.description)
         } catch let error as ComparisonError {
             throw CommandError(message: error.description)
         }
         if json {
-            print(try jsonText(comparison, gate: gate))
+            print(try jsonText(comparison, gate: gate, functions: movers))
         } else {
-            print(text(comparison, gate: gate))
+            print(text(comparison, gate: gate, functions: movers))
         }
         return gate?.failed == true ? ExitStatus.failure : ExitStatus.success
     }
 
-    /// Sampled stacks are compared once a profile analysis exists; until
-    /// then the output says so rather than leaving it out silently.
-    static let functionsNote = "not compared: this coldstart has no profile analysis of sampled stacks yet (phases and spans only)"
-
-    static func text(_ comparison: Comparison, gate: Comparison.Gate?) -> String {
+    static func text(_ comparison: Comparison, gate: Comparison.Gate?, functions: FunctionComparison? = nil) -> String {
         var lines = ["coldstart compare"]
         for (label, side) in [("BASE", comparison.base), ("NEW ", comparison.new)] {
             let left = side.runs - side.completed
             let runs = "\(side.runs) timeline\(side.runs == 1 ? "" : "s"), \(side.completed) completed"
-                + (left > 0 ? " (\(left) did not reach ready(): left out)" : "")
+                + (left > 0 ? " (\(left) did not complete: left out)" : "")
             lines.append("  \(label)  \(side.path): \(runs)")
             lines.append("        \(side.executable); start: \(side.startPrecision)")
         }
@@ -81,34 +98,72 @@ enum CompareCommand: Command {
             lines.append("warning: the sides' starts come from different sources (--allow-mixed-start): the first phase and the whole launch carry up to \(String(format: "%.0f", max(comparison.base.startPrecisionMs, comparison.new.startPrecisionMs))) ms of that difference")
         }
         lines.append("")
-        let nameWidth = max(24, comparison.rows.map { $0.name.count + ($0.kind == .launch ? 0 : 2) }.max() ?? 0)
-        func pad(_ s: String, _ width: Int) -> String { s.count >= width ? s : s + String(repeating: " ", count: width - s.count) }
-        func right(_ s: String, _ width: Int) -> String { s.count >= width ? s : String(repeating: " ", count: width - s.count) + s }
+        var table = Table(columns: [
+            .init("", .left), .init("BASE", .right), .init("NEW", .right), .init("Δ ms", .right), .init("Δ %", .right),
+            .init("p", .right), .init("p(Holm)", .right), .init("verdict", .left),
+        ])
         func ms(_ v: Double?) -> String { v.map { String(format: "%.2f", $0) } ?? "–" }
-        lines.append(pad("", nameWidth) + right("BASE", 10) + right("NEW", 10) + right("Δ ms", 10) + right("Δ %", 9) + right("p", 9) + right("p(Holm)", 9) + "  verdict")
         var lastKind: Measure.Kind?
         for row in comparison.rows {
-            if row.kind != lastKind && row.kind != .launch { lines.append(row.kind == .phase ? "phases" : "spans (total per launch)") }
-            lastKind = row.kind
-            let name = row.kind == .launch ? row.name : "  " + row.name
-            var line = pad(name, nameWidth) + right(ms(row.baseMedianMs), 10) + right(ms(row.newMedianMs), 10)
-            line += right(row.deltaMs.map { String(format: "%+.2f", $0) } ?? "–", 10)
-            line += right(row.deltaPercent.map { String(format: "%+.1f%%", $0) } ?? "–", 9)
-            line += right(row.p.map(Comparison.format(p:)) ?? "–", 9) + right(row.adjustedP.map(Comparison.format(p:)) ?? "–", 9)
-            line += "  " + row.verdict.rawValue
-            if row.baseRuns < comparison.base.completed || row.newRuns < comparison.new.completed {
-                line += " (in \(row.baseRuns)/\(row.newRuns) launches)"
+            if row.kind != lastKind && row.kind != .launch {
+                table.add([row.kind == .phase ? "phases" : "spans (total per launch)"] + Array(repeating: "", count: 7))
             }
-            lines.append(line)
+            lastKind = row.kind
+            var verdict = row.verdict.rawValue
+            if let presence = presence(row, comparison) { verdict += " (\(presence))" }
+            if gate?.failing.contains(row.name) == true { verdict += "  ← fails the gate" }
+            table.add([
+                row.kind == .launch ? row.name : "  " + row.name, ms(row.baseMedianMs), ms(row.newMedianMs),
+                row.deltaMs.map { String(format: "%+.2f", $0) } ?? "–", row.deltaPercent.map { String(format: "%+.1f%%", $0) } ?? "–",
+                row.p.map(Comparison.format(p:)) ?? "–", row.adjustedP.map(Comparison.format(p:)) ?? "–", verdict,
+            ])
         }
-        lines.append("functions: \(functionsNote)")
+        // The table's own two-space margin is not wanted here: rows start at the left edge.
+        lines += table.render().map { String($0.dropFirst(2)) }
+        if let functions { lines += ["", "functions: " + functionsHeading(functions)] + functionLines(functions) }
         lines.append("")
         lines.append("verdict: \(verdictText(comparison))")
         if let gate {
-            let scope = gate.row == Measure.launchName ? "" : " --phase '\(gate.row)'"
-            lines.append("gate (--fail-if-slower \(String(format: "%g", gate.thresholdPercent))\(scope)): \(gate.explanation)")
+            let scope = gate.checked.count == 1 && gate.adjustment == "none" ? " --phase '\(gate.checked[0])'" : ""
+            lines.append("gate (--fail-if-slower \(String(format: "%g", gate.thresholdPercent)) --min-effect-ms \(String(format: "%g", gate.minimumEffectMs))\(scope)): \(gate.explanation)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func functionsHeading(_ functions: FunctionComparison) -> String {
+        "the \(functions.rows.count) largest changes of median self time per launch (sampled CPU time, ms; "
+            + "\(functions.baseSampledRuns) BASE and \(functions.newSampledRuns) NEW sampled launches; p unadjusted, not gated)"
+    }
+
+    static func functionLines(_ functions: FunctionComparison) -> [String] {
+        var table = Table(columns: [
+            .init("BASE", .right), .init("NEW", .right), .init("Δ ms", .right), .init("samples B/N", .right), .init("p", .right),
+            .init("function", .left), .init("module", .left),
+        ])
+        for row in functions.rows {
+            table.add([
+                String(format: "%.2f", row.baseMedianMs), String(format: "%.2f", row.newMedianMs), String(format: "%+.2f", row.deltaMs),
+                "\(row.baseSamples)/\(row.newSamples)", row.p.map(Comparison.format(p:)) ?? "–", row.function, row.module,
+            ])
+        }
+        return table.render(width: Terminal.style().width)
+    }
+
+    /// In how many launches of each side a row's measure appears, when not
+    /// in all of them: "NEW: in 3 of 10 launches".
+    static func presence(_ row: Comparison.Row, _ comparison: Comparison) -> String? {
+        var parts: [String] = []
+        if row.verdict != .onlyInNew, row.baseRuns < comparison.base.completed {
+            parts.append("BASE: in \(row.baseRuns) of \(comparison.base.completed) launches")
+        }
+        if row.verdict != .onlyInBase, row.newRuns < comparison.new.completed {
+            parts.append("NEW: in \(row.newRuns) of \(comparison.new.completed) launches")
+        }
+        if parts.isEmpty, row.verdict == .onlyInNew || row.verdict == .onlyInBase {
+            let (count, total) = row.verdict == .onlyInNew ? (row.newRuns, comparison.new.completed) : (row.baseRuns, comparison.base.completed)
+            parts.append("in \(count) of \(total) launches")
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 
     static func verdictText(_ comparison: Comparison) -> String {
@@ -139,22 +194,18 @@ enum CompareCommand: Command {
         var adjustment = "Holm"
         var alpha: Double
         var rows: [Comparison.Row]
-        var functions: Functions
+        /// With --functions.
+        var functions: FunctionComparison?
         /// "slower", "faster" or "no change": the whole launch's row.
         var verdict: String
         var significantlySlower: [String]
         var gate: Comparison.Gate?
     }
 
-    private struct Functions: Encodable {
-        var compared: Bool
-        var reason: String
-    }
-
-    static func jsonText(_ comparison: Comparison, gate: Comparison.Gate?) throws -> String {
+    static func jsonText(_ comparison: Comparison, gate: Comparison.Gate?, functions: FunctionComparison? = nil) throws -> String {
         let value = JSONComparison(
-            base: comparison.base, new: comparison.new, alpha: comparison.alpha, rows: comparison.rows,
-            functions: Functions(compared: false, reason: functionsNote), verdict: comparison.launch.verdict.rawValue,
+            base: comparison.base, new: comparison.new, alpha: comparison.alpha, rows: comparison.rows, functions: functions,
+            verdict: comparison.launch.verdict.rawValue,
             significantlySlower: comparison.significantlySlower.map(\.name), gate: gate)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -8,7 +8,7 @@ enum ExportCommand: Command {
     static let name = "export"
     static let summary = "Write a launch's samples for pprof, flame-graph tools or speedscope"
     static let help = """
-    Usage: coldstart export FILE --format pprof|folded|speedscope [-o OUT]
+    Usage: coldstart export FILE --format pprof|folded|speedscope|otlp [-o OUT]
                                  [--phase NAME] [--thread NAME|TID]
 
     Writes the sampled stacks of a timeline for other tools (docs/export.md):
@@ -19,12 +19,15 @@ enum ExportCommand: Command {
                   flamegraph.pl, inferno and similar (`;` in a name is \\x3b).
       speedscope  speedscope's JSON: one profile per thread in time order,
                   plus the launch phases on the wall clock.
+      otlp        the launch as an OpenTelemetry trace, OTLP/JSON (.otlp.json;
+                  needs no samples; --phase/--thread do not apply): see
+                  `coldstart push --help` and docs/fleet.md.
     Every sample counts one period of the effective sampling rate, as in
     `coldstart report`. The timeline itself is Chrome Trace Event JSON: open
     it in Perfetto UI or chrome://tracing as it is.
 
     Options:
-      --format F         pprof, folded or speedscope (required).
+      --format F         pprof, folded, speedscope or otlp (required).
       -o, --output OUT   Where to write (default: FILE with the extension
                          .pb.gz, .folded or .speedscope.json; - for stdout).
       --phase NAME       Only the samples of that phase.
@@ -51,8 +54,9 @@ enum ExportCommand: Command {
         guard let formatName = try arguments.option("--format", "-f") else {
             throw UsageError(message: "--format is required (\(Format.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
+        if formatName == "otlp" { return try exportOTLP(&arguments) }  // a trace, not samples: PushCommand.swift
         guard let format = Format(rawValue: formatName) else {
-            throw UsageError(message: "unknown format '\(formatName)' (formats: \(Format.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw UsageError(message: "unknown format '\(formatName)' (formats: \(Format.allCases.map(\.rawValue).joined(separator: ", ")), otlp)")
         }
         let output = try arguments.option("-o", "--output")
         var options = ProfileOptions()

@@ -1,28 +1,50 @@
 import Foundation
 
-/// Files the CLI writes: never half-written.
+/// Files the CLI writes: never half-written, never through a planted link.
 enum OutputFile {
-    /// Writes next to the destination, then renames: a reader never sees a
-    /// half-written file, and a failure leaves the old one untouched. "-" is
+    /// Writes a temporary file beside the destination, then renames it over
+    /// the destination: a reader never sees a half-written file, and a
+    /// failure leaves the old one untouched. The temporary name is
+    /// unpredictable (16 random hex digits) and created with
+    /// `O_CREAT | O_EXCL | O_NOFOLLOW`, so a file or symlink another user
+    /// planted in a shared directory is never opened or written through; the
+    /// rename replaces a link at the destination rather than following it.
+    /// The file is the user's output: mode 0644 less the umask. "-" is
     /// standard output.
     static func write(_ data: Data, to path: String) throws {
         if path == "-" {
             FileHandle.standardOutput.write(data)
             return
         }
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).tmp.\(getpid())")
-        do {
-            try data.write(to: temporary)
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw CommandError(message: "\(path): cannot write (\(error.localizedDescription))")
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        func failure(_ code: Int32) -> CommandError {
+            CommandError(message: "\(path): cannot write (\(String(cString: strerror(code))))")
         }
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(at: temporary)
-            throw CommandError(message: "\(path): cannot write (\(reason))")
+        var temporary = ""
+        var descriptor: Int32 = -1
+        for _ in 0..<16 {
+            temporary = directory + ".\(name).\(String(format: "%016llx", UInt64.random(in: 0...UInt64.max))).tmp"
+            descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if descriptor >= 0 || errno != EEXIST { break }
+        }
+        guard descriptor >= 0 else { throw failure(errno) }
+        let written = data.withUnsafeBytes { raw -> Int32 in
+            var done = 0
+            while done < raw.count {
+                let count = Foundation.write(descriptor, raw.baseAddress! + done, raw.count - done)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return count < 0 ? errno : EIO }
+                done += count
+            }
+            return 0
+        }
+        let closed = close(descriptor) == 0 ? 0 : errno
+        let problem = written != 0 ? written : closed != 0 ? closed : rename(temporary, path) == 0 ? 0 : errno
+        if problem != 0 {
+            unlink(temporary)
+            throw failure(problem)
         }
     }
 

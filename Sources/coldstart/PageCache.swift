@@ -9,13 +9,20 @@ import Foundation
 /// the same library, and this very process for the Swift runtime it shares
 /// with a Swift app). So residency is measured with `mincore` before and
 /// after, and what stayed is reported.
+///
+/// `mincore` tells the page cache's truth only about files the caller owns
+/// or may write (or to root): for any other file the kernel reports every
+/// page resident, so as not to leak what others read. Such a file's
+/// residency is unknown here, never "stayed", and the launches' major page
+/// faults decide whether eviction took effect.
 enum PageCache {
     struct FileEviction: Codable {
         var path: String
         var bytes: UInt64
-        /// Bytes of the file in the page cache before and after the advice.
-        var residentBefore: UInt64
-        var residentAfter: UInt64
+        /// Bytes of the file in the page cache before and after the advice;
+        /// nil when `mincore` cannot tell (see above).
+        var residentBefore: UInt64?
+        var residentAfter: UInt64?
         /// Why the file could not be measured or advised, if it could not.
         var error: String?
     }
@@ -24,7 +31,7 @@ enum PageCache {
     /// resident before and after.
     static func evict(_ paths: [String]) -> [FileEviction] {
         paths.map { path in
-            var result = FileEviction(path: path, bytes: 0, residentBefore: 0, residentAfter: 0)
+            var result = FileEviction(path: path, bytes: 0)
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 result.error = String(cString: strerror(errno))
@@ -37,11 +44,19 @@ enum PageCache {
                 return result
             }
             result.bytes = UInt64(info.st_size)
-            result.residentBefore = residentBytes(fd, size: info.st_size) ?? 0
+            let measurable = mincoreTellsTruth(path: path, owner: info.st_uid)
+            if measurable { result.residentBefore = residentBytes(fd, size: info.st_size) }
             if posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0 { result.error = "posix_fadvise refused" }
-            result.residentAfter = residentBytes(fd, size: info.st_size) ?? 0
+            if measurable { result.residentAfter = residentBytes(fd, size: info.st_size) }
             return result
         }
+    }
+
+    /// Whether `mincore` reports the page cache for this file rather than
+    /// "all resident": the kernel's `can_do_mincore` (owner, write access,
+    /// or root).
+    static func mincoreTellsTruth(path: String, owner: uid_t) -> Bool {
+        geteuid() == 0 || owner == geteuid() || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
     }
 
     /// How much of the open file is in the page cache. The mapping is only

@@ -6,10 +6,14 @@ import Foundation
 enum RunCommand: Command {
     static let name = "run"
     static let summary = "Launch an app N times (exact start, optionally cold) and summarise"
+    static let takesCommandLine = true
     static let help = """
     Usage: coldstart run [-n RUNS] [--warmup K] [--cold] [--hz HZ] [--out DIR]
                          [--append] [--timeout SECONDS] [--stop-after-ready] [--json]
-                         -- COMMAND [ARGS…]
+                         [--] COMMAND [ARGS…]
+
+    COMMAND starts at the first argument that is not an option (or after
+    `--`); everything from there, --help included, is the app's.
 
     Launches COMMAND (an app linked with the Coldstart library) RUNS times, one
     after another, each with COLDSTART=DIR/run-<i>.json and COLDSTART_SPAWN_NS
@@ -17,7 +21,8 @@ enum RunCommand: Command {
     than /proc's 10 ms steps). The app's stdout, stderr and exit status pass
     through. Then prints, for the whole launch, each phase and each span: the
     median, p90, min, max and MAD (median absolute deviation) in ms over the
-    runs that reached ready(), outliers flagged (modified z-score > 3.5, kept
+    completed runs (ready(), or a normal exit for a tool that never calls
+    it), outliers flagged (modified z-score > 3.5, kept
     in every figure), and the runs that did not complete.
 
     Options:
@@ -35,23 +40,28 @@ enum RunCommand: Command {
       --append            add runs to DIR after the ones there (interleave two
                           builds to cancel machine drift: see docs/ci.md)
       --timeout SECONDS   stop a launch still running after SECONDS (SIGTERM,
-                          SIGKILL 5 s later); it counts as not completed if it
-                          had not reached ready()
+                          SIGKILL 5 s later); it counts as killed, not
+                          completed, even when it had reached ready() (use
+                          --stop-after-ready for services)
       --stop-after-ready  stop the app (SIGTERM) once its timeline is written:
                           for services that keep running after ready()
       --json              print the summary as JSON on stdout; the app's stdout
                           then goes to stderr
+      --no-sample-loader  do not sample from exec (by default perf events attached
+                          before exec and an LD_AUDIT module show the loader, each
+                          library and page faults: docs/before-main.md); a program
+                          not linked with Coldstart is then refused
+      -h, --help          show this text
 
     Exit status: the app's, when a launch failed (the first non-zero status,
-    128+N for signal N); 1 when no launch reached ready() or the app is not
-    linked with Coldstart; 130 when interrupted; otherwise 0.
+    128+N for signal N); 1 when no launch completed or the app is not
+    linked with Coldstart; 130 when interrupted; otherwise 0. Progress goes to
+    stderr once a run has taken a second, only when stderr is a terminal.
     """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
-        guard let command = arguments.afterDoubleDash(), !command.isEmpty else {
-            throw UsageError(message: "missing '-- COMMAND [ARGS…]' (the app to launch)")
-        }
-        var options = Options(command: command)
+        let command = arguments.commandLine()
+        var options = Options(command: command ?? [])
         options.runs = try arguments.number("-n", in: 1...10_000) ?? 10
         options.warmups = try arguments.number("--warmup", in: 0...1_000) ?? 1
         options.cold = arguments.flag("--cold")
@@ -61,7 +71,11 @@ enum RunCommand: Command {
         options.timeout = try arguments.number("--timeout", in: 0.001...86_400.0)
         options.stopAfterReady = arguments.flag("--stop-after-ready")
         options.json = arguments.flag("--json")
+        options.sampleLoader = !arguments.flag("--no-sample-loader")  // LoaderSampling.swift
         try arguments.finish()
+        guard let command, !command.isEmpty else {
+            throw UsageError(message: "missing COMMAND [ARGS…] (the app to launch)")
+        }
         return try Session(options).run()
     }
 
@@ -76,6 +90,7 @@ enum RunCommand: Command {
         var timeout: Double?
         var stopAfterReady = false
         var json = false
+        var sampleLoader = true
     }
 }
 
@@ -83,6 +98,9 @@ enum RunCommand: Command {
 enum RunOutcome: Equatable {
     /// Reached ready(); `stoppedByUs` when --stop-after-ready ended it after.
     case completed(stoppedByUs: Bool)
+    /// Reached ready() (the timeline is complete) but was still running at
+    /// --timeout and killed: not counted, since the app did not end as asked.
+    case timedOutAfterReady
     /// The timeline says the launch ended before ready(): an exit or a signal.
     case endedBeforeReady(reason: String)
     /// Killed by a signal that left no timeline (a crash, SIGKILL).
@@ -110,6 +128,7 @@ private struct Session {
     let options: RunCommand.Options
     let executable: String
     let launcher: Launcher
+    let loaderSampling: LoaderSampling?
     let directory: String
     let firstIndex: Int
     let showProgress: Bool
@@ -146,6 +165,7 @@ private struct Session {
         for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
         if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
         launcher = Launcher(path: executable, arguments: options.command, environment: environment, stdoutToStderr: options.json)
+        loaderSampling = options.sampleLoader ? LoaderSampling(hz: options.hz, executable: executable) : nil
         directory = absolute
         showProgress = isatty(STDERR_FILENO) != 0
     }
@@ -162,6 +182,7 @@ private struct Session {
             (evictionList, evictionNote) = Self.filesToEvict(executable: executable, timeline: nil)
         }
 
+        let started = Date()
         var warmups: [RunRecord] = []
         var records: [RunRecord] = []
         var interrupted = false
@@ -171,7 +192,9 @@ private struct Session {
             let label = isWarmup ? "warmup-\(step + 1)" : "run-\(firstIndex + step - options.warmups)"
             let file = isWarmup ? "\(directory)/warmup/\(label).json" : "\(directory)/\(label).json"
             try? FileManager.default.removeItem(atPath: file)
-            if showProgress {
+            // Only a run long enough to leave the user waiting shows progress.
+            let progress = showProgress && Date().timeIntervalSince(started) >= 1
+            if progress {
                 let what = isWarmup ? "warm-up \(step + 1) of \(options.warmups)" : "run \(step - options.warmups + 1) of \(options.runs)"
                 printError("\r\u{1B}[Kcoldstart run: \(what)\(options.cold && !isWarmup ? " (cold)" : "")… ", terminator: "")
             }
@@ -182,10 +205,11 @@ private struct Session {
                 }
                 eviction = PageCache.evict(evictionList)
             }
-            var record = try launcher.launch(
-                label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            var record = try loaderSampling.map {
+                try $0.launch(launcher, label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+            } ?? launcher.launch(label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
             record.eviction = eviction
-            if showProgress { printError("\r\u{1B}[K", terminator: "") }
+            if progress { printError("\r\u{1B}[K", terminator: "") }
             if case .noTimeline(let status) = record.outcome {
                 throw CommandError(message: Self.notLinkedMessage(executable: executable, status: status))
             }
@@ -203,6 +227,7 @@ private struct Session {
             print(try report.json())
         } else {
             print(report.text())
+            if let beforeMain = LoaderSampling.summary(records) { print("\n" + beforeMain) }
         }
         if interrupted { return 130 }
         if let failed = records.first(where: { $0.status != 0 && $0.outcome != .completed(stoppedByUs: true) }) {
@@ -241,14 +266,12 @@ private struct Session {
     /// Who maps the files that stayed resident after the last eviction.
     static func mappersOfResidentFiles(_ records: [RunRecord]) -> [String: [String]] {
         guard let last = records.last(where: { $0.eviction != nil })?.eviction else { return [:] }
-        let stayed = last.filter { $0.residentAfter > 0 }.map(\.path)
+        let stayed = last.filter { ($0.residentAfter ?? 0) > 0 }.map(\.path)
         return stayed.isEmpty ? [:] : PageCache.mappers(of: stayed)
     }
 
     static func notLinkedMessage(executable: String, status: Int32) -> String {
-        let linked = (try? Data(contentsOf: URL(fileURLWithPath: executable), options: .alwaysMapped))
-            .map { $0.firstRange(of: Data("COLDSTART_SPAWN_NS".utf8)) != nil } ?? false
-        if linked {
+        if LoaderSampling.linksColdstart(executable) {
             return """
             \(executable) exited (status \(status)) without writing a timeline, although it contains Coldstart: \
             profiling failed inside the app; look for a 'coldstart:' line in its stderr above
@@ -257,7 +280,7 @@ private struct Session {
         return """
         \(executable) exited (status \(status)) without writing a timeline: it is not linked with Coldstart.
         To link it, in its Package.swift add
-            dependencies: [.package(url: "<Coldstart's git URL>", from: "0.1.0")]   (or .package(path: "../Coldstart"))
+            dependencies: [.package(url: "<Coldstart's git URL>", branch: "main")]   (or .package(path: "../Coldstart"))
         and to the executable target's dependencies
             .product(name: "Coldstart", package: "Coldstart")
         then rebuild; `COLDSTART=1 APP` writes a timeline, and Coldstart.ready() marks the launch's end.
@@ -373,7 +396,7 @@ struct Launcher {
         }
     }
 
-    private static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
+    static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
         let signal = waitStatus & 0x7F
         let status = signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
         var record = RunRecord(label: label, file: file, outcome: .noTimeline(status: status), status: status, timedOut: timedOut)
@@ -384,7 +407,9 @@ struct Launcher {
         do {
             let timeline = try Timeline(contentsOf: file)
             record.timeline = timeline
-            if timeline.launch.completed {
+            if timeline.launch.completed && timedOut {
+                record.outcome = .timedOutAfterReady
+            } else if timeline.launch.completed {
                 record.outcome = .completed(stoppedByUs: stoppedAfterReady)
             } else {
                 let launch = timeline.launch

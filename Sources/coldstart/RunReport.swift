@@ -37,17 +37,18 @@ struct RunReport {
         lines.append(startLine())
         lines.append("page cache: \(options.cold ? "cold (evicted before each launch, see below)" : "warm")")
         let completed = completedRuns
-        lines.append("completed: \(completed.count) of \(records.count) reached ready()")
+        lines.append("completed: \(completed.count) of \(records.count) \(Self.howCompleted(completed))")
         let failed = records.filter { if case .completed = $0.outcome { return false } else { return true } }
         if !failed.isEmpty {
-            lines.append("did not complete (\(failed.count)):")
-            for record in failed { lines.append("  \(record.label): \(Self.describe(record))") }
+            let killed = failed.filter(\.timedOut).count
+            lines.append("did not complete (\(failed.count)\(killed > 0 ? ", \(killed) killed by --timeout" : "")):")
+            for record in failed { lines.append("  \(record.label): \(describe(record))") }
         }
         let measures = measures
         if measures.isEmpty {
             lines.append("")
             lines.append(completed.isEmpty
-                ? "no statistics: no launch reached ready(). The app must call Coldstart.ready() where its launch ends."
+                ? "no statistics: no launch completed. A service must call Coldstart.ready() where its launch ends; a tool's launch ends at a normal exit."
                 : "no statistics")
         } else {
             lines.append("")
@@ -72,30 +73,37 @@ struct RunReport {
         return "start: \(parts.joined(separator: "; ")); times are CLOCK_MONOTONIC, in ms"
     }
 
+    /// How the completed launches ended: "reached ready()", "exited
+    /// normally", or both with counts.
+    static func howCompleted(_ runs: [RunSet.Run]) -> String {
+        let atReady = runs.filter { $0.timeline.launch.endReason == "ready" }.count
+        if atReady == runs.count { return "reached ready()" }
+        if atReady == 0 { return "exited normally" }
+        return "completed (\(atReady) at ready(), \(runs.count - atReady) at a normal exit)"
+    }
+
     private func table(_ measures: [Measure]) -> [String] {
-        let nameWidth = max(24, measures.map { $0.name.count + ($0.kind == .launch ? 0 : 2) }.max() ?? 0)
-        func pad(_ s: String, _ width: Int) -> String { s.count >= width ? s : s + String(repeating: " ", count: width - s.count) }
-        func num(_ v: Double) -> String {
-            let s = String(format: "%.2f", v)
-            return String(repeating: " ", count: max(0, 9 - s.count)) + s
-        }
-        var lines = [pad("", nameWidth) + "   median      p90      min      max      MAD  outliers (kept in every figure)"]
+        var table = Table(columns: [
+            .init("", .left), .init("median", .right), .init("p90", .right), .init("min", .right), .init("max", .right),
+            .init("MAD", .right), .init("outliers (kept in every figure)", .left),
+        ])
+        let completedCount = completedRuns.count
         var lastKind: Measure.Kind?
         for measure in measures {
             if measure.kind != lastKind && measure.kind != .launch {
-                lines.append(measure.kind == .phase ? "phases" : "spans (total per launch)")
+                table.add([measure.kind == .phase ? "phases" : "spans (total per launch)"] + Array(repeating: "", count: 6))
             }
             lastKind = measure.kind
             guard let summary = DistributionSummary(measure.values) else { continue }
-            let name = measure.kind == .launch ? measure.name : "  " + measure.name
-            var line = pad(name, nameWidth) + num(summary.median) + num(summary.p90) + num(summary.min) + num(summary.max) + num(summary.mad)
-            if !summary.outliers.isEmpty {
-                line += "  " + summary.outliers.map { "\(measure.runs[$0]) \(String(format: "%.2f", measure.values[$0]))" }.joined(separator: ", ")
-            }
-            if summary.count < completedRuns.count { line += "  (in \(summary.count) of \(completedRuns.count) launches)" }
-            lines.append(line)
+            var notes = summary.outliers.map { "\(measure.runs[$0]) \(String(format: "%.2f", measure.values[$0]))" }.joined(separator: ", ")
+            if summary.count < completedCount { notes += (notes.isEmpty ? "" : "  ") + "(in \(summary.count) of \(completedCount) launches)" }
+            table.add(
+                [measure.kind == .launch ? measure.name : "  " + measure.name]
+                    + [summary.median, summary.p90, summary.min, summary.max, summary.mad].map { String(format: "%.2f", $0) }
+                    + [notes])
         }
-        return lines
+        // Rows start at the left edge, as the lines around the table do.
+        return table.render().map { String($0.dropFirst(2)) }
     }
 
     private func samplingLine(hz: Int) -> String {
@@ -110,19 +118,26 @@ struct RunReport {
         var lines: [String] = []
         let evictions = records.compactMap(\.eviction)
         guard let last = evictions.last else { return ["cold: no launch was evicted"] }
-        let before = evictions.map { Double($0.reduce(0) { $0 + $1.residentBefore }) }
-        let after = evictions.map { Double($0.reduce(0) { $0 + $1.residentAfter }) }
+        let before = evictions.map { Double(Self.knownResidency($0, \.residentBefore)) }
+        let after = evictions.map { Double(Self.knownResidency($0, \.residentAfter)) }
         let size = last.reduce(0) { $0 + $1.bytes }
+        let measured = last.filter { $0.residentAfter != nil }
+        let measuredSize = measured.reduce(0) { $0 + $1.bytes }
         func mb(_ bytes: Double) -> String { String(format: "%.1f MB", bytes / 1_048_576) }
         let afterMedian = Statistics.median(after) ?? 0
         lines.append("cold: before each launch, advised the kernel to drop \(last.count) files (\(mb(Double(size)))): the executable, its loader and its libraries")
-        lines.append("  in the page cache: median \(mb(Statistics.median(before) ?? 0)) before, \(mb(afterMedian)) after (\(String(format: "%.0f", size > 0 ? afterMedian / Double(size) * 100 : 0))% of the files stayed)")
+        if measured.isEmpty {
+            lines.append("  in the page cache: cannot be measured (mincore reports every page of a file resident to a user who may not write it); the check below decides")
+        } else {
+            let scope = measured.count == last.count ? "" : " of the \(measured.count) files this user may write (mincore reports the other \(last.count - measured.count) fully resident to a user who may not write them, so their residency is unknown)"
+            lines.append("  in the page cache\(scope): median \(mb(Statistics.median(before) ?? 0)) before, \(mb(afterMedian)) after (\(String(format: "%.0f", measuredSize > 0 ? afterMedian / Double(measuredSize) * 100 : 0))% stayed)")
+        }
         if let note = evictionNote { lines.append("  \(note)") }
-        let stayed = last.filter { $0.residentAfter > 0 || $0.error != nil }.sorted { $0.residentAfter > $1.residentAfter }
+        let stayed = last.filter { ($0.residentAfter ?? 0) > 0 || $0.error != nil }.sorted { ($0.residentAfter ?? 0) > ($1.residentAfter ?? 0) }
         if !stayed.isEmpty {
             lines.append("  not evicted after the last advice (pages that are mapped by a running process, dirty or locked stay):")
             for file in stayed.prefix(12) {
-                var line = "    \((file.path as NSString).lastPathComponent): \(mb(Double(file.residentAfter))) of \(mb(Double(file.bytes)))"
+                var line = "    \((file.path as NSString).lastPathComponent): \(mb(Double(file.residentAfter ?? 0))) of \(mb(Double(file.bytes)))"
                 if let error = file.error { line += " (\(error))" }
                 if let who = mappers[file.path] { line += ", mapped by \(who.prefix(4).joined(separator: ", "))\(who.count > 4 ? " and \(who.count - 4) more" : "")" }
                 lines.append(line)
@@ -131,6 +146,11 @@ struct RunReport {
         }
         lines.append("  check: \(coldCheck().text)")
         return lines
+    }
+
+    /// Bytes resident over the files whose residency `mincore` could tell.
+    private static func knownResidency(_ files: [PageCache.FileEviction], _ field: KeyPath<PageCache.FileEviction, UInt64?>) -> UInt64 {
+        files.reduce(0) { $0 + ($1[keyPath: field] ?? 0) }
     }
 
     /// Whether eviction took effect: pre-main major faults of the cold
@@ -151,10 +171,17 @@ struct RunReport {
         return ("\(coldText), \(String(format: "%g", warmMedian)) in the warm-up launches: no rise, so these launches were effectively warm (the file system or kernel ignored the advice, or everything stayed mapped)", false, coldMedian, warmMedian)
     }
 
-    static func describe(_ record: RunRecord) -> String {
-        let timedOut = record.timedOut ? " (timed out: coldstart stopped it)" : ""
+    func describe(_ record: RunRecord) -> String {
+        Self.describe(record, timeout: options.timeout)
+    }
+
+    static func describe(_ record: RunRecord, timeout: Double?) -> String {
+        let timeoutText = timeout.map { "(\(String(format: "%g", $0)) s)" } ?? ""
+        let timedOut = record.timedOut ? " (killed by --timeout \(timeoutText))" : ""
         switch record.outcome {
         case .completed(let stopped): return stopped ? "completed; stopped after ready" : "completed"
+        case .timedOutAfterReady:
+            return "killed by --timeout \(timeoutText) after it reached ready() (not counted; --stop-after-ready ends a service that keeps running)"
         case .endedBeforeReady(let reason): return "ended before ready: \(reason)\(timedOut)"
         case .crashed(let signal): return "killed by \(signalName(signal)) before writing a timeline (a crash, or SIGKILL)\(timedOut)"
         case .noTimeline(let status): return "exited with status \(status) and no timeline"
@@ -213,6 +240,8 @@ struct RunReport {
         var files: [PageCache.FileEviction]
         var residentBeforeBytes: [UInt64]
         var residentAfterBytes: [UInt64]
+        /// Files whose residency `mincore` cannot tell this user (left out of the sums).
+        var unmeasurableFiles: Int
         var mappedBy: [String: [String]]
         var note: String?
         var preMainMajorFaultsColdMedian: Double?
@@ -227,7 +256,7 @@ struct RunReport {
             var completed = false
             if case .completed = record.outcome { completed = true }
             return JSONRun(
-                label: record.label, file: record.timeline == nil ? nil : record.file, outcome: Self.describe(record),
+                label: record.label, file: record.timeline == nil ? nil : record.file, outcome: describe(record),
                 completed: completed, exitStatus: record.status, timedOut: record.timedOut,
                 startSource: record.timeline?.launch.startSource,
                 startPrecisionMs: record.timeline.map { Double($0.launch.startPrecisionNs) / 1e6 },
@@ -245,8 +274,9 @@ struct RunReport {
             let evictions = records.compactMap(\.eviction)
             let check = coldCheck()
             cold = JSONCold(
-                files: evictions.last ?? [], residentBeforeBytes: evictions.map { $0.reduce(0) { $0 + $1.residentBefore } },
-                residentAfterBytes: evictions.map { $0.reduce(0) { $0 + $1.residentAfter } }, mappedBy: mappers, note: evictionNote,
+                files: evictions.last ?? [], residentBeforeBytes: evictions.map { Self.knownResidency($0, \.residentBefore) },
+                residentAfterBytes: evictions.map { Self.knownResidency($0, \.residentAfter) },
+                unmeasurableFiles: (evictions.last ?? []).filter { $0.residentAfter == nil }.count, mappedBy: mappers, note: evictionNote,
                 preMainMajorFaultsColdMedian: check.cold, preMainMajorFaultsWarmMedian: check.warm, effective: check.effective,
                 check: check.text)
         }

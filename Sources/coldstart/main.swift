@@ -9,6 +9,10 @@ let commands: [any Command.Type] = [
     CompareCommand.self,
     SymbolizeCommand.self,
     ExportCommand.self,
+    CompletionCommand.self,
+    ManCommand.self,
+    AggregateCommand.self,
+    PushCommand.self,
 ]
 
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))

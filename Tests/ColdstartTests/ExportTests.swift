@@ -21,6 +21,38 @@ final class ExportTests: XCTestCase {
         return rows.prefix(count).compactMap { $0["name"] as? String }
     }
 
+    /// Issue 14: an output in a shared directory is written through an
+    /// unpredictable temporary file created with O_EXCL|O_NOFOLLOW and renamed
+    /// into place: a link planted at the destination is replaced, never
+    /// written through, and nothing is left behind on success or failure.
+    func testOutputsReplaceAPlantedLinkAndLeaveNoTemporaryFile() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let input = directory.appendingPathComponent("launch.json").path
+        try FileManager.default.copyItem(atPath: try KnownProfile.timelinePath(), toPath: input)
+        let victim = directory.appendingPathComponent("victim.txt").path
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: victim))
+        let output = directory.appendingPathComponent("out.folded").path
+        XCTAssertEqual(symlink(victim, output), 0)
+
+        let result = try coldstart(["export", input, "--format", "folded", "-o", output])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "keep", "the link's target is untouched")
+        var info = stat()
+        XCTAssertEqual(lstat(output, &info), 0)
+        XCTAssertEqual(info.st_mode & S_IFMT, S_IFREG, "the link was replaced by the output")
+        let mask = umask(0o022)
+        umask(mask)
+        XCTAssertEqual(info.st_mode & 0o777, 0o644 & ~mask)
+        XCTAssertFalse(try String(contentsOfFile: output, encoding: .utf8).isEmpty)
+
+        let missing = directory.appendingPathComponent("missing/out.folded").path
+        let failed = try coldstart(["export", input, "--format", "folded", "-o", missing])
+        XCTAssertEqual(failed.status, 1)
+        XCTAssertEqual(failed.stderr, "coldstart export: \(missing): cannot write (No such file or directory)\n")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".tmp") }
+        XCTAssertEqual(leftovers, [])
+    }
+
     func testGoToolPprofListsTheReportsTopFiveInOrder() throws {
         let go = try ExternalTool.path(ExternalTool.go)
         let path = try KnownProfile.timelinePath()

@@ -71,22 +71,33 @@ final class HostIntegrityTests: XCTestCase {
         XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "secret\n")
     }
 
-    func testAPlantedSymlinkAtTheTimelinesNameIsReplacedNotFollowed() throws {
+    func testSymlinksPlantedAtTheTemporaryAndFinalNamesAreNeverFollowed() throws {
         try requireRootAndSetpriv()
-        let shared = try sharedDirectory()
+        // The other user's own directory (not sticky: the kernel's
+        // protected_symlinks does not apply), which a root host writes to.
+        let theirs = directory.appendingPathComponent("theirs")
+        try FileManager.default.createDirectory(at: theirs, withIntermediateDirectories: true)
+        chmod(directory.path, 0o755)
+        chown(theirs.path, 65534, 65534)
         let victim = directory.appendingPathComponent("root-only")
         try Data("secret\n".utf8).write(to: victim)
         chmod(victim.path, 0o600)
-        let target = shared.appendingPathComponent("x.json").path
+        let target = theirs.appendingPathComponent("x.json").path
         XCTAssertEqual(try asNobody(["/bin/ln", "-s", victim.path, target]).status, 0)
-        let result = try runProcess(host, ["int-disposition"], environment: ["COLDSTART": target])
+        // The report's attack: a link at the temporary name the old writer
+        // derived from the pid ("<dest>.tmp.<pid>"), planted just before the
+        // host starts with that pid (the shell execs it).
+        let plant = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups /bin/ln -s \"$1\" \"$2.tmp.$$\"; exec \"$0\" int-disposition"
+        let result = try runProcess("/bin/sh", ["-c", plant, host, victim.path, target], environment: ["COLDSTART": target])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "secret\n", "the root-owned file is untouched")
         let attributes = try FileManager.default.attributesOfItem(atPath: target)
-        XCTAssertEqual(attributes[.type] as? FileAttributeType, .typeRegular, "the link itself was replaced")
+        XCTAssertEqual(attributes[.type] as? FileAttributeType, .typeRegular, "the link at the final name was replaced")
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600, "readable by its owner only")
         XCTAssertNoThrow(try Timeline(contentsOf: target))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: shared.path), ["x.json"], "no temporary file left")
+        let left = try FileManager.default.contentsOfDirectory(atPath: theirs.path).filter { $0 != "x.json" }
+        XCTAssertEqual(left.count, 1, "only the planted link is left: \(left)")
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: theirs.appendingPathComponent(left.first ?? "-").path), victim.path)
     }
 
     func testADirectorySwappedDuringTheLaunchDoesNotRedirectTheTimeline() throws {

@@ -132,6 +132,9 @@ enum ExternalTool {
 
     static let chromium = find(["chromium", "chromium-browser"], package: "chromium")
     static let go = find(["go"], package: "golang-go")
+    static let prometheus = find(["prometheus"], package: "prometheus")
+    static let promtool = find(["promtool"], package: "prometheus")
+    static let nodeExporter = find(["prometheus-node-exporter", "node_exporter"], package: "prometheus-node-exporter")
 
     private static func find(_ names: [String], package: String) -> Result<String, XCTSkip> {
         func lookup() -> String? {

@@ -85,7 +85,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(result.stderr.components(separatedBy: "service: cannot bind port 8080").count - 1, 2, result.stderr)
         XCTAssertTrue(result.stdout.contains("completed: 0 of 2"), result.stdout)
         XCTAssertEqual(result.stdout.components(separatedBy: "ended before ready: exited with status 3").count - 1, 2, result.stdout)
-        XCTAssertTrue(result.stdout.contains("no launch reached ready()"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("no statistics: no launch completed"), result.stdout)
         XCTAssertEqual(try RunSet(path: dir).runs.filter { !$0.timeline.launch.completed }.count, 2)
     }
 
@@ -108,11 +108,54 @@ final class RunCompareTests: XCTestCase {
         let result = try coldstart(["run", "-n", "2", "--warmup", "0", "--timeout", "0.5", "--out", dir, "--", app, "--wait-before-ready"])
         XCTAssertEqual(result.status, 128 + SIGTERM, result.stderr)
         XCTAssertEqual(
-            result.stdout.components(separatedBy: "ended before ready: stopped by SIGTERM in 'store opened → SIGTERM' (timed out").count - 1, 2,
+            result.stdout.components(separatedBy: "ended before ready: stopped by SIGTERM in 'store opened → SIGTERM' (killed by --timeout (0.5 s))").count - 1, 2,
             result.stdout)
         let set = try RunSet(path: dir)
         XCTAssertEqual(set.runs.map(\.timeline.launch.endReason), ["signal", "signal"])
         XCTAssertEqual(set.completed.count, 0)
+    }
+
+    /// A command-line tool never calls ready(): its launch ends at its exit,
+    /// and the summary says so rather than "reached ready()".
+    func testToolThatExitsWithoutReadyIsSummarisedAsExits() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "2", "--warmup", "0", "--out", dir, app, "--no-ready"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("completed: 2 of 2 exited normally"), result.stdout)
+        XCTAssertFalse(result.stdout.contains("reached ready()"), result.stdout)
+        XCTAssertNotNil(result.stdout.range(of: #"(?m)^launch \(start → exit\)\s+\d+\.\d\d"#, options: .regularExpression), result.stdout)
+    }
+
+    /// A service that reached ready() but was still running at --timeout was
+    /// killed: counted as such, not as completed.
+    func testLaunchKilledByTimeoutAfterReadyIsNotCompleted() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        // Long enough for a debug launch on a loaded machine to reach ready() (about 1 s seen at worst).
+        let result = try coldstart(["run", "-n", "1", "--warmup", "0", "--timeout", "6", "--json", "--out", dir, app, "--keep-serving"])
+        XCTAssertEqual(result.status, 128 + SIGTERM, result.stderr)
+        let report = try json(result.stdout)
+        XCTAssertEqual(report["completed"] as? Int, 0)
+        let run = try XCTUnwrap((report["runs"] as? [[String: Any]])?.first)
+        XCTAssertEqual(run["timedOut"] as? Bool, true)
+        XCTAssertEqual(run["completed"] as? Bool, false)
+        XCTAssertTrue((run["outcome"] as? String ?? "").hasPrefix("killed by --timeout (6 s) after it reached ready()"), "\(run)")
+    }
+
+    /// Progress goes to stderr only on a terminal (here one made by
+    /// script(1)), and only once the run has taken a second.
+    func testProgressOnlyOnATerminal() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let arguments = ["run", "-n", "2", "--warmup", "0", "--timeout", "1.2", "--append", "--out", dir, app, "--wait-before-ready"]
+        let piped = try coldstart(arguments)
+        XCTAssertFalse(piped.stderr.contains("coldstart run: run"), "progress on a pipe: \(piped.stderr)")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("script(1) is not installed") }
+        let command = ([try Products.path("coldstart")] + arguments).map { "'\($0)'" }.joined(separator: " ") + " > /dev/null"
+        let terminal = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["SWIFT_BACKTRACE": "enable=no"])
+        XCTAssertTrue(terminal.stdout.contains("\r\u{1B}[Kcoldstart run: run 2 of 2"), "no progress on a terminal: \(terminal.stdout.debugDescription)")
+        XCTAssertFalse(terminal.stdout.contains("run 1 of 2"), "progress before the run took a second")
     }
 
     func testStopAfterReadyEndsAServiceThatKeepsRunning() throws {
@@ -127,7 +170,8 @@ final class RunCompareTests: XCTestCase {
 
     func testAppNotLinkedWithColdstartIsExplained() throws {
         let dir = try makeTemporaryDirectory(for: self).path
-        let result = try coldstart(["run", "-n", "5", "--out", dir, "--", "/bin/true"])
+        // Without the launcher's sampling (LoaderTests covers programs run with it).
+        let result = try coldstart(["run", "-n", "5", "--no-sample-loader", "--out", dir, "--", "/bin/true"])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("/bin/true exited (status 0) without writing a timeline: it is not linked with Coldstart"), result.stderr)
         XCTAssertTrue(result.stderr.contains(#".product(name: "Coldstart", package: "Coldstart")"#), result.stderr)
@@ -161,6 +205,31 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(cold["effective"] as? Bool, true, "\(cold["check"] ?? "")")
     }
 
+    /// As a user who may not write the libraries, `mincore` calls every
+    /// page resident: the summary must say residency is unknown, not that
+    /// the files stayed, and leave the verdict to the page-fault check.
+    func testColdAsUnprivilegedUserDoesNotClaimFilesStayed() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("needs root and setpriv to run coldstart as another user")
+        }
+        let app = try Products.path("ServiceStartup")
+        let coldstartPath = try Products.path("coldstart")
+        let scratch = try makeTemporaryDirectory(for: self)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: scratch.path)
+        let out = scratch.appendingPathComponent("cold").path
+        let result = try runProcess("/usr/bin/setpriv", [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+            coldstartPath, "run", "-n", "2", "--warmup", "1", "--cold", "--out", out, app,
+        ], environment: ["SWIFT_BACKTRACE": "enable=no", "HOME": scratch.path], currentDirectory: scratch.path)
+        guard result.status == 0 else {
+            throw XCTSkip("the unprivileged user cannot run the build products here (status \(result.status)): \(result.stderr.suffix(300))")
+        }
+        XCTAssertFalse(result.stdout.contains("100% stayed"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("mincore reports"), result.stdout)
+        XCTAssertFalse(result.stdout.contains("libc.so.6: "), "libc's residency is unknown to this user, not 'not evicted':\n\(result.stdout)")
+        XCTAssertTrue(result.stdout.contains("  check: major page faults before main"), result.stdout)
+    }
+
     func testSharedLibrariesMatchTheLoader() throws {
         // ldd runs the loader itself: the reference for the files read here.
         for name in ["ServiceStartup", "coldstart"] {
@@ -184,7 +253,8 @@ final class RunCompareTests: XCTestCase {
     // MARK: compare
 
     /// Sets of 8 launches, recorded once for all the comparison tests: three
-    /// pairs from the same build, and one with 20 ms added to one phase.
+    /// pairs from the same build, and one with a 30 ms busy loop added to one
+    /// phase.
     /// Sides are recorded two launches at a time, in turn, so that a change
     /// of machine load lands on both (what docs/ci.md recommends).
     private static var recorded: URL?
@@ -195,7 +265,7 @@ final class RunCompareTests: XCTestCase {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-compare-\(UUID().uuidString)")
         let sides: [(String, [String: String?])] = [
             ("same1-a", [:]), ("same1-b", [:]), ("same2-a", [:]), ("same2-b", [:]), ("same3-a", [:]), ("same3-b", [:]),
-            ("slower", ["SERVICE_EXTRA_OPEN_MS": "20"]),
+            ("slower", ["SERVICE_BUSY_OPEN_MS": "30"]),
         ]
         for _ in 0..<4 {
             for (name, environment) in sides {
@@ -234,13 +304,62 @@ final class RunCompareTests: XCTestCase {
         XCTAssertLessThanOrEqual(alarms.count, 1, "false alarms:\n" + alarms.joined(separator: "\n"))
     }
 
-    func testAddedTwentyMillisecondsIsARegressionInThatPhase() throws {
+    /// The gate's default checks every phase and span, not only the whole
+    /// launch (whose noise can hide 30 ms), and names the one that failed;
+    /// a phase can be named by its mark or with an ASCII arrow.
+    func testBusyLoopInOnePhaseFailsTheDefaultGateNamingThePhase() throws {
+        let root = try recordedSets()
+        let base = root.appendingPathComponent("same1-a").path, new = root.appendingPathComponent("slower").path
+        let gated = try coldstart(["compare", base, new, "--fail-if-slower", "5"])
+        XCTAssertEqual(gated.status, 1, gated.stdout + gated.stderr)
+        let gateLine = try XCTUnwrap(gated.stdout.split(separator: "\n").first { $0.hasPrefix("gate (") }, gated.stdout)
+        XCTAssertTrue(gateLine.hasPrefix("gate (--fail-if-slower 5 --min-effect-ms 1): FAIL: "), String(gateLine))
+        XCTAssertTrue(gateLine.contains("'\(Self.phaseWithExtra)' +"), String(gateLine))
+        XCTAssertFalse(gateLine.contains("'kernel exec + loader'"), String(gateLine))
+        let phaseRow = try XCTUnwrap(gated.stdout.split(separator: "\n").first { $0.hasPrefix("  " + Self.phaseWithExtra) })
+        XCTAssertTrue(phaseRow.hasSuffix("← fails the gate"), String(phaseRow))
+
+        for name in ["store opened", "config loaded -> store opened", "config loaded  ->  store opened"] {
+            let named = try coldstart(["compare", base, new, "--fail-if-slower", "5", "--phase", name])
+            XCTAssertEqual(named.status, 1, "--phase '\(name)':\n\(named.stdout)\(named.stderr)")
+            XCTAssertTrue(named.stdout.contains("--phase '\(Self.phaseWithExtra)'): FAIL"), named.stdout)
+        }
+        // A minimum effect above the change keeps the gate shut.
+        let lenient = try coldstart(["compare", base, new, "--fail-if-slower", "5", "--min-effect-ms", "500"])
+        XCTAssertEqual(lenient.status, 0, lenient.stdout)
+        XCTAssertTrue(lenient.stdout.contains("): pass: "), lenient.stdout)
+    }
+
+    /// --functions names where the extra time went: the busy loop's
+    /// functions gain self time and samples in NEW.
+    func testFunctionsShowWhereTheBusyLoopSpentItsTime() throws {
+        let root = try recordedSets()
+        let base = root.appendingPathComponent("same1-a").path, new = root.appendingPathComponent("slower").path
+        let result = try coldstart(["compare", base, new, "--functions", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let functions = try XCTUnwrap(try json(result.stdout)["functions"] as? [String: Any])
+        XCTAssertEqual(functions["newSampledRuns"] as? Int, 8)
+        let rows = try XCTUnwrap(functions["rows"] as? [[String: Any]])
+        // The loop's functions (the clock read, Date) gain self time in every
+        // NEW launch; other rows (buildRoutingTable's ~100 ms of CPU) may
+        // move as much by noise, so the loop's need not be the top row.
+        let loop = rows.first { row in
+            let gained = (row["newSamples"] as? Int ?? 0) - (row["baseSamples"] as? Int ?? 0)
+            return gained >= 20 && (row["deltaMs"] as? Double ?? 0) > 1 && (row["p"] as? Double ?? 1) < 0.01
+        }
+        let found = try XCTUnwrap(loop, "no function gained 20 samples and > 1 ms significantly:\n\(rows)")
+        let text = try coldstart(["compare", base, new, "--functions"])
+        XCTAssertTrue(text.stdout.contains("\nfunctions: the "), text.stdout)
+        XCTAssertTrue(text.stdout.contains(found["function"] as? String ?? "?"), text.stdout)
+    }
+
+    func testAddedThirtyMillisecondsIsARegressionInThatPhase() throws {
         let root = try recordedSets()
         let base = root.appendingPathComponent("same1-a").path, new = root.appendingPathComponent("slower").path
         let gated = try coldstart(["compare", base, new, "--fail-if-slower", "5", "--phase", Self.phaseWithExtra])
         XCTAssertEqual(gated.status, 1, gated.stdout + gated.stderr)
-        XCTAssertTrue(gated.stdout.contains("gate (--fail-if-slower 5 --phase '\(Self.phaseWithExtra)'): '\(Self.phaseWithExtra)' is +"), gated.stdout)
-        XCTAssertTrue(gated.stdout.contains("and significant (p "), gated.stdout)
+        XCTAssertTrue(gated.stdout.contains("gate (--fail-if-slower 5 --min-effect-ms 1 --phase '\(Self.phaseWithExtra)'): FAIL: "), gated.stdout)
+        XCTAssertTrue(gated.stdout.contains(": '\(Self.phaseWithExtra)' +"), gated.stdout)
 
         let report = try json(try coldstart(["compare", base, new, "--json"]).stdout)
         let rows = try rows(report)
@@ -248,16 +367,16 @@ final class RunCompareTests: XCTestCase {
             let row = try XCTUnwrap(rows[name])
             XCTAssertEqual(row["verdict"] as? String, "slower", name)
             let delta = try XCTUnwrap(row["deltaMs"] as? Double)
-            XCTAssertTrue((15.0...35.0).contains(delta), "\(name): +20 ms added, measured \(delta)")
+            XCTAssertTrue((25.0...60.0).contains(delta), "\(name): +30 ms added, measured \(delta)")
             XCTAssertLessThan(try XCTUnwrap(row["p"] as? Double), 0.01, name)
         }
         for name in ["kernel exec + loader", "library initializers", "read config"] {
             XCTAssertNotEqual(rows[name]?["verdict"] as? String, "slower", "\(name) was not changed")
         }
-        // 20 ms is about 10% of this debug build's launch: that row may or may not rise above its noise.
+        // 30 ms is a small part of this debug build's launch: that row may or may not rise above its noise.
         let slower = Set(try XCTUnwrap(report["significantlySlower"] as? [String]))
         XCTAssertTrue(slower.subtracting([Measure.launchName]) == [Self.phaseWithExtra, "open store"], "\(slower)")
-        XCTAssertEqual((report["functions"] as? [String: Any])?["compared"] as? Bool, false)
+        XCTAssertNil(report["functions"], "functions are not compared, and the output does not pretend otherwise")
     }
 
     func testCompareRefusesUnusableInput() throws {
@@ -311,7 +430,7 @@ final class RunCompareTests: XCTestCase {
 
         result = try coldstart(["compare", good, good, "--fail-if-slower", "5", "--phase", "no such phase"])
         XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stderr.contains("no phase or span named 'no such phase'; the runs have 'kernel exec + loader'"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("no phase or span named 'no such phase' (a phase can also be named by the mark that ends it); the runs have 'kernel exec + loader'"), result.stderr)
 
         result = try coldstart(["compare", good])
         XCTAssertEqual(result.status, 2, "usage error")

@@ -122,7 +122,7 @@ final class SymbolizeCommandTests: XCTestCase {
         // Symbolizing again replaces the flame chart rather than adding a second one.
         XCTAssertEqual(try symbolize([input]).status, 0)
         XCTAssertEqual(try flameChartEvents(Timeline(contentsOf: input)).count, events.count)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp.") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".tmp") }
         XCTAssertEqual(leftovers, [])
     }
 

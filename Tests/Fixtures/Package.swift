@@ -44,5 +44,7 @@ let package = Package(
         .executableTarget(name: "AsyncService", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         // Signals, threads, descriptors, exec and fork as real programs use them (issue 14).
         .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // A plain Foundation CLI that does not link Coldstart (issue 10: unmodified binaries).
+        .executableTarget(name: "FoundationTool"),
     ]
 )

@@ -1,0 +1,106 @@
+// Where the timeline goes (security.md): the directory opened at start-up,
+// a new owner-only temporary file with an unpredictable name, and a rename
+// that never replaces a newer timeline. Async-signal-safe system calls only;
+// calls sys.c and jsonw.c.
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>   // renameat
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// The directory opened at start-up, if the descriptor still is that directory
+// (a host that closes every descriptor may have reused the number); else the
+// directory reopened by path, if it is the very same one (same device and
+// inode: a directory or symlink swapped in since cannot redirect the write).
+// -1 if neither; *opened says the caller closes it.
+static bool is_timeline_dir(int fd) {
+    struct stat st;
+    return fd > 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev && (uint64_t)st.st_ino == cs_g.out.dir_ino;
+}
+
+int cs_out_dir(bool *opened) {
+    *opened = false;
+    int fd = cs_g.out.dirfd;
+    if (is_timeline_dir(fd)) return fd;
+    fd = open(cs_g.out.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (is_timeline_dir(fd)) {
+        *opened = true;
+        return fd;
+    }
+    if (fd >= 0) close(fd);
+    return -1;
+}
+
+// Creates "<base>.tmp.<pid>.<16 random hex digits>" in `dir`: a new file
+// (O_EXCL, O_NOFOLLOW: a file or symlink planted under that name is never
+// opened), readable by its owner only.
+int cs_out_create_temp(int dir, char *name, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint64_t r = 0;
+        if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
+            r = cs_monotonic_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)name;
+        size_t n = strlen(cs_g.out.base);
+        if (n + 64 > cap) return -1;
+        memcpy(name, cs_g.out.base, n);
+        memcpy(name + n, ".tmp.", 5);
+        n += 5;
+        n += cs_format_u64((uint64_t)cs_g.proc.pid, name + n);
+        name[n++] = '.';
+        for (int i = 0; i < 16; i++) name[n++] = hex[(r >> (4 * i)) & 15];
+        name[n] = 0;
+        int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
+// Renames the temporary file to the timeline's name. A file already there
+// that was written after this process started belongs to an earlier image of
+// this process (an exec of itself after ready()) or to another process given
+// the same path: it is kept, and this timeline becomes "<stem>-2.json" (then
+// -3, …). An older file (a previous run's) is replaced, as a rerun expects,
+// and so is anything that is not a regular file.
+int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us) {
+    struct stat st;
+    const char *base = cs_g.out.base;
+    if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (syscall(SYS_renameat2, dir, tmp, dir, base, RENAME_NOREPLACE) == 0) return 0;
+        if (errno == EINVAL) return renameat(dir, tmp, dir, base);   // no RENAME_NOREPLACE here
+        if (errno != EEXIST) return -1;
+    } else {
+        uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
+        // Only a regular file can be a timeline: anything else there (a
+        // planted symlink) is replaced, never followed or kept.
+        if (!S_ISREG(st.st_mode) || start_realtime_us == 0 || mtime_us < start_realtime_us)
+            return renameat(dir, tmp, dir, base);
+    }
+    size_t stem = strlen(base) - 5;   // without ".json"
+    char name[sizeof cs_g.out.base + 8];
+    for (uint64_t k = 2; k < 100; k++) {
+        memcpy(name, base, stem);
+        name[stem] = '-';
+        size_t n = stem + 1 + cs_format_u64(k, name + stem + 1);
+        memcpy(name + n, ".json", 6);
+        if (syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE) == 0) {
+            // Say where it went (cs_g.out.dest is the message's path).
+            char *slash = strrchr(cs_g.out.dest, '/');
+            if (slash && (size_t)(slash + 1 - cs_g.out.dest) + strlen(name) < sizeof cs_g.out.dest) strcpy(slash + 1, name);
+            return 0;
+        }
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
+}
+
+
+void cs_out_close_dir(void) {
+    if (is_timeline_dir(cs_g.out.dirfd)) close(cs_g.out.dirfd);
+    cs_g.out.dirfd = -1;
+}

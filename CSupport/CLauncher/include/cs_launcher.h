@@ -1,0 +1,95 @@
+#ifndef CS_LAUNCHER_H
+#define CS_LAUNCHER_H
+
+/*
+ * The launcher side of `coldstart run`: starts a program with perf events
+ * already attached, so it is sampled from its first instruction after exec
+ * (the dynamic loader), and hands the raw ring-buffer records to Swift.
+ *
+ * Runs in the coldstart CLI only, never inside the profiled program. Swift
+ * cannot call the variadic syscall(2), nor do the work between fork and exec
+ * (nothing but async-signal-safe calls may run there), hence C.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CS_LAUNCH_MAX_CPUS 64
+
+/* One launch. Zero it, then cs_launch_start; cs_launch_close frees it. */
+typedef struct cs_launch {
+    pid_t pid;
+    int ncpus;                          /* rings in use (1 when per-task, not per-CPU) */
+    int clock_fds[CS_LAUNCH_MAX_CPUS];  /* task-clock sampling events */
+    int fault_fds[CS_LAUNCH_MAX_CPUS];  /* page-fault events (-1: not opened) */
+    void *rings[CS_LAUNCH_MAX_CPUS];
+    size_t ring_data_bytes;
+    uint64_t clock_ids[CS_LAUNCH_MAX_CPUS];  /* PERF_EVENT_IOC_ID of each event */
+    uint64_t fault_ids[CS_LAUNCH_MAX_CPUS];
+    int per_cpu;                        /* 1: one inherited event per CPU (threads followed) */
+    int sampling;                       /* 1: events attached; 0: launched unsampled */
+    int faults;                         /* 1: page-fault events attached */
+    uint64_t release_ns;                /* CLOCK_MONOTONIC just before the child was let exec */
+    char error[256];                    /* why sampling is off, when it is */
+} cs_launch;
+
+/* Raw records drained from the rings, appended (malloc'd, grown as needed). */
+typedef struct cs_records {
+    uint8_t *bytes;
+    size_t count;
+    size_t capacity;
+} cs_records;
+
+/*
+ * Forks, attaches the events to the child while it waits on a pipe, then
+ * lets it exec `path`. `hz`: task-clock samples per CPU second; `fault_period`:
+ * one sample per that many page faults (0: no fault events). When the events
+ * cannot be opened the program still runs, unsampled, and `l->error` says why.
+ * `spawn_slot`, when not NULL, is an `envp` entry whose digits (after the
+ * `=`) the child overwrites with CLOCK_BOOTTIME ns just before exec.
+ * `stdout_fd` >= 0 becomes the child's stdout. Returns 0, or an errno when
+ * the program could not be started at all (then no child exists).
+ * Not async-signal-safe (the parent side allocates nothing, the child side
+ * only calls read, clock_gettime, dup2, sigprocmask, execve, _exit).
+ */
+int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *const envp[],
+                    char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period);
+
+/*
+ * Moves every complete record out of the rings into `out` (records keep
+ * their perf_event_header; a record split by the ring's wrap is joined).
+ * Returns the number of bytes added, or -1 when out of memory (the rings are
+ * then left as they are). Not async-signal-safe (realloc).
+ */
+long cs_launch_drain(cs_launch *l, cs_records *out);
+
+/* Waits up to `timeout_ms` for a ring to fill past its wake-up mark.
+ * Async-signal-safe (poll or nanosleep only). */
+void cs_launch_poll(cs_launch *l, int timeout_ms);
+
+/* Stops the task-clock sampling (page faults stay counted).
+ * Async-signal-safe (ioctl only). */
+void cs_launch_stop_sampling(cs_launch *l);
+
+/* Stops the events, unmaps the rings, closes the descriptors.
+ * Async-signal-safe (ioctl, munmap, close). */
+void cs_launch_close(cs_launch *l);
+
+/* Frees the drained records. Not async-signal-safe (free). */
+void cs_records_free(cs_records *r);
+
+/*
+ * 1 when the file at `path` contains the bytes of `needle` (memmem over a
+ * read-only mapping; Swift's Glibc module does not export memmem), 0 when
+ * not or unreadable. Async-signal-safe (open, fstat, mmap, memmem, munmap,
+ * close), though only the CLI calls it.
+ */
+int cs_file_contains(const char *path, const char *needle);
+
+/* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns, as the rest of the launcher reads
+ * them. Async-signal-safe (clock_gettime). */
+uint64_t cs_launch_monotonic_ns(void);
+uint64_t cs_launch_boottime_ns(void);
+
+#endif

@@ -1,0 +1,302 @@
+/*
+ * The launcher's perf events (cs_launcher.h). The child is forked and waits
+ * on a pipe while the parent attaches the events, so nothing of its run
+ * after exec escapes them: enable_on_exec switches them on exactly at exec.
+ */
+#include "cs_launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <stdio.h>
+
+/* 512 KiB per ring: at 10 kHz with 128-frame chains about 0.4 s of one CPU
+ * between two drains, which run every millisecond or so. */
+#define RING_DATA_PAGES 128
+
+static long perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags) {
+    return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+uint64_t cs_launch_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cs_launch_boottime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void base_attr(struct perf_event_attr *a, int inherit) {
+    memset(a, 0, sizeof *a);
+    a->size = sizeof *a;
+    a->type = PERF_TYPE_SOFTWARE;
+    a->disabled = 1;
+    a->enable_on_exec = 1;
+    a->exclude_kernel = 1;
+    a->exclude_hv = 1;
+    a->exclude_callchain_kernel = 1;
+    a->sample_id_all = 1;
+    a->use_clockid = 1;
+    a->clockid = CLOCK_MONOTONIC;
+    a->inherit = (unsigned)inherit;
+    /* Threads, not child processes: a tool's subprocesses are not its launch. */
+    a->inherit_thread = (unsigned)inherit;
+    a->watermark = 1;
+    a->wakeup_watermark = RING_DATA_PAGES * 4096 / 4;
+}
+
+static void close_events(cs_launch *l) {
+    size_t ring_bytes = l->ring_data_bytes + (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < l->ncpus; i++) {
+        if (l->rings[i]) munmap(l->rings[i], ring_bytes);
+        if (l->fault_fds[i] >= 0) close(l->fault_fds[i]);
+        if (l->clock_fds[i] >= 0) close(l->clock_fds[i]);
+        l->rings[i] = NULL;
+        l->fault_fds[i] = l->clock_fds[i] = -1;
+    }
+    l->ncpus = 0;
+}
+
+/* Opens the events on `pid` for CPUs [0, ncpus) (cpu -1 when !per_cpu). */
+static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned hz, unsigned fault_period) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    l->ring_data_bytes = RING_DATA_PAGES * page;
+    l->faults = fault_period > 0;
+    for (int i = 0; i < ncpus; i++) {
+        int cpu = per_cpu ? i : -1;
+        struct perf_event_attr a;
+        base_attr(&a, per_cpu);
+        a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.sample_period = 1000000000u / (hz ? hz : 1000);
+        a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+        /* Data mappings too: a fault's address names the file it touched. */
+        a.mmap = 1;
+        a.mmap_data = 1;
+        long fd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            snprintf(l->error, sizeof l->error, "perf_event_open(task-clock, cpu %d): %s", cpu, strerror(errno));
+            return -1;
+        }
+        l->clock_fds[i] = (int)fd;
+        l->ncpus = i + 1;
+        void *ring = mmap(NULL, l->ring_data_bytes + page, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+        if (ring == MAP_FAILED) {
+            snprintf(l->error, sizeof l->error, "mmap of the perf ring (cpu %d): %s", cpu, strerror(errno));
+            return -1;
+        }
+        l->rings[i] = ring;
+        ioctl((int)fd, PERF_EVENT_IOC_ID, &l->clock_ids[i]);
+        if (!fault_period) continue;
+        /* No call chain: the faulting instruction and address are enough to
+         * name code and file, and a chain per fault would cost more than the
+         * fault itself. */
+        base_attr(&a, per_cpu);
+        a.config = PERF_COUNT_SW_PAGE_FAULTS;
+        a.sample_period = fault_period;
+        a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+        long ffd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (ffd < 0 || ioctl((int)ffd, PERF_EVENT_IOC_SET_OUTPUT, (int)fd) < 0) {
+            if (ffd >= 0) close((int)ffd);
+            l->faults = 0;
+            continue;
+        }
+        l->fault_fds[i] = (int)ffd;
+        ioctl((int)ffd, PERF_EVENT_IOC_ID, &l->fault_ids[i]);
+    }
+    return 0;
+}
+
+int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *const envp[],
+                    char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period) {
+    for (int i = 0; i < CS_LAUNCH_MAX_CPUS; i++) l->clock_fds[i] = l->fault_fds[i] = -1;
+    l->error[0] = 0;
+    int go[2], failed[2];
+    if (pipe2(go, O_CLOEXEC) < 0) return errno;
+    if (pipe2(failed, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(go[0]);
+        close(go[1]);
+        return e;
+    }
+    char *digits = spawn_slot ? strchr(spawn_slot, '=') : NULL;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(go[0]); close(go[1]); close(failed[0]); close(failed[1]);
+        return e;
+    }
+    if (pid == 0) {
+        /* Child: async-signal-safe calls only. */
+        close(go[1]);
+        close(failed[0]);
+        char c;
+        ssize_t n;
+        do n = read(go[0], &c, 1); while (n < 0 && errno == EINTR);
+        if (n != 1) _exit(127);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        int defaults[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE};
+        for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) sigaction(defaults[i], &dfl, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (stdout_fd >= 0) dup2(stdout_fd, STDOUT_FILENO);
+        if (digits) {
+            struct timespec ts;
+            clock_gettime(CLOCK_BOOTTIME, &ts);
+            uint64_t v = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+            char tmp[24];
+            int len = 0;
+            do { tmp[len++] = (char)('0' + v % 10); v /= 10; } while (v);
+            for (int i = 0; i < len; i++) digits[1 + i] = tmp[len - 1 - i];
+            digits[1 + len] = 0;
+        }
+        execve(path, argv, envp);
+        int e = errno;
+        ssize_t ignored = write(failed[1], &e, sizeof e);
+        (void)ignored;
+        _exit(127);
+    }
+    close(go[0]);
+    close(failed[1]);
+    l->pid = pid;
+    long online = sysconf(_SC_NPROCESSORS_CONF);
+    int ncpus = online > 0 && online <= CS_LAUNCH_MAX_CPUS ? (int)online : 0;
+    /* Per CPU with inherit follows every thread (what perf record does); an
+     * inherited per-task event cannot be mapped, so the fallback samples only
+     * the thread that execs. */
+    if (ncpus > 0 && open_events(l, pid, 1, ncpus, hz, fault_period) == 0) {
+        l->per_cpu = 1;
+        l->sampling = 1;
+    } else {
+        close_events(l);
+        if (open_events(l, pid, 0, 1, hz, fault_period) == 0) {
+            l->sampling = 1;
+        } else {
+            close_events(l);
+        }
+    }
+    char c = 1;
+    ssize_t w;
+    l->release_ns = cs_launch_monotonic_ns();
+    do w = write(go[1], &c, 1); while (w < 0 && errno == EINTR);
+    close(go[1]);
+    int child_errno = 0;
+    ssize_t n;
+    do n = read(failed[0], &child_errno, sizeof child_errno); while (n < 0 && errno == EINTR);
+    close(failed[0]);
+    if (n == (ssize_t)sizeof child_errno) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        cs_launch_close(l);
+        return child_errno ? child_errno : ENOEXEC;
+    }
+    return 0;
+}
+
+static int grow(cs_records *out, size_t more) {
+    if (out->count + more <= out->capacity) return 0;
+    size_t cap = out->capacity ? out->capacity : 1 << 20;
+    while (cap < out->count + more) cap *= 2;
+    uint8_t *bytes = realloc(out->bytes, cap);
+    if (!bytes) return -1;
+    out->bytes = bytes;
+    out->capacity = cap;
+    return 0;
+}
+
+long cs_launch_drain(cs_launch *l, cs_records *out) {
+    long added = 0;
+    for (int i = 0; i < l->ncpus; i++) {
+        struct perf_event_mmap_page *meta = l->rings[i];
+        if (!meta) continue;
+        const uint8_t *data = (const uint8_t *)meta + meta->data_offset;
+        uint64_t size = meta->data_size ? meta->data_size : l->ring_data_bytes;
+        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        uint64_t tail = meta->data_tail;
+        if (head - tail > size) return -1;
+        if (grow(out, (size_t)(head - tail)) < 0) return -1;
+        while (tail + sizeof(struct perf_event_header) <= head) {
+            struct perf_event_header h;
+            for (size_t k = 0; k < sizeof h; k++) ((uint8_t *)&h)[k] = data[(tail + k) % size];
+            if (h.size < sizeof h || tail + h.size > head) break;
+            uint64_t at = tail % size;
+            uint64_t first = size - at < h.size ? size - at : h.size;
+            memcpy(out->bytes + out->count, data + at, first);
+            memcpy(out->bytes + out->count + first, data, h.size - first);
+            out->count += h.size;
+            added += h.size;
+            tail += h.size;
+        }
+        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    }
+    return added;
+}
+
+void cs_launch_poll(cs_launch *l, int timeout_ms) {
+    struct pollfd fds[CS_LAUNCH_MAX_CPUS];
+    int n = 0;
+    for (int i = 0; i < l->ncpus; i++) {
+        if (l->clock_fds[i] < 0) continue;
+        fds[n].fd = l->clock_fds[i];
+        fds[n].events = POLLIN;
+        n++;
+    }
+    if (n == 0) {
+        struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    poll(fds, (nfds_t)n, timeout_ms);
+}
+
+void cs_launch_stop_sampling(cs_launch *l) {
+    for (int i = 0; i < l->ncpus; i++)
+        if (l->clock_fds[i] >= 0) ioctl(l->clock_fds[i], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void cs_launch_close(cs_launch *l) {
+    for (int i = 0; i < l->ncpus; i++) {
+        if (l->clock_fds[i] >= 0) ioctl(l->clock_fds[i], PERF_EVENT_IOC_DISABLE, 0);
+        if (l->fault_fds[i] >= 0) ioctl(l->fault_fds[i], PERF_EVENT_IOC_DISABLE, 0);
+    }
+    close_events(l);
+}
+
+void cs_records_free(cs_records *r) {
+    free(r->bytes);
+    r->bytes = NULL;
+    r->count = r->capacity = 0;
+}
+
+int cs_file_contains(const char *path, const char *needle) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    int found = 0;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *bytes = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (bytes != MAP_FAILED) {
+            found = memmem(bytes, (size_t)st.st_size, needle, strlen(needle)) != NULL;
+            munmap(bytes, (size_t)st.st_size);
+        }
+    }
+    close(fd);
+    return found;
+}

@@ -1,0 +1,24 @@
+#ifndef COLDSTART_AUDIT_H
+#define COLDSTART_AUDIT_H
+
+/*
+ * libColdstartAudit.so: an LD_AUDIT module that `coldstart run` sets for the
+ * program it launches, to time the dynamic loader's work per library. It
+ * lives in the loader's audit namespace (its own copy of libc) and only
+ * appends lines to the file named by COLDSTART_AUDIT_OUT:
+ *
+ *   V <ns>                                    la_version: the loader starts
+ *   O <ns> <path>                             la_objopen: an object is mapped
+ *   P <ns> <userNs> <systemNs> <minflt> <majflt> <nvcsw> <nivcsw>
+ *                                             la_preinit: every object loaded
+ *                                             and relocated, constructors next
+ *
+ * <ns> is CLOCK_MONOTONIC; the counters are getrusage(RUSAGE_SELF). The path
+ * of the executable itself is written as "-". At la_preinit the file is
+ * closed and LD_AUDIT and COLDSTART_AUDIT_OUT are removed from the
+ * environment, so the program's own children are not audited.
+ * The entry points are the rtld-audit(7) interface (<link.h>); this header
+ * only documents the file.
+ */
+
+#endif

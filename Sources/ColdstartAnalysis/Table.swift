@@ -1,0 +1,83 @@
+import Foundation
+
+/// A text table: columns padded to their widest cell, counted in characters.
+package struct Table {
+    package enum Alignment { case left, right }
+    package struct Column {
+        var title: String
+        var alignment: Alignment
+        /// Left out, rightmost first, when the table cannot fit otherwise.
+        var droppable: Bool
+        package init(_ title: String, _ alignment: Alignment, droppable: Bool = false) {
+            self.title = title
+            self.alignment = alignment
+            self.droppable = droppable
+        }
+    }
+
+    var columns: [Column]
+    var rows: [[String]] = []
+    /// The column narrowed to fit a width; by default the widest left-aligned one.
+    var flexible: Int?
+
+    package init(columns: [Column], flexible: Int? = nil) {
+        self.columns = columns
+        self.flexible = flexible
+    }
+
+    package mutating func add(_ row: [String]) { rows.append(row) }
+
+    /// The header and rows. With `width`, a line that would be wider first
+    /// loses characters from its name column (`flexible`, by default the
+    /// widest left-aligned one) down to 24, then its droppable columns
+    /// (rightmost first), then every left-aligned column shrinks to 12.
+    package func render(width maxWidth: Int? = nil) -> [String] {
+        var shown = Array(columns.indices)
+        var widths = columns.indices.map { index in
+            ([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0
+        }
+        if let maxWidth {
+            func total() -> Int { 2 + shown.map { widths[$0] }.reduce(0, +) + 2 * max(shown.count - 1, 0) }
+            func shrink(_ column: Int, floor: Int) {
+                let excess = total() - maxWidth
+                guard excess > 0 else { return }
+                widths[column] = max(widths[column] - excess, min(widths[column], max(floor, columns[column].title.count)))
+            }
+            let left = columns.indices.filter { columns[$0].alignment == .left }
+            let flexible = self.flexible ?? left.max { widths[$0] < widths[$1] }
+            if let flexible { shrink(flexible, floor: 24) }
+            while total() > maxWidth, let drop = shown.last(where: { columns[$0].droppable }) {
+                shown.removeAll { $0 == drop }
+                let natural = ([columns[flexible ?? drop].title] + rows.map { $0[flexible ?? drop] }).map(\.count).max() ?? 0
+                if let flexible { widths[flexible] = natural; shrink(flexible, floor: 24) }
+            }
+            for column in left.sorted(by: { widths[$0] > widths[$1] }) where column != flexible { shrink(column, floor: 12) }
+            if let flexible { shrink(flexible, floor: 12) }
+        }
+        func line(_ cells: [String]) -> String {
+            let padded = shown.map { index in
+                let cell = cells[index]
+                let clipped = cell.count > widths[index] ? Self.clip(cell, to: widths[index]) : cell
+                let fill = String(repeating: " ", count: widths[index] - clipped.count)
+                return columns[index].alignment == .left ? clipped + fill : fill + clipped
+            }
+            return ("  " + padded.joined(separator: "  ")).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+        }
+        return [line(columns.map(\.title))] + rows.map(line)
+    }
+
+    /// `text` in `width` characters. A function name loses its argument
+    /// list first (`M.f(a: Int) -> T` → `M.f(…) -> T`), then its result,
+    /// then its qualifiers from the left (`…f(…)`), and only then its end.
+    static func clip(_ text: String, to width: Int) -> String {
+        guard text.count > width else { return text }
+        if let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close {
+            let shorter = text[...open] + "…" + text[close...]
+            if shorter.count <= width { return String(shorter) }
+            if text[...open].count + 2 <= width { return text[...open] + "…)" }
+            let base = text[..<open]
+            if width >= 12, base.count > width - 4 { return "…" + base.suffix(width - 4) + "(…)" }
+        }
+        return String(text.prefix(max(width - 1, 0))) + "…"
+    }
+}

@@ -1,0 +1,184 @@
+import CLauncher
+import ColdstartAnalysis
+import Foundation
+
+/// `coldstart run`'s launcher-side sampling (docs/before-main.md): the app is
+/// forked and held on a pipe while perf events are attached to it, so the
+/// dynamic loader is sampled from the first instruction after exec; an
+/// LD_AUDIT module times each library it loads. An app linked with Coldstart
+/// gets the loader's samples added to its own timeline; any other program
+/// gets a timeline made from the launcher's samples alone.
+struct LoaderSampling {
+    /// Task-clock samples per CPU second (--hz). Nil: an app linked with
+    /// Coldstart is sampled at its own default rate (1 kHz), so every sample
+    /// of its timeline stands for the same time; any other program at 10 kHz,
+    /// since its whole profile comes from here (~5 µs a sample, FACTS).
+    var hz: Int?
+    /// One page-fault sample per this many faults.
+    var faultPeriod = 1
+    /// libColdstartAudit.so, nil when it is not installed beside coldstart.
+    var auditModule: String?
+
+    /// The executable carries Coldstart (checked once: the file can be large).
+    var linked: Bool
+
+    init(hz: Int?, executable: String) {
+        self.hz = hz
+        linked = Self.linksColdstart(executable)
+        auditModule = Self.findAuditModule()
+    }
+
+    /// In `../lib/coldstart/` (an installed layout, or the plain-C build
+    /// `make audit-module` puts there), else next to the coldstart executable
+    /// (SwiftPM's build, which also loads libswiftCore into the audit
+    /// namespace: ~2.5 ms more per launch, docs/before-main.md).
+    static func findAuditModule() -> String? {
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+        let directory = (executable as NSString).deletingLastPathComponent
+        return [directory + "/../lib/coldstart/libColdstartAudit.so", directory + "/libColdstartAudit.so"]
+            .map { ($0 as NSString).standardizingPath }
+            .first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    /// Whether the file carries Coldstart's capture layer (its environment
+    /// variable's name is in the binary). Scanned in C: a toolchain binary
+    /// with debug info is ~100 MB, which Data.firstRange took 30 s to scan
+    /// in a debug build.
+    static func linksColdstart(_ executable: String) -> Bool {
+        cs_file_contains(executable, "COLDSTART_SPAWN_NS") != 0
+    }
+
+    /// One launch, like `Launcher.launch`, and then the timeline written (or
+    /// completed) from what the launcher saw.
+    func launch(_ launcher: Launcher, label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
+        let linked = self.linked
+        let hz = self.hz ?? (linked ? 1000 : 10_000)
+        let auditFile = (timeline as NSString).deletingLastPathComponent + "/.\(label).audit.\(getpid())"
+        try? FileManager.default.removeItem(atPath: auditFile)
+        defer { try? FileManager.default.removeItem(atPath: auditFile) }
+        var environment = launcher.environment
+        environment["COLDSTART"] = timeline
+        // An LD_AUDIT of the user's own is left alone: two would both see every library.
+        let audited = auditModule != nil && (environment["LD_AUDIT"] ?? "").isEmpty
+        if audited {
+            environment["LD_AUDIT"] = auditModule
+            environment["COLDSTART_AUDIT_OUT"] = auditFile
+        }
+
+        var cStrings: [UnsafeMutablePointer<CChar>?] = []
+        defer { cStrings.forEach { free($0) } }
+        let argv = launcher.arguments.map { strdup($0) } + [nil]
+        cStrings += argv
+        // The child writes its exec time over the digits.
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") }
+            + [strdup("COLDSTART_SPAWN_NS=000000000000000000000")]
+        cStrings += envp
+        var launch = cs_launch()
+        let rc = cs_launch_start(&launch, launcher.path, argv, envp + [nil], envp.last!, launcher.stdoutToStderr ? STDERR_FILENO : -1,
+                                 UInt32(hz), UInt32(faultPeriod))
+        guard rc == 0 else { throw CommandError(message: "cannot launch \(launcher.path): \(String(cString: strerror(rc)))") }
+        if launch.sampling == 0 {
+            let reason = withUnsafeBytes(of: launch.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            printError("coldstart run: loader not sampled (\(reason))")
+        }
+        var records = cs_records()
+        defer { cs_records_free(&records); cs_launch_close(&launch) }
+        let (status, usage, timedOut, stopped) = wait(&launch, records: &records, linked: linked, auditFile: audited ? auditFile : nil,
+                                                      timeline: timeline, stopAfterReady: stopAfterReady, timeout: timeout)
+        let endNs = cs_launch_monotonic_ns()
+        _ = cs_launch_drain(&launch, &records)
+
+        if launch.sampling != 0 {
+            let capture = LauncherCapture(
+                pid: Int(launch.pid), executable: launcher.path, hz: Double(hz), faultPeriod: launch.faults != 0 ? faultPeriod : 0,
+                perCPU: launch.per_cpu != 0, releaseNs: launch.release_ns, endNs: endNs,
+                bootMinusMonotonicNs: cs_launch_boottime_ns() &- cs_launch_monotonic_ns(), waitStatus: status, rusage: usage,
+                records: records.bytes.map { Array(UnsafeBufferPointer(start: $0, count: records.count)) } ?? [],
+                clockIDs: Self.ids(launch.clock_ids, count: Int(launch.ncpus)),
+                faultIDs: launch.faults != 0 ? Self.ids(launch.fault_ids, count: Int(launch.ncpus)) : [],
+                auditText: audited ? try? String(contentsOfFile: auditFile, encoding: .utf8) : nil,
+                kernelRelease: Self.kernelRelease())
+            try write(capture, linked: linked, to: timeline)
+        }
+        return Launcher.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
+    }
+
+    /// The last measured launch's time before main, when the launcher sampled it.
+    static func summary(_ records: [RunRecord]) -> String? {
+        guard let record = records.last(where: { $0.timeline != nil }), let timeline = record.timeline,
+              let beforeMain = BeforeMain(timeline) else { return nil }
+        return beforeMain.text().replacingOccurrences(of: "Before main (", with: "Before main, \(record.label) (")
+    }
+
+    private func write(_ capture: LauncherCapture, linked: Bool, to path: String) throws {
+        let content = LauncherTimeline(capture)
+        let document: [String: Any]
+        if FileManager.default.fileExists(atPath: path) {
+            guard let own = try? Timeline(contentsOf: path) else { return }  // reported as unreadable by the caller
+            document = content.merged(into: own)
+        } else if !linked {
+            document = content.document()
+        } else {
+            return  // linked but wrote nothing: the caller says profiling failed inside the app
+        }
+        do {
+            try OutputFile.write(try LauncherTimeline.encode(document), to: path)
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            throw CommandError(message: "\(path): cannot encode the launcher's samples (\(error))")
+        }
+    }
+
+    /// Waits for the app while draining the rings; stops the clock events
+    /// once an app linked with Coldstart reached la_preinit (its own sampler
+    /// takes over there), and the app itself on --timeout / --stop-after-ready.
+    private func wait(_ launch: inout cs_launch, records: inout cs_records, linked: Bool, auditFile: String?, timeline: String,
+                      stopAfterReady: Bool, timeout: Double?) -> (Int32, Timeline.Rusage, Bool, Bool) {
+        var status: Int32 = 0
+        var usage = rusage()
+        let start = Date()
+        var termSent: Date?
+        var timedOut = false, stopped = false, samplingStopped = false
+        while true {
+            let r = wait4(launch.pid, &status, WNOHANG, &usage)
+            if r == launch.pid || (r < 0 && errno != EINTR) { break }
+            if cs_launch_drain(&launch, &records) < 0 {
+                printError("coldstart run: out of memory for the launcher's samples; sampling stopped")
+                cs_launch_stop_sampling(&launch)
+            }
+            if linked && !samplingStopped, let auditFile,
+               let text = try? String(contentsOfFile: auditFile, encoding: .utf8), text.contains("\nP ") {
+                cs_launch_stop_sampling(&launch)
+                samplingStopped = true
+            }
+            if let sent = termSent {
+                if Date().timeIntervalSince(sent) > 5 { kill(launch.pid, SIGKILL) }
+            } else if stopAfterReady && FileManager.default.fileExists(atPath: timeline) {
+                stopped = true
+                termSent = Date()
+                kill(launch.pid, SIGTERM)
+            } else if let timeout, Date().timeIntervalSince(start) > timeout {
+                timedOut = true
+                termSent = Date()
+                kill(launch.pid, SIGTERM)
+            }
+            cs_launch_poll(&launch, 1)
+        }
+        func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1000 }
+        let total = Timeline.Rusage.launcher(
+            minorFaults: UInt64(usage.ru_minflt), majorFaults: UInt64(usage.ru_majflt), voluntarySwitches: UInt64(usage.ru_nvcsw),
+            involuntarySwitches: UInt64(usage.ru_nivcsw), userNs: ns(usage.ru_utime), systemNs: ns(usage.ru_stime))
+        return (status, total, timedOut, stopped)
+    }
+
+    private static func ids<T>(_ tuple: T, count: Int) -> Set<UInt64> {
+        withUnsafeBytes(of: tuple) { Set($0.bindMemory(to: UInt64.self).prefix(count)) }
+    }
+
+    private static func kernelRelease() -> String {
+        var name = utsname()
+        uname(&name)
+        return withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}

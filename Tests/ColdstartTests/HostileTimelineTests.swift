@@ -1,0 +1,127 @@
+@testable import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// Issue 14, items 11–13: values that crashed the CLI, a FIFO that hung it,
+/// and sizes that made it allocate without bound are each a one-line error
+/// naming the file and the field or bound.
+final class HostileTimelineTests: XCTestCase {
+    /// A sampled, watched timeline with `change` applied to its `coldstart` section.
+    private func timeline(_ change: (inout [String: Any]) -> Void) throws -> Timeline {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        builder.sample(at: 21, [.init(module: app, name: "main")])
+        var document = builder.document
+        var section = document["coldstart"] as! [String: Any]
+        change(&section)
+        document["coldstart"] = section
+        return try Timeline(data: JSONSerialization.data(withJSONObject: document), path: "hostile.json")
+    }
+
+    private func assertRefused(_ problem: String, file: StaticString = #filePath, line: UInt = #line,
+                               _ change: (inout [String: Any]) -> Void) {
+        XCTAssertThrowsError(try timeline(change), file: file, line: line) { error in
+            XCTAssertTrue("\(error)".hasPrefix("hostile.json: \(problem)"), "\(error)", file: file, line: line)
+            XCTAssertFalse("\(error)".contains("\n"), file: file, line: line)
+        }
+    }
+
+    private func set(_ key: String, in object: String, to value: Any) -> (inout [String: Any]) -> Void {
+        { section in
+            var inner = section[object] as! [String: Any]
+            inner[key] = value
+            section[object] = inner
+        }
+    }
+
+    func testNumbersThatTrappedAreErrorsNamingTheField() throws {
+        XCTAssertNoThrow(try timeline { _ in }, "the unchanged timeline reads")
+        assertRefused("malformed timeline: sampling.effectiveHz is 1e-300 Hz, out of range",
+                      set("effectiveHz", in: "sampling", to: 1e-300))
+        assertRefused("malformed timeline: launch.startRealtimeUs is 18446744073709551615, out of range",
+                      set("startRealtimeUs", in: "launch", to: UInt64.max))
+        assertRefused("malformed timeline: launch.endNs is 9223372036854775807, out of range",
+                      set("endNs", in: "launch", to: Int64.max))
+        assertRefused("malformed timeline: sample 0 has a time out of range (9223372036854775807)") { section in
+            section["samples"] = [[Int64.max, 4242, [0, 4096]]]
+        }
+        assertRefused("malformed timeline: phases[0] start is -9223372036854775808, out of range") { section in
+            var phases = section["phases"] as! [[String: Any]]
+            phases[0]["startNs"] = Int64.min
+            phases[0]["endNs"] = Int64.max
+            section["phases"] = phases
+        }
+        assertRefused("malformed timeline: phases[1].rusage.minorFaults is 18446744073709551615, out of range") { section in
+            var phases = section["phases"] as! [[String: Any]]
+            phases[1]["rusage"] = ["minorFaults": UInt64.max, "majorFaults": 0, "voluntarySwitches": 0,
+                                   "involuntarySwitches": 0, "userNs": 0, "systemNs": 0]
+            section["phases"] = phases
+        }
+        assertRefused("malformed timeline: watch start is 9223372036854775807, out of range") { section in
+            section["watch"] = [
+                "requestedHz": 1000, "effectiveHz": 1000, "startNs": Int64.max, "stopNs": 10, "ticks": 1, "cpuNs": 0,
+                "threads": [[String: Any]](), "paths": [String](), "stacks": [[Any]](), "segments": [[Any]](), "runnable": [[Any]](),
+            ] as [String: Any]
+        }
+    }
+
+    func testTheCLISaysWhichFieldAndExitsOne() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        var builder = SampledTimelineBuilder()
+        builder.hz = 1e-300
+        builder.sample(at: 21, [.init(module: builder.module("/opt/app/App"), name: "main")])
+        let path = directory.appendingPathComponent("hostile.json").path
+        try builder.data().write(to: URL(fileURLWithPath: path))
+        for arguments in [["report", path], ["report", path, "--html", path + ".html"], ["export", path, "--format", "pprof"]] {
+            let result = try runProcess(try Products.path("coldstart"), arguments)
+            XCTAssertEqual(result.status, 1, "\(arguments): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains("\(path): malformed timeline: sampling.effectiveHz is 1e-300 Hz, out of range"), result.stderr)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".html"), "no partial output")
+    }
+
+    func testAFIFONamedAsAModuleOrATimelineIsRefusedWithoutWaiting() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let fifo = directory.appendingPathComponent("module.fifo").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        // Before: `open` for reading waited forever for a writer.
+        XCTAssertThrowsError(try ELFImage(path: fifo, debugDirectory: nil)) { error in
+            XCTAssertEqual("\(error)", "\(fifo): not a regular file (a pipe, socket or device)")
+        }
+        var builder = SampledTimelineBuilder()
+        builder.symbolized = false
+        builder.sample(at: 21, [.init(module: builder.module(fifo), name: "main")])
+        let warnings = try LaunchAnalysis(timeline: builder.timeline()).report.profile?.warnings ?? []
+        XCTAssertTrue(warnings.contains { $0.hasPrefix("\(fifo): not a regular file") }, "\(warnings)")
+        XCTAssertThrowsError(try Timeline(contentsOf: fifo)) { error in
+            XCTAssertEqual("\(error)", "\(fifo): not a regular file (a pipe, socket or device), not a timeline file")
+        }
+    }
+
+    func testWhatAFileCanMakeTheCLIAllocateIsBounded() throws {
+        assertRefused("beyond what coldstart reads: a string longer than 65536 bytes") { section in
+            section["marks"] = [["name": String(repeating: "x", count: 70_000), "ns": 1, "tid": 1, "phaseBoundary": false, "extended": false]]
+        }
+        assertRefused("beyond what coldstart reads: sample 0 has more than 1024 frames") { section in
+            section["samples"] = [[1, 4242, Array(repeating: [0, 4096], count: 1025).flatMap { $0 }]]
+        }
+        assertRefused("beyond what coldstart reads: nested more than 64 levels deep") { section in
+            var deep: Any = [Int]()
+            for _ in 0..<100 { deep = [deep] }
+            section["futureSection"] = deep
+        }
+        let rows = "[0,1,[]]," + String(repeating: "[0,1,[]],", count: TimelineLimits.maxSamples)
+        let huge = #"{"coldstart":{"version":1,"samples":["# + rows.dropLast() + "]}}"
+        XCTAssertThrowsError(try Timeline(data: Data(huge.utf8), path: "many.json")) { error in
+            XCTAssertEqual("\(error)", "many.json: beyond what coldstart reads: more than 1000000 samples (the recorder writes at most that many)")
+        }
+        // The size is checked before a byte is read: a sparse file costs nothing.
+        let directory = try makeTemporaryDirectory(for: self)
+        let big = directory.appendingPathComponent("big.json").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: big, contents: nil))
+        XCTAssertEqual(truncate(big, off_t(TimelineLimits.maxFileBytes) + 1), 0)
+        XCTAssertThrowsError(try Timeline(contentsOf: big)) { error in
+            XCTAssertEqual("\(error)", "\(big): too large for a timeline (1073 MB; coldstart reads at most 1073 MB)")
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// `coldstart run` sampling from exec (docs/before-main.md): a program that
+/// does not link Coldstart gets a whole timeline, an app that does gets the
+/// loader's samples added to its own.
+final class LoaderTests: XCTestCase {
+    private func coldstart(_ arguments: [String]) throws -> ProcessResult {
+        try runProcess(try Products.path("coldstart"), arguments, environment: ["SWIFT_BACKTRACE": "enable=no"])
+    }
+
+    private func launcherSection(_ timeline: Timeline) throws -> [String: Any] {
+        try XCTUnwrap((timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any], "no launcher section")
+    }
+
+    private func isLoader(_ module: Int, _ timeline: Timeline) -> Bool {
+        module >= 0 && (timeline.modules[module].path as NSString).lastPathComponent.hasPrefix("ld-linux")
+    }
+
+    func testProgramWithoutColdstartGetsLoaderInitializersAndMainPhases() throws {
+        let tool = try FixturePrograms.path("FoundationTool")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "2", "--hz", "5000", "--out", dir, "--", tool])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout.components(separatedBy: "300 items, ").count - 1, 3, "the tool's output passes through, once per launch")
+        XCTAssertTrue(result.stdout.contains("Before main, run-2 (launcher: perf events from exec; the program does not link Coldstart)"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("objects mapped (LD_AUDIT la_objopen"), result.stdout)
+        XCTAssertNotNil(result.stdout.range(of: #"before main: \d+\.\d\d ms of CPU, ~\d+% of it in the kernel"#, options: .regularExpression), result.stdout)
+
+        let timeline = try Timeline(contentsOf: dir + "/run-2.json")
+        XCTAssertEqual(timeline.phases.map(\.kind), ["loader", "initializers", "app"])
+        XCTAssertEqual(timeline.phases.last?.name, "main → exit(0)")
+        XCTAssertTrue(timeline.launch.completed)
+        let loader = timeline.phases[0], initializers = timeline.phases[1], main = timeline.phases[2]
+        XCTAssertGreaterThan(loader.durationNs, 0)
+        XCTAssertGreaterThan(main.durationNs, 0)
+        // Phases are contiguous from the launcher's stamp to the exit.
+        XCTAssertEqual(loader.endNs, initializers.startNs)
+        XCTAssertEqual(initializers.endNs, main.startNs)
+        XCTAssertEqual(main.endNs, timeline.launch.endNs)
+
+        let section = try launcherSection(timeline)
+        XCTAssertEqual(section["mode"] as? String, "not linked")
+        XCTAssertEqual(section["mainSource"] as? String, "la_preinit")
+        XCTAssertEqual(section["loaderEndSource"] as? String, "first initializer sample or fault")
+        let objects = try XCTUnwrap((section["audit"] as? [String: Any])?["objects"] as? [[String: Any]])
+        let names = objects.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }
+        for library in ["libc.so.6", "libswiftCore.so", "libFoundation.so"] {
+            XCTAssertTrue(names.contains(library), "la_objopen did not see \(library): \(names)")
+        }
+        // Each library was mapped inside the loader phase.
+        for object in objects {
+            let ns = try XCTUnwrap((object["ns"] as? NSNumber)?.int64Value)
+            XCTAssertTrue((0...loader.endNs).contains(ns), "\(object) outside the loader phase")
+        }
+
+        // The loader phase is sampled, and mostly inside ld.so.
+        let early = timeline.samples.filter { $0.ns < loader.endNs && $0.tid == timeline.process.pid }
+        XCTAssertGreaterThan(early.count, 3, "the loader phase was not sampled")
+        let inLoader = early.filter { isLoader($0.frames.first?.module ?? -1, timeline) }.count
+        XCTAssertGreaterThan(Double(inLoader) / Double(early.count), 0.5, "\(inLoader) of \(early.count) loader-phase samples in ld.so")
+        // main is found: a sample in the executable after the phase began.
+        let exe = try XCTUnwrap(timeline.modules.firstIndex { $0.path == timeline.process.executable })
+        XCTAssertTrue(timeline.samples.contains { $0.ns >= main.startNs && $0.frames.contains { $0.module == exe } })
+
+        // Page faults: sampled one by one, most of the loader's in the files it maps.
+        let faults = try XCTUnwrap(section["faults"] as? [[NSNumber]])
+        let files = try XCTUnwrap(section["faultFiles"] as? [String])
+        let loaderFaults = faults.filter { $0[0].int64Value < loader.endNs }
+        XCTAssertGreaterThan(loaderFaults.count, 100)
+        let inFiles = loaderFaults.filter { $0[4].intValue >= 0 && files[$0[4].intValue].contains(".so") }
+        XCTAssertGreaterThan(inFiles.count, loaderFaults.count / 2)
+
+        // The report and the symbolizer read it like any timeline.
+        let report = try coldstart(["report", dir + "/run-2.json"])
+        XCTAssertEqual(report.status, 0, report.stderr)
+        XCTAssertTrue(report.stdout.contains("do_lookup_x") || report.stdout.contains("_dl_relocate_object"), report.stdout)
+    }
+
+    func testAuditAndLauncherVariablesAreNotInheritedByTheProgram() throws {
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", dir, "--", "/usr/bin/env"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("PATH="), "env printed its environment")
+        XCTAssertFalse(result.stdout.contains("LD_AUDIT="), "the program (and its children) would be audited")
+        XCTAssertFalse(result.stdout.contains("COLDSTART_AUDIT_OUT="))
+        let timeline = try Timeline(contentsOf: dir + "/run-1.json")
+        XCTAssertNotNil((try launcherSection(timeline))["audit"], "the audit module ran")
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: dir).allSatisfy { !$0.contains(".audit.") }, "audit file left behind")
+    }
+
+    func testLinkedAppGetsTheLoaderSampledBeforeItsEarliestInit() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "1", "--hz", "5000", "--out", dir, "--", app])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let timeline = try Timeline(contentsOf: dir + "/run-1.json")
+        XCTAssertEqual(try launcherSection(timeline)["mode"] as? String, "linked")
+        let earliest = try XCTUnwrap(timeline.launch.earliestInitNs)
+        XCTAssertEqual(timeline.sampling?.startNs, 0, "sampled from exec")
+        let early = timeline.samples.filter { $0.ns < earliest }
+        XCTAssertGreaterThan(early.count, 0, "no sample before .preinit_array")
+        XCTAssertTrue(early.contains { isLoader($0.frames.first?.module ?? -1, timeline) })
+        // The app's own samples are still there, after its earliest init.
+        XCTAssertTrue(timeline.samples.contains { $0.ns > earliest })
+        XCTAssertEqual(timeline.sampling?.samples, timeline.samples.count)
+    }
+
+    // MARK: decoding
+
+    /// Little-endian bytes of a perf record.
+    private func record(type: UInt32, misc: UInt16 = 0, _ words: [UInt64], name: String? = nil, trailer: [UInt64] = []) -> [UInt8] {
+        var body: [UInt8] = words.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
+        if let name {
+            var bytes = Array(name.utf8) + [0]
+            while bytes.count % 8 != 0 { bytes.append(0) }
+            body += bytes
+        }
+        body += trailer.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
+        let header = withUnsafeBytes(of: type.littleEndian, Array.init) + withUnsafeBytes(of: misc.littleEndian, Array.init)
+            + withUnsafeBytes(of: UInt16(8 + body.count).littleEndian, Array.init)
+        return header + body
+    }
+
+    func testPerfRecordsDecodeMappingsSamplesFaultsAndLosses() {
+        let pidTid: UInt64 = 42 | (43 << 32)
+        let bytes = record(type: 1, [pidTid, 0x7000_0000, 0x2000, 0x1000], name: "/lib/x.so", trailer: [pidTid, 900, 7])
+            + record(type: 1, misc: 0x2000, [pidTid, 0x7100_0000, 0x1000, 0], name: "//anon", trailer: [pidTid, 901, 7])
+            // A clock sample: id, ip, pid/tid, time, callchain (context marker, leaf, caller).
+            + record(type: 9, [7, 0x7000_0010, pidTid, 1000, 3, 0xFFFF_FFFF_FFFF_FE00, 0x7000_0010, 0x7000_0100])
+            // A fault sample: id, ip, pid/tid, time, addr.
+            + record(type: 9, [8, 0x7000_0020, pidTid, 1100, 0x7100_0040])
+            + record(type: 2, [7, 5], trailer: [pidTid, 1200, 7])
+            // A record cut short (size past the end): ignored, not read past.
+            + [9, 0, 0, 0, 0, 0, 200, 0, 1, 2, 3]
+        let records = PerfRecords(bytes: bytes, clockIDs: [7], faultIDs: [8])
+        XCTAssertEqual(records.mappings.map(\.path), ["/lib/x.so", "//anon"])
+        XCTAssertEqual(records.mappings.map(\.isExecutable), [true, false])
+        XCTAssertEqual(records.mappings.first?.ns, 900)
+        XCTAssertEqual(records.mappings.first?.fileOffset, 0x1000)
+        XCTAssertEqual(records.samples.count, 1)
+        XCTAssertEqual(records.samples.first?.addresses, [0x7000_0010, 0x7000_0100], "context markers dropped")
+        XCTAssertEqual(records.samples.first?.tid, 43)
+        XCTAssertEqual(records.faults.first?.address, 0x7100_0040)
+        XCTAssertEqual(records.faults.first?.ns, 1100)
+        XCTAssertEqual(records.lost, 5)
+    }
+
+    func testAuditLogReadsVersionObjectsAndPreinitUsage() {
+        let log = AuditLog(text: "V 100\nO 150 -\nO 200 /lib/with space.so\nP 900 3000 1000 40 1 2 3\ngarbage\n")
+        XCTAssertEqual(log.versionNs, 100)
+        XCTAssertEqual(log.objects.map(\.path), ["-", "/lib/with space.so"])
+        XCTAssertEqual(log.preinitNs, 900)
+        XCTAssertEqual(log.preinitUsage?.userNs, 3000)
+        XCTAssertEqual(log.preinitUsage?.systemNs, 1000)
+        XCTAssertEqual(log.preinitUsage?.minorFaults, 40)
+        XCTAssertEqual(log.preinitUsage?.involuntarySwitches, 3)
+    }
+}
