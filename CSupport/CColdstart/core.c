@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct cs_global cs_g;
@@ -186,6 +187,9 @@ static void fill(struct cs_event *ev, uint16_t kind, const char *name) {
     ev->kind = kind;
     ev->tid = cs_gettid();
     ev->ns = cs_monotonic_ns();
+    struct timespec cpu;
+    ev->thread_cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0
+        ? (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec : 0;
     cs_rusage_now(&ev->ru);
     if (name) {
         uint32_t n = (uint32_t)strnlen(name, CS_MAX_NAME);

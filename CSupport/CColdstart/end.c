@@ -143,6 +143,7 @@ void cs_ready(void) {
     int expected = CS_RECORDING;
     if (!atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) return;
     cs_g.launch.t_ready = cs_g.launch.t_end = cs_monotonic_ns();
+    cs_g.launch.ready_tid = cs_gettid();
     cs_rusage_now(&cs_g.launch.ru_end);
     cs_g.launch.end_reason = CS_END_READY;
     // Samples end at ready() unless the launch is extended; the watcher (whose

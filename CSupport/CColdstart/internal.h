@@ -46,6 +46,10 @@ struct cs_event {
     uint32_t begin_slot;       // span end: slot index + 1 of its begin
     int32_t tid;
     uint64_t ns;               // absolute CLOCK_MONOTONIC
+    // The recording thread's CPU time (CLOCK_THREAD_CPUTIME_ID): between two
+    // events of one thread it is that thread's exact CPU, which the
+    // watcher's segments only give to one look.
+    uint64_t thread_cpu_ns;
     struct cs_rusage ru;
 };
 #define CS_FLAG_BOUNDARY 1u
@@ -95,6 +99,7 @@ struct cs_global {
     // host's library initializers.
     struct {
         uint64_t t_earliest, t_setup_end, t_main, t_ready, t_end;
+        int ready_tid;                  // the thread that called ready(): where the launch ended
         struct cs_rusage ru_earliest, ru_setup_end, ru_main, ru_end;
         enum cs_end_reason end_reason;
         int end_status;                 // exit status or signal number

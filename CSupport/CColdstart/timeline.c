@@ -312,7 +312,10 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_raw(w, ",\"setupEndNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_setup_end));
     }
     cs_jw_raw(w, ",\"mainNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_main));
-    if (cs_g.launch.t_ready) { cs_jw_raw(w, ",\"readyNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_ready)); }
+    if (cs_g.launch.t_ready) {
+        cs_jw_raw(w, ",\"readyNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_ready));
+        cs_jw_raw(w, ",\"readyTid\":"); cs_jw_i64(w, cs_g.launch.ready_tid);
+    }
     cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_end));
     cs_jw_raw(w, ",\"completed\":"); cs_jw_raw(w, pl->completed ? "true" : "false");
     cs_jw_raw(w, ",\"endReason\":\""); cs_jw_raw(w, end_reason_text()); cs_jw_raw(w, "\"");
@@ -361,6 +364,7 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_str(w, name, len);
         cs_jw_raw(w, ",\"ns\":"); cs_jw_i64(w, OFFSET(pl, ev[i].ns));
         cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, ev[i].tid);
+        if (ev[i].thread_cpu_ns) { cs_jw_raw(w, ",\"threadCpuNs\":"); cs_jw_i64(w, (int64_t)ev[i].thread_cpu_ns); }
         cs_jw_raw(w, ",\"phaseBoundary\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_BOUNDARY ? "true" : "false");
         cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
         cs_jw_raw(w, ",\"rusage\":"); rusage_object(w, NULL, &ev[i].ru);
@@ -383,6 +387,8 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, end_ns));
         cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, ev[i].tid);
         cs_jw_raw(w, ",\"endTid\":"); cs_jw_i64(w, end ? end->tid : ev[i].tid);
+        if (ev[i].thread_cpu_ns) { cs_jw_raw(w, ",\"beginThreadCpuNs\":"); cs_jw_i64(w, (int64_t)ev[i].thread_cpu_ns); }
+        if (end && end->thread_cpu_ns) { cs_jw_raw(w, ",\"endThreadCpuNs\":"); cs_jw_i64(w, (int64_t)end->thread_cpu_ns); }
         cs_jw_raw(w, ",\"unfinished\":"); cs_jw_raw(w, end ? "false" : "true");
         cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
         cs_jw_raw(w, ",\"rusage\":"); rusage_object(w, &ev[i].ru, end ? &end->ru : &cs_g.launch.ru_end);

@@ -139,6 +139,15 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     if (cur->nr != CS_NR_RUNNING && sched_run == slot->sched_run && wait == slot->wait && slices == slot->slices) {
         cur->end_ns = t->last_ns = slot->last_ns = now;
         slot->quiet++;
+        // A block the per-look budget skipped: not run since, so its stack is
+        // unchanged; unwind it now (an idle dispatch worker and one blocked in
+        // the main actor's code differ only by their stacks).
+        struct cs_task_syscall sc;
+        if (cur->stack < 0 && slot->quiet <= 3 && *unwind_budget > 0 && slot->text_len > 0
+            && cs_parse_task_syscall(slot->text, slot->text_len, &sc) == 0 && !sc.running) {
+            (*unwind_budget)--;
+            cur->stack = blocked_stack(slot, &sc);
+        }
         return;
     }
     slot->quiet = 0;

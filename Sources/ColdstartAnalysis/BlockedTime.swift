@@ -1,10 +1,13 @@
 import Foundation
 
 extension LaunchReport {
-    /// Why the main thread was not running, from the off-CPU watcher: per
-    /// phase, its wall time split into running, waiting for a CPU and blocked
-    /// by cause; the call sites that blocked it; the files the launch waited
-    /// on; and one line per thread. Keys: docs/report.md, "blockedTime".
+    /// Why the launch's critical path was not running, from the off-CPU
+    /// watcher: per phase, its wall time split into running, waiting for a
+    /// CPU, blocked by cause and suspended (awaiting); the call sites that
+    /// blocked it; the files the launch waited on; and one line per thread.
+    /// The path is the main thread until the work moves (an async main's
+    /// first await), then the threads that recorded the launch's marks and
+    /// spans (`CriticalPath`). Keys: docs/report.md, "blockedTime".
     ///
     /// CPU and run-queue times are the kernel's schedstat counters (exact);
     /// blocked time is the rest of the wall time, attributed to what the
@@ -15,9 +18,14 @@ extension LaunchReport {
         /// The app's launch from the watcher's first look to the end, then each phase.
         package var launch: PhaseSplit
         package var phases: [PhaseSplit]
-        /// Where the main thread blocked during the launch, longest first.
+        /// Where the launch's work ran: the critical path's stretches.
+        package var path: [PathPiece]
+        /// The main thread parked in `dispatch_main()` while the launch went
+        /// on elsewhere (an async main); never a cause.
+        package var firstThreadParked: FirstThreadParked?
+        /// Where the critical path blocked during the launch, longest first.
         package var callSites: [CallSite]
-        /// Off-CPU time of the main thread by function: every function on
+        /// Off-CPU time of the critical path by function: every function on
         /// the stack of a block, with the block's time (not CPU time).
         package var offCPUFunctions: [OffCPUFunction]
         /// Files any thread waited on during the launch, longest first.
@@ -46,7 +54,7 @@ extension LaunchReport {
             package var notes: [String]
         }
 
-        /// One phase (or the whole launch) of the main thread.
+        /// One phase (or the whole launch) on the critical path.
         package struct PhaseSplit: Codable, Sendable {
             package var name: String
             package var wallMs: Double
@@ -57,8 +65,19 @@ extension LaunchReport {
             /// Average number of runnable threads of the process while the
             /// main thread was runnable (itself included).
             package var runnableThreads: Double?
-            /// Off the CPU and not runnable, every cause together.
+            /// Off the CPU and not runnable in a call made by the launch's
+            /// code, every cause together.
             package var blockedMs: Double
+            /// No thread of the path had launch work: it was awaiting (a
+            /// timer, I/O done elsewhere, another task).
+            package var suspendedMs: Double
+            /// CPU time the launch's other threads used while it was
+            /// suspended: near zero means it awaited something outside the process.
+            package var othersCPUWhileSuspendedMs: Double
+            /// The main thread's time parked in `dispatch_main()`.
+            package var mainParkedMs: Double
+            /// The threads on the path, and for how long.
+            package var onPath: [PathShare]
             /// Before the watcher's first look or after its last.
             package var notWatchedMs: Double
             /// Blocked time by cause and target, longest first.
@@ -87,6 +106,9 @@ extension LaunchReport {
             /// The innermost frame outside system libraries (or the innermost
             /// frame at all), when a stack was unwound and named.
             package var function: String?
+            /// The thread it blocked (readable name and tid), e.g.
+            /// "dispatch worker (overcommit) 4243".
+            package var thread: String
             /// Leaf first, as names when the timeline is symbolized, else
             /// "module+0xoffset".
             package var stack: [String]
@@ -115,7 +137,12 @@ extension LaunchReport {
 
         package struct ThreadRow: Codable, Sendable {
             package var tid: Int
+            /// Readable: "main thread", "dispatch worker (default QoS)", … (`ThreadLabel`).
             package var name: String
+            /// As the kernel has it (15 bytes).
+            package var kernelName: String
+            /// Time on the launch's critical path.
+            package var onPathMs: Double
             /// From the thread's creation to the launch's end: on a CPU, waiting
             /// for one (both exact), and blocked while watched.
             package var cpuMs: Double
@@ -143,16 +170,24 @@ extension LaunchReport.BlockedTime {
 
         var byThread: [Int: [Timeline.Segment]] = [:]
         for segment in watch.segments { byThread[segment.tid, default: []].append(segment) }
-        let main = (byThread[mainTid] ?? []).sorted { $0.startNs < $1.startNs }
+        for tid in byThread.keys { byThread[tid]!.sort { $0.startNs < $1.startNs } }
         let split = Splitter(watch: watch, namer: namer)
+        let onPath = PathSplitter(timeline, watch: watch, segments: byThread, namer: namer)
 
         let launchStart = max(0, min(watch.startNs, endNs))
-        launch = split.phase(name: "launch (watched part)", from: launchStart, to: endNs, segments: main)
-        phases = timeline.phases.map { split.phase(name: $0.name, from: $0.startNs, to: $0.endNs, segments: main) }
-        callSites = split.callSites(main, until: endNs)
-        offCPUFunctions = split.offCPUFunctions(main, until: endNs)
+        let whole = onPath.split(from: launchStart, to: endNs)
+        launch = split.phase(name: "launch (watched part)", whole, names: onPath.names)
+        phases = timeline.phases.map { split.phase(name: $0.name, onPath.split(from: $0.startNs, to: $0.endNs), names: onPath.names) }
+        path = onPath.path.pieces.map {
+            PathPiece(tid: $0.tid, thread: onPath.names.label($0.tid),
+                      startMs: LaunchReport.milliseconds($0.startNs), endMs: LaunchReport.milliseconds($0.endNs))
+        }
+        firstThreadParked = onPath.firstThreadParked(until: endNs)
+        let blocks = onPath.split(from: 0, to: endNs).blocks
+        callSites = split.callSites(blocks, names: onPath.names)
+        offCPUFunctions = split.offCPUFunctions(blocks)
         files = split.files(watch.segments, until: endNs)
-        threads = split.threads(byThread, mainTid: mainTid, until: endNs)
+        threads = split.threads(byThread, mainTid: mainTid, until: endNs, path: onPath)
     }
 }
 
@@ -222,11 +257,6 @@ struct Splitter {
         return (ns, Double(ns) / Double(max(segment.durationNs, 1)))
     }
 
-    static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? .max : sum
-    }
-
     /// The cause a segment's blocked time counts as. A runnable stretch's
     /// few blocked nanoseconds are blocks no look saw; when the thread took
     /// major faults in it, they are the faults' disk waits, which are
@@ -263,45 +293,36 @@ struct Splitter {
         }
     }
 
-    func phase(name: String, from: Int64, to: Int64, segments: [Timeline.Segment]) -> LaunchReport.BlockedTime.PhaseSplit {
-        var running = 0.0, queued = 0.0, watched = 0.0, runnableTime = 0.0, runnableWeighted = 0.0
-        var minor: UInt64 = 0, major: UInt64 = 0
-        var rows: [String: (cause: String, ns: Double)] = [:]
-        for segment in segments {
-            let (ns, fraction) = Self.overlap(segment, from: from, to: to)
-            guard ns > 0 else { continue }
-            watched += Double(ns)
-            running += Double(segment.runNs) * fraction
-            queued += Double(segment.waitNs) * fraction
-            let blocked = Double(segment.blockedNs) * fraction
-            // Each segment's count is at most 2^40 (Timeline checks), but
-            // millions of segments could still add past 2^64.
-            minor = Self.saturatingSum(minor, UInt64((Double(segment.minorFaults) * fraction).rounded()))
-            major = Self.saturatingSum(major, UInt64((Double(segment.majorFaults) * fraction).rounded()))
-            if segment.cause == .running {
-                let lo = max(segment.startNs, from), hi = min(segment.endNs, to)
-                runnableWeighted += averageRunnable(from: lo, to: hi) * Double(hi - lo)
-                runnableTime += Double(hi - lo)
-            }
-            guard blocked > 0 else { continue }
-            let label = what(segment)
-            rows[label, default: (Self.rowCause(segment), 0)].ns += blocked
+    /// One interval of the critical path (`CriticalPathSplit`) as a report row.
+    func phase(name: String, _ split: CriticalPathSplit, names: ThreadNames) -> LaunchReport.BlockedTime.PhaseSplit {
+        var runnableTime = 0.0, runnableWeighted = 0.0
+        for (lo, hi) in split.runnableStretches where hi > lo {
+            runnableWeighted += averageRunnable(from: lo, to: hi) * Double(hi - lo)
+            runnableTime += Double(hi - lo)
         }
-        let wall = Double(max(0, to - from))
-        let blocked = rows.values.reduce(0) { $0 + $1.ns }
+        var rows: [String: (cause: String, ns: Double)] = [:]
+        for (segment, ns) in split.blocks {
+            rows[what(segment), default: (Self.rowCause(segment), 0)].ns += ns
+        }
+        let wall = split.wallNs
         func ms(_ ns: Double) -> Double { ns / 1_000_000 }
         return .init(
             name: name,
             wallMs: ms(wall),
-            runningMs: ms(running),
-            runQueueMs: ms(queued),
+            runningMs: ms(split.runningNs),
+            runQueueMs: ms(split.runQueueNs),
             runnableThreads: runnableTime > 0 ? runnableWeighted / runnableTime : nil,
-            blockedMs: ms(blocked),
-            notWatchedMs: ms(max(0, wall - watched)),
+            blockedMs: ms(split.blockedNs),
+            suspendedMs: ms(split.suspendedNs),
+            othersCPUWhileSuspendedMs: ms(split.othersCPUWhileSuspendedNs),
+            mainParkedMs: ms(split.mainParkedNs),
+            onPath: split.threads.map { .init(tid: $0.tid, thread: names.label($0.tid), ms: ms(Double($0.ns))) },
+            notWatchedMs: ms(split.notWatchedNs),
             blocked: rows.map { .init(cause: $0.value.cause, what: $0.key, ms: ms($0.value.ns), percent: wall > 0 ? $0.value.ns / wall * 100 : 0) }
                 .sorted { ($0.ms, $1.what) > ($1.ms, $0.what) },
-            minorFaults: minor,
-            majorFaults: major
+            // A hostile file's counts may add past what UInt64 holds.
+            minorFaults: UInt64(exactly: split.minorFaults.rounded()) ?? .max,
+            majorFaults: UInt64(exactly: split.majorFaults.rounded()) ?? .max
         )
     }
 
@@ -317,15 +338,13 @@ struct Splitter {
         return total / Double(to - from)
     }
 
-    func callSites(_ main: [Timeline.Segment], until end: Int64, limit: Int = 10) -> [LaunchReport.BlockedTime.CallSite] {
-        struct Key: Hashable { var what: String; var stack: Int? }
+    /// The blocks (of the critical path) grouped by what blocked and where.
+    func callSites(_ blocks: [(segment: Timeline.Segment, ns: Double)], names: ThreadNames,
+                   limit: Int = 10) -> [LaunchReport.BlockedTime.CallSite] {
+        struct Key: Hashable { var what: String; var stack: Int?; var tid: Int }
         var sites: [Key: (cause: String, ns: Double, count: Int)] = [:]
-        for segment in main where segment.cause != .running {
-            let (ns, fraction) = Self.overlap(segment, from: 0, to: end)
-            guard ns > 0 else { continue }
-            let blocked = Double(segment.blockedNs) * fraction
-            guard blocked > 0 else { continue }
-            let key = Key(what: what(segment), stack: segment.stack)
+        for (segment, blocked) in blocks where segment.cause != .running {
+            let key = Key(what: what(segment), stack: segment.stack, tid: segment.tid)
             sites[key, default: (segment.cause.rawValue, 0, 0)].ns += blocked
             sites[key]!.count += 1
         }
@@ -337,22 +356,20 @@ struct Splitter {
                 return .init(
                     cause: value.cause, what: key.what, ms: value.ns / 1_000_000, count: value.count,
                     function: function.map { namer($0) },
+                    thread: names.label(key.tid),
                     stack: frames.prefix(16).map { namer($0) }
                 )
             }
     }
 
-    /// Inclusive off-CPU time per function over the main thread's blocks
+    /// Inclusive off-CPU time per function over the critical path's blocks
     /// that have a stack; a function twice on one stack counts once.
-    func offCPUFunctions(_ main: [Timeline.Segment], until end: Int64, limit: Int = 15) -> [LaunchReport.BlockedTime.OffCPUFunction] {
+    func offCPUFunctions(_ blocks: [(segment: Timeline.Segment, ns: Double)], limit: Int = 15) -> [LaunchReport.BlockedTime.OffCPUFunction] {
         struct Key: Hashable { var name: String; var module: Int }
         var totals: [Key: (ns: Double, blocks: Int)] = [:]
         var all = 0.0
-        for segment in main where segment.cause != .running {
+        for (segment, blocked) in blocks where segment.cause != .running {
             guard let stack = segment.stack else { continue }
-            let (ns, fraction) = Self.overlap(segment, from: 0, to: end)
-            let blocked = Double(segment.blockedNs) * fraction
-            guard ns > 0, blocked > 0 else { continue }
             all += blocked
             let keys = Set(watch.stacks[stack].map { Key(name: namer($0), module: $0.module) })
             for key in keys { totals[key, default: (0, 0)].ns += blocked; totals[key]!.blocks += 1 }
@@ -387,10 +404,13 @@ struct Splitter {
         .sorted { ($0.ms, $1.path) > ($1.ms, $0.path) }
     }
 
-    func threads(_ byThread: [Int: [Timeline.Segment]], mainTid: Int, until end: Int64) -> [LaunchReport.BlockedTime.ThreadRow] {
-        watch.threads
+    func threads(_ byThread: [Int: [Timeline.Segment]], mainTid: Int, until end: Int64,
+                 path: PathSplitter) -> [LaunchReport.BlockedTime.ThreadRow] {
+        var onPath: [Int: Int64] = [:]
+        for piece in path.path.pieces(from: 0, to: end) { onPath[piece.tid, default: 0] += piece.endNs - piece.startNs }
+        return watch.threads
             .filter { $0.firstNs <= end && !$0.name.hasPrefix("coldstart-") }
-            .map { thread in
+            .map { thread -> LaunchReport.BlockedTime.ThreadRow in
                 // What it used before the watcher first saw it, then each segment.
                 var cpu = Double(thread.cpuBeforeNs), queued = Double(thread.runQueueBeforeNs), blocked = 0.0
                 var causes: [String: Double] = [:]
@@ -408,8 +428,10 @@ struct Splitter {
                     queued = Double(thread.runQueueNs)
                 }
                 let top = causes.max { ($0.value, $1.key) < ($1.value, $0.key) }
+                let onPathMs: Double = Double(onPath[thread.tid] ?? 0) / 1_000_000
                 return .init(
-                    tid: thread.tid, name: thread.tid == mainTid ? "main" : thread.name,
+                    tid: thread.tid, name: path.names.readable(thread.tid), kernelName: thread.name,
+                    onPathMs: onPathMs,
                     cpuMs: cpu / 1_000_000, runQueueMs: queued / 1_000_000, blockedMs: blocked / 1_000_000,
                     mostlyBlockedOn: top.flatMap { $0.value > 0 ? $0.key : nil },
                     exited: thread.exited, watched: thread.watched

@@ -1,26 +1,46 @@
 import Foundation
 
 extension LaunchReport.BlockedTime {
-    /// The report's "why the main thread was not running" section.
+    /// The report's "why the critical path was not running" section.
     /// Tables are narrowed to `width` when given.
     func textLines(callSiteLimit: Int = 10, fileLimit: Int = 10, rowsPerPhase: Int = 4, width: Int? = nil) -> [String] {
-        var lines = ["Main thread: why it was not running (CLOCK_MONOTONIC ms; CPU and run-queue"
-            + " times are the kernel's schedstat, exact; a cause is known to one look, "
-            + Self.number(watcher.lookPeriodMs) + " ms)"]
+        let moves = path.contains { $0.tid != mainTid }
+        var lines = ["Critical path: why it was not running (" + (moves
+            ? "the main thread, then the threads that recorded the launch's marks and spans"
+            : "the main thread") + "; CLOCK_MONOTONIC ms; CPU and run-queue times are the kernel's schedstat, exact;"
+            + " a cause is known to one look, " + Self.number(watcher.lookPeriodMs) + " ms)"]
         var table = Table(columns: [
             .init("phase", .left), .init("wall ms", .right), .init("running", .right), .init("waiting for CPU", .right),
-            .init("blocked", .right), .init("not watched", .right, droppable: true), .init("blocked mostly on", .left, droppable: true),
+            .init("blocked", .right), .init("suspended", .right), .init("not watched", .right, droppable: true),
+            .init("blocked mostly on", .left, droppable: true),
         ])
         for split in [launch] + phases {
             table.add([
                 LaunchReport.printable(split.name), Self.number(split.wallMs),
                 Self.share(split.runningMs, of: split.wallMs), contention(split),
-                Self.share(split.blockedMs, of: split.wallMs),
+                Self.share(split.blockedMs, of: split.wallMs), Self.share(split.suspendedMs, of: split.wallMs),
                 split.notWatchedMs > 0.005 ? Self.number(split.notWatchedMs) : "–",
                 split.blocked.first.map { LaunchReport.printable($0.what, limit: 70) } ?? "–",
             ])
         }
         lines += table.render(width: width)
+        if let parked = firstThreadParked {
+            lines.append("  the main thread parked in dispatch_main() (\(parked.call)) at \(Self.number(parked.atMs)) ms, for"
+                + " \(Self.number(parked.ms)) ms of the launch: an async main's main actor runs on dispatch workers after its first"
+                + " await; parked is never a cause")
+        }
+        if moves {
+            lines += ["", "Where the launch ran, per phase (ms on the critical path; suspended: no thread of the path had launch work)"]
+            for phase in phases where phase.onPath.count > 1 || phase.onPath.first?.tid != mainTid || phase.suspendedMs >= 0.05 {
+                var line = "  \(LaunchReport.printable(phase.name)): "
+                    + phase.onPath.map { "\(LaunchReport.printable($0.thread, limit: 50)) \(Self.number($0.ms))" }.joined(separator: ", ")
+                if phase.suspendedMs >= 0.05 {
+                    line += "; suspended \(Self.number(phase.suspendedMs)) ms, while the launch's other threads ran"
+                        + " \(Self.number(phase.othersCPUWhileSuspendedMs)) ms of CPU"
+                }
+                lines.append(line)
+            }
+        }
 
         let detailed = phases.filter { $0.blocked.contains { $0.ms >= 0.05 } }
         if !detailed.isEmpty {
@@ -38,11 +58,12 @@ extension LaunchReport.BlockedTime {
         }
 
         if !callSites.isEmpty {
-            lines += ["", "Where the main thread blocked (top \(min(callSiteLimit, callSites.count)) call sites; ms blocked during the launch; stacks leaf first)"]
+            lines += ["", "Where the critical path blocked (top \(min(callSiteLimit, callSites.count)) call sites; ms blocked during the launch; stacks leaf first)"]
             for site in callSites.prefix(callSiteLimit) {
                 let function = site.function.map { " in " + LaunchReport.printable($0, limit: 80) } ?? ""
                 lines.append("  " + Self.pad(Self.number(site.ms), 9) + " ms  \(site.count)×  "
-                    + LaunchReport.printable(site.what, limit: 80) + function)
+                    + LaunchReport.printable(site.what, limit: 80) + function
+                    + (moves ? " (on \(LaunchReport.printable(site.thread, limit: 50)))" : ""))
                 if !site.stack.isEmpty {
                     lines.append("      " + site.stack.prefix(8).map { LaunchReport.printable($0, limit: 50) }.joined(separator: " ← "))
                 }
@@ -50,7 +71,7 @@ extension LaunchReport.BlockedTime {
         }
 
         if !offCPUFunctions.isEmpty {
-            lines += ["", "Off-CPU time by function (main thread, blocked with the function on the stack; not CPU time: see the sampled functions for that)"]
+            lines += ["", "Off-CPU time by function (critical path, blocked with the function on the stack; not CPU time: see the sampled functions for that)"]
             for function in offCPUFunctions.prefix(callSiteLimit) {
                 lines.append("  " + Self.pad(Self.number(function.ms), 9) + " ms  " + Self.pad(LaunchReport.format(function.percent, decimals: 1) + "%", 6)
                     + "  " + Self.pad("\(function.blocks)×", 4) + "  " + LaunchReport.printable(function.name, limit: 90)
@@ -67,17 +88,18 @@ extension LaunchReport.BlockedTime {
         }
 
         if !threads.isEmpty {
-            lines += ["", "Threads (ms from each thread's start to the launch's end: on a CPU / waiting for a CPU / blocked while watched)"]
+            lines += ["", "Threads (ms from each thread's start to the launch's end: on a CPU / waiting for a CPU / off the CPU while watched; on the critical path)"]
             var rows = Table(columns: [
-                .init("thread", .left), .init("CPU", .right), .init("waiting for CPU", .right), .init("blocked", .right),
-                .init("mostly blocked on", .left, droppable: true),
+                .init("thread", .left), .init("CPU", .right), .init("waiting for CPU", .right), .init("off CPU", .right),
+                .init("on path", .right), .init("mostly off the CPU on", .left, droppable: true),
             ])
             for thread in threads {
-                var name = "\(LaunchReport.printable(thread.name, limit: 20)) (\(thread.tid))"
+                var name = "\(LaunchReport.printable(thread.name, limit: 40)) (\(thread.tid))"
                 if thread.exited { name += " exited" }
                 if !thread.watched { name += " (totals only)" }
                 rows.add([
                     name, Self.number(thread.cpuMs), Self.number(thread.runQueueMs), Self.number(thread.blockedMs),
+                    thread.onPathMs > 0 ? Self.number(thread.onPathMs) : "–",
                     thread.mostlyBlockedOn.map { LaunchReport.printable($0, limit: 70) } ?? "–",
                 ])
             }

@@ -111,6 +111,10 @@ package struct LaunchReport: Codable, Sendable {
         package var thread: String?
         /// Set when the span ended on another thread than it began on.
         package var endTid: Int?
+        package var endThread: String?
+        /// Where the launch's work ran while the span was open (the critical
+        /// path's stretches inside it), when that was more than one thread.
+        package var ranOn: [BlockedTime.PathPiece]?
         /// Still open when the launch ended; its end is the launch's end.
         package var unfinished: Bool
         package var extended: Bool
@@ -126,7 +130,8 @@ extension LaunchReport {
         reportVersion = 1
         let total = Self.milliseconds(timeline.launch.endNs)
         let phases = timeline.phases
-        let threadNames = Dictionary(timeline.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
+        let threadNames = ThreadNames(timeline, frameName: frameName)
+        let path = CriticalPath(timeline)
 
         self.phases = phases.map { phase in
             let duration = Self.milliseconds(from: phase.startNs, to: phase.endNs)
@@ -151,7 +156,7 @@ extension LaunchReport {
                     phaseBoundary: mark.phaseBoundary,
                     extended: mark.extended,
                     tid: mark.tid,
-                    thread: threadNames[mark.tid]
+                    thread: threadNames.readable(mark.tid)
                 )
             }
 
@@ -163,8 +168,10 @@ extension LaunchReport {
                     durationMs: Self.milliseconds(from: span.beginNs, to: span.endNs),
                     phase: Self.phase(of: span.beginNs, in: phases, boundaryEndsPhase: false)?.name,
                     tid: span.tid,
-                    thread: threadNames[span.tid],
+                    thread: threadNames.readable(span.tid),
                     endTid: span.endTid == span.tid ? nil : span.endTid,
+                    endThread: span.endTid == span.tid ? nil : threadNames.readable(span.endTid),
+                    ranOn: path.stretches(from: span.beginNs, to: span.endNs, names: threadNames),
                     unfinished: span.unfinished,
                     extended: span.extended ?? false,
                     usage: span.rusage.map(Usage.init)

@@ -117,7 +117,10 @@ extension LaunchReport {
             var notes: [String] = []
             if span.unfinished { notes.append("UNFINISHED (still open when the launch ended)") }
             if span.extended { notes.append("extended (after ready())") }
-            if let endTid = span.endTid { notes.append("ended on thread \(endTid)") }
+            if let endTid = span.endTid { notes.append("ended on " + Self.thread(endTid, span.endThread)) }
+            if let parts = span.ranOn {
+                notes.append("ran on " + parts.map { "\(Self.printable($0.thread)) from \(Self.number($0.startMs))" }.joined(separator: ", "))
+            }
             table.add([
                 Self.printable(span.name), Self.number(span.durationMs), Self.number(span.startMs),
                 span.phase.map { "'\(Self.printable($0))'" } ?? "–", Self.thread(span.tid, span.thread), notes.joined(separator: "; "),

@@ -215,9 +215,10 @@ struct ProfileAnalysis {
 }
 
 extension Timeline {
-    /// A thread's name: the one the timeline recorded, else "main" for the
-    /// process's first thread, else "thread TID".
+    /// A thread's name as a person reads it (`ThreadLabel`): "main" for the
+    /// process's first thread, a dispatch worker by its queue, else the one
+    /// the timeline recorded, else "thread TID".
     func threadName(_ tid: Int) -> String {
-        threads.first { $0.tid == tid }?.name ?? (tid == process.pid ? "main" : "thread \(tid)")
+        ThreadLabel.readable(threads.first { $0.tid == tid }?.name ?? "", tid: tid, mainTid: process.pid)
     }
 }

@@ -203,7 +203,8 @@ extension ProfileOptions {
         if let tid = Int(text) { return tid }
         let tids = Set(timeline.samples.map(\.tid)).sorted()
         let name = timeline.threadName
-        let matches = tids.filter { name($0) == text }
+        // The readable name ("dispatch worker (default QoS)") or the kernel's ("oot.default-qos").
+        let matches = tids.filter { tid in name(tid) == text || timeline.threads.contains { $0.tid == tid && $0.name == text } }
         if matches.count == 1 { return matches[0] }
         if matches.count > 1 {
             throw ProfileError(path: path, problem: "\(matches.count) threads are named '\(text)' (tids \(matches.map(String.init).joined(separator: ", "))): give the tid")

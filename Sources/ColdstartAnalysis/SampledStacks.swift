@@ -58,6 +58,8 @@ package struct SampledStacks: Sendable {
     package let launchEndNs: Int64
     /// Wall clock (`CLOCK_REALTIME`) of the process start, µs since the epoch.
     package let startRealtimeUs: UInt64?
+    /// The thread that carried the launch's work at each moment.
+    package let criticalPath: CriticalPath
     private let analysis: ProfileAnalysis
     private let selected: [Int]
 
@@ -79,6 +81,7 @@ package struct SampledStacks: Sendable {
         phases = timeline.phases
         launchEndNs = timeline.launch.endNs
         startRealtimeUs = timeline.launch.startRealtimeUs
+        criticalPath = CriticalPath(timeline)
         samples = selected.map { index in
             Sample(ns: stacks[index].ns, tid: stacks[index].tid, phase: stacks[index].phase,
                    functions: stacks[index].functions, frames: timeline.samples[index].frames)
@@ -115,6 +118,18 @@ package struct SampledStacks: Sendable {
     /// runs of the same function at the same depth, sorted by start then depth.
     package func runs(thread: Int) -> [StackRun] {
         analysis.runs(selected.filter { analysis.stacks[$0].tid == thread })
+    }
+
+    /// The selected samples taken on the launch's critical path (the main
+    /// thread before `main`, then whichever thread carried the launch) as one
+    /// flame chart in time order: an async main's work after its first await
+    /// is on the dispatch workers that ran the main actor.
+    package func runsOnCriticalPath() -> [StackRun] {
+        let start = criticalPath.pieces.first?.startNs ?? .max
+        return analysis.runs(selected.filter { index in
+            let sample = analysis.stacks[index]
+            return sample.ns < start ? sample.tid == mainThread : criticalPath.thread(at: sample.ns) == sample.tid
+        })
     }
 
     /// The selected samples' call tree, top-down and merged by function, as

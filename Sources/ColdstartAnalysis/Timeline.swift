@@ -49,6 +49,8 @@ package struct Timeline: Sendable {
         package var setupEndNs: Int64?
         package var mainNs: Int64
         package var readyNs: Int64?
+        /// The thread that called `ready()` (absent in older files).
+        package var readyTid: Int?
         package var endNs: Int64
         package var completed: Bool
         /// "ready", "exit", "error-exit" or "signal".
@@ -110,6 +112,9 @@ package struct Timeline: Sendable {
         package var name: String
         package var ns: Int64
         package var tid: Int
+        /// The marking thread's CPU time then (`CLOCK_THREAD_CPUTIME_ID`,
+        /// absent in older files).
+        package var threadCpuNs: UInt64?
         package var phaseBoundary: Bool
         package var extended: Bool
         package var rusage: Rusage?
@@ -121,6 +126,9 @@ package struct Timeline: Sendable {
         package var endNs: Int64
         package var tid: Int
         package var endTid: Int
+        /// Each end's thread's CPU time (absent in older files).
+        package var beginThreadCpuNs: UInt64?
+        package var endThreadCpuNs: UInt64?
         package var unfinished: Bool
         package var extended: Bool?
         package var rusage: Rusage?

@@ -5,8 +5,10 @@ import Foundation
 /// page's script draws them from.
 extension HTMLPage {
     mutating func flameSections(_ profile: ProfileReport, _ stacks: SampledStacks) {
-        let thread = stacks.samples.contains { $0.tid == stacks.mainThread } ? stacks.mainThread : stacks.threads.first
-        let threadName = thread.map { "\(stacks.threadNames[$0] ?? "thread \($0)") (tid \($0))" } ?? "none"
+        let threadName = chartThread(stacks).map { "\(stacks.threadNames[$0] ?? "thread \($0)") (tid \($0))" }
+            ?? (stacks.criticalPath.pieces.contains { $0.tid != stacks.mainThread }
+                ? "the launch's critical path (the main thread, then the threads that ran the launch's marks and spans)"
+                : "main (tid \(stacks.mainThread))")
         out += "<section id=\"profile\"><div class=\"search\"><label>Search functions "
             + "<input id=\"search\" type=\"search\" placeholder=\"name or part of it\" autocomplete=\"off\"></label> "
             + "<span id=\"match\" class=\"dim\"></span></div>\n"
@@ -23,6 +25,13 @@ extension HTMLPage {
             + "<div class=\"bar\"><button type=\"button\" data-reset=\"graph\">reset zoom</button> <span class=\"dim range\"></span></div>"
             + "<canvas aria-label=\"flame graph\"></canvas></div>\n"
         out += "<div id=\"tip\" class=\"tip\" hidden></div></section>\n"
+    }
+
+    /// The one thread the flame chart shows when the selection is a single
+    /// thread's (`--thread`); nil: it follows the critical path.
+    private func chartThread(_ stacks: SampledStacks) -> Int? {
+        guard let only = stacks.samples.first?.tid, stacks.samples.allSatisfy({ $0.tid == only }) else { return nil }
+        return only
     }
 
     /// The data the script draws: functions, the phases, one thread's runs in
@@ -50,7 +59,6 @@ extension HTMLPage {
             return new
         }
 
-        let thread = stacks.samples.contains { $0.tid == stacks.mainThread } ? stacks.mainThread : stacks.threads.first
         json.raw("{\"total\":")
         json.number(report.launch.totalMs, decimals: 3)
         json.raw(",\"msPerSample\":")
@@ -70,7 +78,7 @@ extension HTMLPage {
         // Runs: [function, depth, start µs, duration µs, samples] flattened.
         json.raw("],\"chart\":[")
         var first = true
-        for run in thread.map({ stacks.runs(thread: $0) }) ?? [] {
+        for run in chartThread(stacks).map({ stacks.runs(thread: $0) }) ?? stacks.runsOnCriticalPath() {
             json.raw(first ? "" : ",")
             first = false
             json.int(id(run.function)); json.raw(",")

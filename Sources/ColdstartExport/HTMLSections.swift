@@ -96,31 +96,39 @@ extension HTMLPage {
         out += table.render(caption: nil) + "</section>\n"
     }
 
-    /// Why the main thread was not running: the same tables as the text report.
+    /// Why the critical path was not running: the same tables as the text report.
     mutating func blockedSection(_ blocked: LaunchReport.BlockedTime) {
-        out += "<section id=\"blocked\"><h2>Why the main thread was not running <span class=\"dim\">CPU and run-queue times "
+        out += "<section id=\"blocked\"><h2>Why the launch's critical path was not running <span class=\"dim\">the main thread, "
+            + "then the threads that recorded the launch's marks and spans; CPU and run-queue times "
             + "are the kernel's counters (exact); a blocked time's cause is known to one look, \(e(ms(blocked.watcher.lookPeriodMs)))"
             + "</span></h2>\n"
         var phases = HTMLTable(columns: [
             .text("phase"), .number("wall ms"), .number("running ms"), .number("waiting for CPU ms"), .number("runnable threads"),
-            .number("blocked ms"), .number("not watched ms"), .text("blocked mostly on"),
+            .number("blocked ms"), .number("suspended ms"), .number("not watched ms"), .text("on the path"), .text("blocked mostly on"),
         ])
         for split in [blocked.launch] + blocked.phases {
             phases.row([
                 .text(split.name), .ms(split.wallMs), .ms(split.runningMs), .ms(split.runQueueMs),
                 split.runQueueMs < 0.05 ? .missing
                     : split.runnableThreads.map { .text(fixed($0, 1) + (blocked.watcher.cpus.map { " / \($0) CPUs" } ?? "")) } ?? .missing,
-                .ms(split.blockedMs), .ms(split.notWatchedMs),
+                .ms(split.blockedMs), .ms(split.suspendedMs), .ms(split.notWatchedMs),
+                .name(split.onPath.map { "\($0.thread) \(fixed($0.ms, 2)) ms" }.joined(separator: ", ")),
                 .name(split.blocked.first.map { "\($0.what) (\(fixed($0.ms, 2)) ms)" } ?? "–"),
             ])
         }
-        out += phases.render(caption: "runnable threads: the process's runnable threads, on average, while the main thread was runnable (itself included)")
-        var sites = HTMLTable(columns: [.number("ms"), .number("blocks"), .text("blocked on"), .text("in"), .text("stack, leaf first")])
+        var caption = "runnable threads: the process's runnable threads, on average, while the path was runnable (itself included);"
+            + " suspended: no thread of the path had launch work to run (it awaited)"
+        if let parked = blocked.firstThreadParked {
+            caption += "; the main thread parked in dispatch_main() (\(parked.call)) at \(fixed(parked.atMs, 2)) ms for \(fixed(parked.ms, 2)) ms:"
+                + " an async main's main actor runs on dispatch workers after its first await (never a cause)"
+        }
+        out += phases.render(caption: caption)
+        var sites = HTMLTable(columns: [.number("ms"), .number("blocks"), .text("blocked on"), .text("in"), .text("thread"), .text("stack, leaf first")])
         for site in blocked.callSites {
-            sites.row([.ms(site.ms), .count(site.count), .text(site.what), .name(site.function ?? "–"),
+            sites.row([.ms(site.ms), .count(site.count), .text(site.what), .name(site.function ?? "–"), .name(site.thread),
                        .name(site.stack.joined(separator: " ← "))])
         }
-        out += "<h3>Where the main thread blocked</h3>\n" + sites.render(caption: nil, empty: "it never blocked while watched")
+        out += "<h3>Where the critical path blocked</h3>\n" + sites.render(caption: nil, empty: "it never blocked while watched")
         var functions = HTMLTable(columns: [.number("off-CPU ms"), .number("%"), .number("blocks"), .text("function"), .text("module")])
         for function in blocked.offCPUFunctions {
             functions.row([.ms(function.ms), .percent(function.percent), .count(function.blocks), .name(function.name), .text(function.module)])
@@ -133,11 +141,12 @@ extension HTMLPage {
         }
         out += "<h3>Files the launch waited on</h3>\n" + files.render(caption: nil, empty: "none")
         var threads = HTMLTable(columns: [
-            .text("thread"), .number("tid"), .number("CPU ms"), .number("waiting for CPU ms"), .number("blocked ms"), .text("mostly blocked on"),
+            .text("thread"), .number("tid"), .number("CPU ms"), .number("waiting for CPU ms"), .number("off-CPU ms"),
+            .number("on the path ms"), .text("mostly off the CPU on"),
         ])
         for thread in blocked.threads {
             threads.row([.text(thread.name + (thread.exited ? " (exited)" : "")), .count(thread.tid), .ms(thread.cpuMs),
-                         .ms(thread.runQueueMs), .ms(thread.blockedMs), .name(thread.mostlyBlockedOn ?? "–")])
+                         .ms(thread.runQueueMs), .ms(thread.blockedMs), .ms(thread.onPathMs), .name(thread.mostlyBlockedOn ?? "–")])
         }
         out += "<h3>Threads</h3>\n" + threads.render(caption: blocked.watcher.notes.joined(separator: " "))
         out += "</section>\n"

@@ -39,6 +39,9 @@ let package = Package(
         .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "DescriptorHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "ParkedThreads", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // An async main with an actor, child tasks, a sleep, a CPU burn and a
+        // blocking read on the main actor: the critical path's tests.
+        .executableTarget(name: "AsyncService", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         // Signals, threads, descriptors, exec and fork as real programs use them (issue 14).
         .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         // A plain Foundation CLI that does not link Coldstart (issue 10: unmodified binaries).
