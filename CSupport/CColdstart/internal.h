@@ -150,6 +150,7 @@ struct cs_global {
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
+        char dents[8192];               // directory entries, for the rotation
     } out;
 };
 
@@ -185,6 +186,20 @@ void cs_out_close_dir(void);
 /// Renames the temporary file to the timeline's name, or to "<stem>-N.json"
 /// when a file there was written after this process started. 0 or -1.
 int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us);
+/// With COLDSTART_KEEP / COLDSTART_KEEP_BYTES, removes the oldest timelines
+/// of Coldstart's naming ("coldstart-<executable>-<pid>[-<n>].json", regular
+/// files of this user, never the one just written) from `dir` until the
+/// count and total size are within bounds (at most CS_ROTATE_MAX_REMOVALS per
+/// call). unlinkat relative to `dir`; symlinks are never followed.
+void cs_out_rotate(int dir);
+#define CS_ROTATE_MAX_REMOVALS 256
+
+// ---- labels.c ----
+/// Writes the "sample" and "labels" members of the coldstart section: the
+/// sampling draw, COLDSTART_LABELS and the default labels (host, kernel,
+/// buildId) the user did not set. Async-signal-safe.
+struct utsname;
+void cs_labels_write(struct cs_jw *w, const struct utsname *uts);
 
 // ---- procstat.c ----
 /// Reads the process start (CLOCK_MONOTONIC ns) and its precision.

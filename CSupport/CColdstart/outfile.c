@@ -104,3 +104,78 @@ void cs_out_close_dir(void) {
     if (is_timeline_dir(cs_g.out.dirfd)) close(cs_g.out.dirfd);
     cs_g.out.dirfd = -1;
 }
+
+// A name Coldstart gives a timeline in a directory: "coldstart-<executable>-
+// <pid>.json" or "…-<pid>-<n>.json". Temporary files and anything else are
+// never rotated.
+static bool is_rotated_name(const char *name) {
+    size_t n = strlen(name);
+    if (n < 16 || strncmp(name, "coldstart-", 10) != 0 || strcmp(name + n - 5, ".json") != 0) return false;
+    if (strstr(name, ".tmp.")) return false;
+    size_t i = n - 5, groups = 0;
+    while (groups < 2) {
+        size_t digits = 0;
+        while (i > 10 && name[i - 1] >= '0' && name[i - 1] <= '9') { i--; digits++; }
+        if (digits == 0 || i <= 10 || name[i - 1] != '-') return groups > 0;
+        i--;
+        groups++;
+    }
+    return true;
+}
+
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+// One pass over the directory: how many timelines of ours, their bytes, and
+// the oldest one other than `mine` (its name in `oldest`, "" if none).
+static void survey(int fd, const char *mine, uint64_t *count, uint64_t *bytes, char *oldest, size_t cap) {
+    struct timespec oldest_t = {0, 0};
+    *count = *bytes = 0;
+    oldest[0] = 0;
+    uid_t me = geteuid();
+    if (lseek(fd, 0, SEEK_SET) != 0) return;
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, cs_g.out.dents, sizeof cs_g.out.dents);
+        if (got <= 0) return;
+        for (long off = 0; off < got;) {
+            const struct linux_dirent64 *d = (const void *)(cs_g.out.dents + off);
+            off += d->d_reclen;
+            struct stat st;
+            // Only regular files of ours: a symlink is never followed or counted.
+            if (!is_rotated_name(d->d_name) || fstatat(fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+            if (!S_ISREG(st.st_mode) || st.st_uid != me) continue;
+            (*count)++;
+            *bytes += (uint64_t)st.st_size;
+            if (strcmp(d->d_name, mine) == 0 || strlen(d->d_name) >= cap) continue;
+            if (oldest[0] == 0 || st.st_mtim.tv_sec < oldest_t.tv_sec
+                || (st.st_mtim.tv_sec == oldest_t.tv_sec && st.st_mtim.tv_nsec < oldest_t.tv_nsec)) {
+                oldest_t = st.st_mtim;
+                strcpy(oldest, d->d_name);
+            }
+        }
+    }
+}
+
+void cs_out_rotate(int dir) {
+    uint64_t keep = cs_g.cfg.keep, keep_bytes = cs_g.cfg.keep_bytes;
+    if (keep == 0 && keep_bytes == 0) return;
+    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    const char *slash = strrchr(cs_g.out.dest, '/');
+    const char *mine = slash ? slash + 1 : cs_g.out.dest;
+    char oldest[256];
+    // Each removal re-reads the directory, so no name list is kept; the usual
+    // case is one removal per launch, and a backlog drains over a few.
+    for (int removed = 0; removed < CS_ROTATE_MAX_REMOVALS; removed++) {
+        uint64_t count, bytes;
+        survey(fd, mine, &count, &bytes, oldest, sizeof oldest);
+        if ((keep == 0 || count <= keep) && (keep_bytes == 0 || bytes <= keep_bytes)) break;
+        if (oldest[0] == 0 || unlinkat(fd, oldest, 0) != 0) break;
+    }
+    close(fd);
+}
