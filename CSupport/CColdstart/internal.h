@@ -170,8 +170,11 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 // ---- timeline.c ----
 /// Serialises the whole timeline to cs_g.out.tmp and renames it to
 /// cs_g.out.dest; capture has stopped (end.c). Uses only open/write/rename/
-/// close and the preallocated buffer, so it is async-signal-safe. 0 or -1.
+/// close and the preallocated buffer, so it is async-signal-safe. 0, -1, or
+/// CS_WRITE_TOO_BIG when even the timeline without sampling and watch data is
+/// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
+#define CS_WRITE_TOO_BIG (-2)
 
 // ---- outfile.c (async-signal-safe) ----
 /// The timeline's directory: the descriptor opened at start-up if it still is

@@ -451,7 +451,7 @@ int cs_write_timeline(void) {
         cs_jw_raw(w, "}\n");
         rc = cs_jw_flush(w);
         if (!w->over) break;
-        if (pass == 1) cs_warn("the timeline is over COLDSTART_MAX_BYTES even without samples; not written", NULL);
+        if (pass == 1) rc = CS_WRITE_TOO_BIG;
     }
     if (close(fd) != 0) rc = -1;
     if (rc == 0) rc = cs_out_publish(dir, tmp, pl->start_realtime_us);
