@@ -3,7 +3,8 @@
 // each other in one direction only (docs/ARCHITECTURE.md, "The capture
 // layer"; no file calls back into a file that calls it):
 //   core → config, end, sampler, watcher      end → watcher, sampler, timeline, outfile
-//   timeline → outfile, modules, watchjson, procstat, smpthreads
+//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
+//   config → labels
 //   sampler → smpthreads, smpclock, unwind    smpthreads → smpclock
 //   unwind → smpthreads                        watcher → syscalls, watchfd, offcpu
 //   syscalls → watchfd                         watchjson → modules, syscalls
