@@ -52,6 +52,13 @@ struct cs_event {
 #define CS_FLAG_BOUNDARY 1u
 #define CS_FLAG_EXTENDED 2u
 
+// A timeline the rotation may remove (outfile.c).
+#define CS_ROTATE_BATCH 64
+struct cs_rotate_entry {
+    uint64_t mtime_ns, size;
+    char name[256];
+};
+
 enum cs_state_value {
     CS_OFF = 0,        // profiling off: every entry point returns at once
     CS_RECORDING = 1,  // launch in progress
@@ -152,6 +159,7 @@ struct cs_global {
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
         char dents[8192];               // directory entries, for the rotation
+        struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
     } out;
 };
 
@@ -193,10 +201,9 @@ int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us);
 /// With COLDSTART_KEEP / COLDSTART_KEEP_BYTES, removes the oldest timelines
 /// of Coldstart's naming ("coldstart-<executable>-<pid>[-<n>].json", regular
 /// files of this user, never the one just written) from `dir` until the
-/// count and total size are within bounds (at most CS_ROTATE_MAX_REMOVALS per
-/// call). unlinkat relative to `dir`; symlinks are never followed.
+/// count and total size are within bounds (at most CS_ROTATE_BATCH per call,
+/// from one listing). unlinkat relative to `dir`; symlinks are never followed.
 void cs_out_rotate(int dir);
-#define CS_ROTATE_MAX_REMOVALS 256
 
 // ---- labels.c ----
 /// Writes the "sample" and "labels" members of the coldstart section: the

@@ -132,16 +132,17 @@ struct linux_dirent64 {
 };
 
 // One pass over the directory: how many timelines of ours, their bytes, and
-// the oldest one other than `mine` (its name in `oldest`, "" if none).
-static void survey(int fd, const char *mine, uint64_t *count, uint64_t *bytes, char *oldest, size_t cap) {
-    struct timespec oldest_t = {0, 0};
+// the CS_ROTATE_BATCH oldest of them other than `mine`, oldest first, in
+// cs_g.out.oldest (their number returned).
+static size_t survey(int fd, const char *mine, uint64_t *count, uint64_t *bytes) {
+    struct cs_rotate_entry *old = cs_g.out.oldest;
+    size_t n = 0;
     *count = *bytes = 0;
-    oldest[0] = 0;
     uid_t me = geteuid();
-    if (lseek(fd, 0, SEEK_SET) != 0) return;
+    if (lseek(fd, 0, SEEK_SET) != 0) return 0;
     for (;;) {
         long got = syscall(SYS_getdents64, fd, cs_g.out.dents, sizeof cs_g.out.dents);
-        if (got <= 0) return;
+        if (got <= 0) return n;
         for (long off = 0; off < got;) {
             const struct linux_dirent64 *d = (const void *)(cs_g.out.dents + off);
             off += d->d_reclen;
@@ -151,11 +152,18 @@ static void survey(int fd, const char *mine, uint64_t *count, uint64_t *bytes, c
             if (!S_ISREG(st.st_mode) || st.st_uid != me) continue;
             (*count)++;
             *bytes += (uint64_t)st.st_size;
-            if (strcmp(d->d_name, mine) == 0 || strlen(d->d_name) >= cap) continue;
-            if (oldest[0] == 0 || st.st_mtim.tv_sec < oldest_t.tv_sec
-                || (st.st_mtim.tv_sec == oldest_t.tv_sec && st.st_mtim.tv_nsec < oldest_t.tv_nsec)) {
-                oldest_t = st.st_mtim;
-                strcpy(oldest, d->d_name);
+            if (strcmp(d->d_name, mine) == 0 || strlen(d->d_name) >= sizeof old->name) continue;
+            uint64_t t = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+            // Insertion into the sorted batch; the newest falls off a full one.
+            size_t k = n < CS_ROTATE_BATCH ? n++ : CS_ROTATE_BATCH;
+            while (k > 0 && old[k - 1].mtime_ns > t) {
+                if (k < CS_ROTATE_BATCH) old[k] = old[k - 1];
+                k--;
+            }
+            if (k < CS_ROTATE_BATCH) {
+                old[k].mtime_ns = t;
+                old[k].size = (uint64_t)st.st_size;
+                strcpy(old[k].name, d->d_name);
             }
         }
     }
@@ -168,14 +176,15 @@ void cs_out_rotate(int dir) {
     if (fd < 0) return;
     const char *slash = strrchr(cs_g.out.dest, '/');
     const char *mine = slash ? slash + 1 : cs_g.out.dest;
-    char oldest[256];
-    // Each removal re-reads the directory, so no name list is kept; the usual
-    // case is one removal per launch, and a backlog drains over a few.
-    for (int removed = 0; removed < CS_ROTATE_MAX_REMOVALS; removed++) {
-        uint64_t count, bytes;
-        survey(fd, mine, &count, &bytes, oldest, sizeof oldest);
+    // One listing per launch, whatever the directory holds; a backlog past
+    // one batch drains over the next launches.
+    uint64_t count, bytes;
+    size_t n = survey(fd, mine, &count, &bytes);
+    for (size_t i = 0; i < n; i++) {
         if ((keep == 0 || count <= keep) && (keep_bytes == 0 || bytes <= keep_bytes)) break;
-        if (oldest[0] == 0 || unlinkat(fd, oldest, 0) != 0) break;
+        if (unlinkat(fd, cs_g.out.oldest[i].name, 0) != 0) continue;
+        count--;
+        bytes -= cs_g.out.oldest[i].size;
     }
     close(fd);
 }
