@@ -158,6 +158,22 @@ final class ProductionModeTests: XCTestCase {
         XCTAssertEqual(try timelineFiles(in: directory).count, 1)
     }
 
+    func testRotationDrainsABacklogOneBatchPerLaunch() throws {
+        let fm = FileManager.default
+        for n in 1...70 {
+            let url = directory.appendingPathComponent("coldstart-Old-\(n).json")
+            try Data("{}".utf8).write(to: url)
+            try fm.setAttributes([.modificationDate: Date(timeIntervalSinceNow: Double(-1000 + n))], ofItemAtPath: url.path)
+        }
+        let environment = ["COLDSTART": "1", "COLDSTART_DIR": directory.path, "COLDSTART_KEEP": "1", "COLDSTART_SAMPLE": "0"]
+        XCTAssertEqual(try runProcess(example, environment: environment).status, 0)
+        // One listing removes at most 64 (the oldest): 71 − 64 left.
+        let old = try fm.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("coldstart-Old-") }
+        XCTAssertEqual(Set(old), Set((65...70).map { "coldstart-Old-\($0).json" }))
+        XCTAssertEqual(try runProcess(example, environment: environment).status, 0)
+        XCTAssertEqual(try fm.contentsOfDirectory(atPath: directory.path).count, 1, "the next launch drains the rest")
+    }
+
     func testSizeBoundDropsSamplingAndWatchWholeAndKeepsValidJSON() throws {
         let full = path("full.json")
         _ = try runProcess(example, environment: ["COLDSTART": full])
