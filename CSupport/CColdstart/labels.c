@@ -79,9 +79,13 @@ static size_t executable_build_id(char *hex, size_t cap) {
     const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
     size_t phnum = (size_t)getauxval(AT_PHNUM);
     if (!ph) return 0;
+    // The load bias comes from PT_PHDR; without it (some static
+    // executables) the notes' address is unknown, and no guess is read.
     uintptr_t bias = 0;
+    bool known = false;
     for (size_t i = 0; i < phnum; i++)
-        if (ph[i].p_type == PT_PHDR) bias = (uintptr_t)ph - ph[i].p_vaddr;
+        if (ph[i].p_type == PT_PHDR) { bias = (uintptr_t)ph - ph[i].p_vaddr; known = true; }
+    if (!known) return 0;
     for (size_t i = 0; i < phnum; i++) {
         if (ph[i].p_type != PT_NOTE) continue;
         const char *notes = (const char *)(bias + ph[i].p_vaddr);
