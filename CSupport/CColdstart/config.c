@@ -4,6 +4,9 @@
 
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // The value of `name` when it lies in [lo, hi], else `fallback` (and one
 // warning if it was set).
@@ -21,6 +24,45 @@ static uint64_t bounded(char **envp, const char *name, uint64_t lo, uint64_t hi,
         return fallback;
     }
     return x;
+}
+
+// Whether this launch is one of the fraction that is sampled: one getrandom
+// call (a clock-derived value if the pool is not ready yet; fairness, not
+// secrecy, is what matters here).
+static bool draw(uint32_t ppm) {
+    if (ppm >= 1000000) return true;
+    if (ppm == 0) return false;
+    uint64_t r = 0;
+    if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
+        r = (cs_monotonic_ns() ^ (uint64_t)syscall(SYS_getpid) << 32) * 0x9e3779b97f4a7c15ull;
+    return (r >> 11) % 1000000 < ppm;
+}
+
+// The production settings (docs/fleet.md): which launches are sampled,
+// labels, the file's size bound and the directory's rotation.
+static void read_production(char **envp, struct cs_config *c) {
+    const char *sample = cs_env_get(envp, "COLDSTART_SAMPLE");
+    c->sample_ppm = 1000000;
+    if (sample && *sample && !cs_parse_fraction(sample, &c->sample_ppm)) {
+        cs_warn("ignoring COLDSTART_SAMPLE (want a fraction from 0 to 1): ", sample);
+        c->sample_ppm = 1000000;
+    }
+    c->sampled = draw(c->sample_ppm);
+    if (!c->sampled) {
+        // Phases and marks only: neither the sampler nor the watcher starts.
+        c->sampler = CS_SAMPLER_OFF;
+        c->watch = false;
+    }
+    const char *labels = cs_env_get(envp, "COLDSTART_LABELS");
+    if (labels && *labels) cs_labels_parse(labels, &c->labels);
+    c->max_bytes = bounded(envp, "COLDSTART_MAX_BYTES", 4096, 1ull << 40, CS_DEFAULT_MAX_BYTES, "4096 to 2^40 bytes");
+    c->keep = (uint32_t)bounded(envp, "COLDSTART_KEEP", 1, 1000000, 0, "1 to 1000000 files");
+    c->keep_bytes = bounded(envp, "COLDSTART_KEEP_BYTES", 65536, 1ull << 50, 0, "65536 to 2^50 bytes");
+    if ((c->keep || c->keep_bytes) && strcmp(c->value, "1") != 0) {
+        cs_warn("ignoring COLDSTART_KEEP and COLDSTART_KEEP_BYTES (they rotate the directory of COLDSTART=1)", NULL);
+        c->keep = 0;
+        c->keep_bytes = 0;
+    }
 }
 
 bool cs_config_read(char **envp) {
@@ -62,5 +104,6 @@ bool cs_config_read(char **envp) {
         cs_warn("ignoring COLDSTART_UNWINDER (want libunwind or fp): ", unw);
     const char *watch = cs_env_get(envp, "COLDSTART_WATCH");
     c->watch = !(watch && strcmp(watch, "0") == 0);
+    read_production(envp, c);
     return true;
 }

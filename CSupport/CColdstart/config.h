@@ -14,6 +14,20 @@
 // A host that never calls ready() (a server) is sampled and watched this long,
 // then left alone; its timeline is still written at exit.
 #define CS_DEFAULT_LIMIT_MS 10000
+// Production mode (docs/fleet.md): labels, the file's size bound.
+#define CS_MAX_LABELS 16
+#define CS_LABEL_KEY_MAX 64
+#define CS_LABEL_VALUE_MAX 256
+#define CS_DEFAULT_MAX_BYTES (32ull << 20)
+
+// COLDSTART_LABELS, validated and copied at start-up (labels.c): pair i is
+// buf[key_off[i], +key_len[i]] = buf[val_off[i], +val_len[i]].
+struct cs_labels {
+    uint32_t n;
+    uint16_t key_off[CS_MAX_LABELS], key_len[CS_MAX_LABELS];
+    uint16_t val_off[CS_MAX_LABELS], val_len[CS_MAX_LABELS];
+    char buf[CS_MAX_LABELS * (CS_LABEL_KEY_MAX + CS_LABEL_VALUE_MAX)];
+};
 
 enum cs_sampler_mode { CS_SAMPLER_PERF, CS_SAMPLER_POSIX, CS_SAMPLER_WALL, CS_SAMPLER_OFF };
 
@@ -29,6 +43,12 @@ struct cs_config {
     bool sampler_set;           // COLDSTART_SAMPLER was given (any value)
     bool unwind_fp;             // COLDSTART_UNWINDER=fp
     bool watch;                 // COLDSTART_WATCH is not 0
+    uint32_t sample_ppm;        // COLDSTART_SAMPLE, in millionths (default 1000000)
+    bool sampled;               // this launch drew sampling (else sampler and watcher off)
+    uint64_t max_bytes;         // COLDSTART_MAX_BYTES: the timeline file's size bound
+    uint32_t keep;              // COLDSTART_KEEP: timelines kept in the directory; 0: no bound
+    uint64_t keep_bytes;        // COLDSTART_KEEP_BYTES: their total size; 0: no bound
+    struct cs_labels labels;    // COLDSTART_LABELS
 };
 
 /// Reads every COLDSTART_* variable from `envp` into cs_g.cfg, warning once
@@ -37,5 +57,15 @@ struct cs_config {
 /// .preinit_array, before libc's constructors). Off, with one line, in a
 /// setuid or setgid program (AT_SECURE).
 bool cs_config_read(char **envp);
+
+// ---- labels.c ----
+/// Parses "k=v,k=v" into `out`: keys [A-Za-z_][A-Za-z0-9_.]* of at most
+/// CS_LABEL_KEY_MAX bytes, values of at most CS_LABEL_VALUE_MAX bytes without
+/// control characters, at most CS_MAX_LABELS pairs, no key twice. On bad input
+/// `out` is left empty and one stderr line says why. Async-signal-safe.
+void cs_labels_parse(const char *spec, struct cs_labels *out);
+/// Parses COLDSTART_SAMPLE ("0" … "1", at most 6 decimals used) into
+/// millionths; false when it is not a fraction in [0, 1]. Async-signal-safe.
+bool cs_parse_fraction(const char *s, uint32_t *ppm);
 
 #endif

@@ -99,7 +99,10 @@ static void write_once(void) {
     if (atomic_compare_exchange_strong(&cs_g.out.writer_tid, &expected, me)) {
         cs_watch_stop();
         cs_sampler_stop();
-        if (cs_write_timeline() != 0)
+        int rc = cs_write_timeline();
+        if (rc == CS_WRITE_TOO_BIG)
+            cs_warn("timeline over COLDSTART_MAX_BYTES even without its sampling and watch data; not written: ", cs_g.out.dest);
+        else if (rc != 0)
             cs_warn("could not write the timeline to ", cs_g.out.dest);
         atomic_store(&cs_g.out.written, 1);
         cs_futex_wake(&cs_g.out.written);

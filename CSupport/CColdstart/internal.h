@@ -3,7 +3,8 @@
 // each other in one direction only (docs/ARCHITECTURE.md, "The capture
 // layer"; no file calls back into a file that calls it):
 //   core → config, end, sampler, watcher      end → watcher, sampler, timeline, outfile
-//   timeline → outfile, modules, watchjson, procstat, smpthreads
+//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
+//   config → labels
 //   sampler → smpthreads, smpclock, unwind    smpthreads → smpclock
 //   unwind → smpthreads                        watcher → syscalls, watchfd, offcpu
 //   syscalls → watchfd                         watchjson → modules, syscalls
@@ -54,6 +55,13 @@ struct cs_event {
 };
 #define CS_FLAG_BOUNDARY 1u
 #define CS_FLAG_EXTENDED 2u
+
+// A timeline the rotation may remove (outfile.c).
+#define CS_ROTATE_BATCH 64
+struct cs_rotate_entry {
+    uint64_t mtime_ns, size;
+    char name[256];
+};
 
 enum cs_state_value {
     CS_OFF = 0,        // profiling off: every entry point returns at once
@@ -155,6 +163,8 @@ struct cs_global {
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
+        char dents[8192];               // directory entries, for the rotation
+        struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
     } out;
 };
 
@@ -174,8 +184,11 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 // ---- timeline.c ----
 /// Serialises the whole timeline to cs_g.out.tmp and renames it to
 /// cs_g.out.dest; capture has stopped (end.c). Uses only open/write/rename/
-/// close and the preallocated buffer, so it is async-signal-safe. 0 or -1.
+/// close and the preallocated buffer, so it is async-signal-safe. 0, -1, or
+/// CS_WRITE_TOO_BIG when even the timeline without sampling and watch data is
+/// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
+#define CS_WRITE_TOO_BIG (-2)
 
 // ---- outfile.c (async-signal-safe) ----
 /// The timeline's directory: the descriptor opened at start-up if it still is
@@ -190,6 +203,19 @@ void cs_out_close_dir(void);
 /// Renames the temporary file to the timeline's name, or to "<stem>-N.json"
 /// when a file there was written after this process started. 0 or -1.
 int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us);
+/// With COLDSTART_KEEP / COLDSTART_KEEP_BYTES, removes the oldest timelines
+/// of Coldstart's naming ("coldstart-<executable>-<pid>[-<n>].json", regular
+/// files of this user, never the one just written) from `dir` until the
+/// count and total size are within bounds (at most CS_ROTATE_BATCH per call,
+/// from one listing). unlinkat relative to `dir`; symlinks are never followed.
+void cs_out_rotate(int dir);
+
+// ---- labels.c ----
+/// Writes the "sample" and "labels" members of the coldstart section: the
+/// sampling draw, COLDSTART_LABELS and the default labels (host, kernel,
+/// buildId) the user did not set. Async-signal-safe.
+struct utsname;
+void cs_labels_write(struct cs_jw *w, const struct utsname *uts);
 
 // ---- procstat.c ----
 /// Reads the process start (CLOCK_MONOTONIC ns) and its precision.

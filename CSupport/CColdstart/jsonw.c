@@ -4,9 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
-void cs_jw_begin(struct cs_jw *w, int fd) {
+void cs_jw_begin(struct cs_jw *w, int fd, uint64_t limit) {
     w->fd = fd;
     w->failed = 0;
+    w->over = 0;
+    w->limit = limit;
+    w->total = 0;
     w->len = 0;
 }
 
@@ -23,6 +26,12 @@ int cs_jw_flush(struct cs_jw *w) {
 }
 
 static void put(struct cs_jw *w, const char *p, size_t n) {
+    if (w->limit && !w->failed && w->total + n > w->limit) {
+        w->over = 1;
+        w->failed = 1;
+        w->len = 0;   // what is buffered is never written: the caller starts over or gives up
+    }
+    w->total += n;
     while (n > 0 && !w->failed) {
         size_t room = sizeof w->buf - w->len;
         if (room == 0) { cs_jw_flush(w); continue; }

@@ -1,6 +1,7 @@
 // A buffered JSON emitter over a file descriptor that never allocates: every
 // function is async-signal-safe (memcpy and write(2) only). An I/O error sets
-// `failed` and turns later calls into no-ops.
+// `failed` and turns later calls into no-ops; so does reaching `limit` (then
+// `over` is set too, and nothing past the limit reaches the file).
 #ifndef COLDSTART_JSONW_H
 #define COLDSTART_JSONW_H
 
@@ -10,11 +11,15 @@
 struct cs_jw {
     int fd;
     int failed;
+    int over;           // the output reached `limit`
+    uint64_t limit;     // bytes the file may hold; 0: no limit
+    uint64_t total;     // bytes accepted so far
     size_t len;
     char buf[64 * 1024];
 };
 
-void cs_jw_begin(struct cs_jw *w, int fd);
+/// Starts output to `fd`, with at most `limit` bytes (0: unlimited).
+void cs_jw_begin(struct cs_jw *w, int fd, uint64_t limit);
 /// Writes `s` verbatim.
 void cs_jw_raw(struct cs_jw *w, const char *s);
 /// Writes `n` bytes as a JSON string, quoted and escaped.

@@ -104,3 +104,87 @@ void cs_out_close_dir(void) {
     if (is_timeline_dir(cs_g.out.dirfd)) close(cs_g.out.dirfd);
     cs_g.out.dirfd = -1;
 }
+
+// A name Coldstart gives a timeline in a directory: "coldstart-<executable>-
+// <pid>.json" or "…-<pid>-<n>.json". Temporary files and anything else are
+// never rotated.
+static bool is_rotated_name(const char *name) {
+    size_t n = strlen(name);
+    if (n < 16 || strncmp(name, "coldstart-", 10) != 0 || strcmp(name + n - 5, ".json") != 0) return false;
+    if (strstr(name, ".tmp.")) return false;
+    size_t i = n - 5, groups = 0;
+    while (groups < 2) {
+        size_t digits = 0;
+        while (i > 10 && name[i - 1] >= '0' && name[i - 1] <= '9') { i--; digits++; }
+        if (digits == 0 || i <= 10 || name[i - 1] != '-') return groups > 0;
+        i--;
+        groups++;
+    }
+    return true;
+}
+
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+// One pass over the directory: how many timelines of ours, their bytes, and
+// the CS_ROTATE_BATCH oldest of them other than `mine`, oldest first, in
+// cs_g.out.oldest (their number returned).
+static size_t survey(int fd, const char *mine, uint64_t *count, uint64_t *bytes) {
+    struct cs_rotate_entry *old = cs_g.out.oldest;
+    size_t n = 0;
+    *count = *bytes = 0;
+    uid_t me = geteuid();
+    if (lseek(fd, 0, SEEK_SET) != 0) return 0;
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, cs_g.out.dents, sizeof cs_g.out.dents);
+        if (got <= 0) return n;
+        for (long off = 0; off < got;) {
+            const struct linux_dirent64 *d = (const void *)(cs_g.out.dents + off);
+            off += d->d_reclen;
+            struct stat st;
+            // Only regular files of ours: a symlink is never followed or counted.
+            if (!is_rotated_name(d->d_name) || fstatat(fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+            if (!S_ISREG(st.st_mode) || st.st_uid != me) continue;
+            (*count)++;
+            *bytes += (uint64_t)st.st_size;
+            if (strcmp(d->d_name, mine) == 0 || strlen(d->d_name) >= sizeof old->name) continue;
+            uint64_t t = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+            // Insertion into the sorted batch; the newest falls off a full one.
+            size_t k = n < CS_ROTATE_BATCH ? n++ : CS_ROTATE_BATCH;
+            while (k > 0 && old[k - 1].mtime_ns > t) {
+                if (k < CS_ROTATE_BATCH) old[k] = old[k - 1];
+                k--;
+            }
+            if (k < CS_ROTATE_BATCH) {
+                old[k].mtime_ns = t;
+                old[k].size = (uint64_t)st.st_size;
+                strcpy(old[k].name, d->d_name);
+            }
+        }
+    }
+}
+
+void cs_out_rotate(int dir) {
+    uint64_t keep = cs_g.cfg.keep, keep_bytes = cs_g.cfg.keep_bytes;
+    if (keep == 0 && keep_bytes == 0) return;
+    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    const char *slash = strrchr(cs_g.out.dest, '/');
+    const char *mine = slash ? slash + 1 : cs_g.out.dest;
+    // One listing per launch, whatever the directory holds; a backlog past
+    // one batch drains over the next launches.
+    uint64_t count, bytes;
+    size_t n = survey(fd, mine, &count, &bytes);
+    for (size_t i = 0; i < n; i++) {
+        if ((keep == 0 || count <= keep) && (keep_bytes == 0 || bytes <= keep_bytes)) break;
+        if (unlinkat(fd, cs_g.out.oldest[i].name, 0) != 0) continue;
+        count--;
+        bytes -= cs_g.out.oldest[i].size;
+    }
+    close(fd);
+}

@@ -119,6 +119,7 @@ struct plan {
     uint64_t start, precision, boot_off;
     uint64_t start_realtime_us;  // 0 when CLOCK_REALTIME could not be read
     bool from_env, has_earliest, completed;
+    bool detail;                 // sampling and watch data fit under COLDSTART_MAX_BYTES
     uint32_t nev;
     struct boundary b[CS_MAX_BOUNDARIES + 5];   // + start, earliest, set-up, main, end
     size_t nb, nthreads;
@@ -282,7 +283,7 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
             cs_jw_raw(w, "}}");
         }
     }
-    cs_watch_write_trace_events(w, cs_g.proc.pid, pl->start);
+    if (pl->detail) cs_watch_write_trace_events(w, cs_g.proc.pid, pl->start);
     cs_jw_raw(w, ",\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"launch\"");
     write_pid_tid(w, 0);
     cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, cs_g.launch.t_end));
@@ -296,6 +297,20 @@ static void write_snapshot(struct cs_jw *w, const struct plan *pl, const char *a
     cs_jw_raw(w, ",");
     rusage_fields(w, NULL, ru);
     cs_jw_raw(w, "}");
+}
+
+// The size bound and what was left out to keep under it: the sampling and
+// watch sections go first, whole, so the file stays valid and complete JSON.
+static void write_size_limit(struct cs_jw *w, const struct plan *pl) {
+    cs_jw_raw(w, ",\n\"sizeLimit\":{\"maxBytes\":"); cs_jw_u64(w, cs_g.cfg.max_bytes);
+    cs_jw_raw(w, ",\"dropped\":[");
+    if (!pl->detail) {
+        bool sampling = cs_g.smp.started, watch = cs_g.watch.buf != NULL;
+        cs_jw_raw(w, sampling ? "\"sampling\"" : "");
+        cs_jw_raw(w, sampling && watch ? "," : "");
+        cs_jw_raw(w, watch ? "\"watch\"" : "");
+    }
+    cs_jw_raw(w, "]}");
 }
 
 static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
@@ -331,7 +346,10 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, ",\"executable\":"); cs_jw_cstr(w, pl->exe);
     cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
     cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.proc.swift_version[0] ? cs_g.proc.swift_version : "unknown");
-    cs_jw_raw(w, "},\n\"rusage\":[");
+    cs_jw_raw(w, "}");
+    cs_labels_write(w, &pl->uts);
+    write_size_limit(w, pl);
+    cs_jw_raw(w, ",\n\"rusage\":[");
     if (pl->has_earliest) {
         write_snapshot(w, pl, "earliestInit", cs_g.launch.t_earliest, &cs_g.launch.ru_earliest);
         cs_jw_raw(w, ",");
@@ -403,8 +421,10 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, "]");
-    cs_sampler_write(w, pl->start);
-    cs_watch_write_section(w, pl->start);
+    if (pl->detail) {
+        cs_sampler_write(w, pl->start);
+        cs_watch_write_section(w, pl->start);
+    }
     cs_jw_raw(w, ",\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.log.dropped_events));
     cs_jw_raw(w, ",\"nameBytes\":"); cs_jw_u64(w, atomic_load(&cs_g.log.dropped_name_bytes));
     cs_jw_raw(w, "}}");
@@ -424,15 +444,25 @@ int cs_write_timeline(void) {
         return -1;
     }
     struct cs_jw *w = &cs_g.out.jw;
-    cs_jw_begin(w, fd);
-    write_metadata(w, pl);
-    write_trace_events(w, pl);
-    write_coldstart(w, pl);
-    cs_jw_raw(w, "}\n");
-    int rc = cs_jw_flush(w);
+    int rc = -1;
+    // The whole timeline, else (past COLDSTART_MAX_BYTES) again from the
+    // start without the sampling and watch data.
+    for (int pass = 0; pass < 2; pass++) {
+        pl->detail = pass == 0;
+        if (pass == 1 && (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)) break;
+        cs_jw_begin(w, fd, cs_g.cfg.max_bytes);
+        write_metadata(w, pl);
+        write_trace_events(w, pl);
+        write_coldstart(w, pl);
+        cs_jw_raw(w, "}\n");
+        rc = cs_jw_flush(w);
+        if (!w->over) break;
+        if (pass == 1) rc = CS_WRITE_TOO_BIG;
+    }
     if (close(fd) != 0) rc = -1;
     if (rc == 0) rc = cs_out_publish(dir, tmp, pl->start_realtime_us);
     if (rc != 0) unlinkat(dir, tmp, 0);
+    if (rc == 0) cs_out_rotate(dir);
     if (opened) close(dir);
     return rc;
 }
