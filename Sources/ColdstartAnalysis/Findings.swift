@@ -52,22 +52,9 @@ package struct FindingInputs: Sendable {
     /// Process start to the launch's end (`ready()` or exit), wall ms.
     package var launchMs: Double
 
-    package struct Function: Sendable {
-        package var name: String
-        package var module: String
-        /// Time on the critical path (the thread that reaches `ready()`) with
-        /// the function on the stack, outside every lazy global and
-        /// initializer (those have findings of their own).
-        package var ms: Double
-        package var samples: Int
-        package var phase: String?
-        package init(name: String, module: String, ms: Double, samples: Int, phase: String? = nil) {
-            (self.name, self.module, self.ms, self.samples, self.phase) = (name, module, ms, samples, phase)
-        }
-    }
-
-    package struct LazyGlobal: Sendable {
-        /// `Type.global` or `global`.
+    /// A function or a lazy global: a named cost in a module.
+    package struct NamedCost: Sendable {
+        /// A function's display name, or a global's `Type.global`.
         package var name: String
         package var module: String
         package var ms: Double
@@ -142,8 +129,11 @@ package struct FindingInputs: Sendable {
         }
     }
 
-    package var functions: [Function] = []
-    package var lazyGlobals: [LazyGlobal] = []
+    /// Time on the critical path (the thread that reaches `ready()`) with
+    /// the function on the stack, outside every lazy global and initializer
+    /// (those have findings of their own).
+    package var functions: [NamedCost] = []
+    package var lazyGlobals: [NamedCost] = []
     package var initializers: [Initializer] = []
     package var blockingWaits: [BlockingWait] = []
     package var loader: Loader?
