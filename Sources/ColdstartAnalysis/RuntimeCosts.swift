@@ -148,7 +148,11 @@ package enum RuntimeCostClassifier {
             .prefix("swift_getForeignTypeMetadata"), .prefix("swift_getTypeName"), .prefix("swift_getMangledTypeName"),
             .contains("swift::TypeDecoder"), .contains("swift::Demangle::"),
         ]),
-        RuntimeCostRule(kind: .dynamicCast, patterns: [.prefix("swift_dynamicCast"), .contains("swift::tryCast"), .prefix("tryCast")]),
+        RuntimeCostRule(kind: .dynamicCast, patterns: [
+            .prefix("swift_dynamicCast"), .contains("swift::tryCast"), .prefix("tryCast"),
+            // Emitted into the app by the compiler for `as? any P`.
+            .prefix("dynamic_cast_existential"),
+        ]),
         RuntimeCostRule(kind: .reflection, patterns: [
             .prefix("swift_reflectionMirror"), .prefix("Mirror."), .prefix("Mirror("), .prefix("$ss6MirrorV"),
             .prefix("_adHocPrint_unlocked"), .prefix("$sSS10describing"), .prefix("String.init<A>(describing:"), .prefix("$ss20_adHocPrint_unlocked"), .prefix("dump<"), .prefix("$ss4dump"),
