@@ -1,5 +1,13 @@
 // Internal to the capture layer: the one struct that holds all of Coldstart's
-// mutable state (`cs_g`), and the functions the C files share.
+// mutable state (`cs_g`), and the functions its files share. The files call
+// each other in one direction only (docs/ARCHITECTURE.md, "The capture
+// layer"; no file calls back into a file that calls it):
+//   core → config, end, sampler, watcher      end → watcher, sampler, timeline
+//   timeline → modules, watchjson, procstat, smpthreads
+//   sampler → smpthreads, smpclock, unwind    smpthreads → smpclock
+//   unwind → smpthreads                        watcher → syscalls, watchfd, offcpu
+//   syscalls → watchfd                         watchjson → modules, syscalls
+// and any of them → procparse, sys, jsonw: the leaves, which call nothing of ours.
 #ifndef COLDSTART_INTERNAL_H
 #define COLDSTART_INTERNAL_H
 
@@ -11,19 +19,19 @@
 #include <sys/types.h>
 
 #include "include/coldstart.h"
+#include "include/coldstart_startup.h"
+#include "config.h"
 #include "jsonw.h"
+#include "procparse.h"
+#include "sys.h"
 #include "watch.h"
+#include "sampler.h"
 
 #define CS_MAX_EVENTS 4096
 #define CS_NAME_BYTES (64 * 1024)
 #define CS_MAX_NAME 255
 #define CS_MAX_BOUNDARIES 64
-
-struct cs_rusage {
-    uint64_t minflt, majflt, nvcsw, nivcsw, utime_ns, stime_ns;
-};
-
-#include "sampler.h"   // struct cs_sampler, a member of cs_global; uses cs_rusage
+#define CS_OWN_MAX 8
 
 enum cs_event_kind { CS_EV_MARK = 1, CS_EV_SPAN_BEGIN = 2, CS_EV_SPAN_END = 3 };
 
@@ -51,92 +59,116 @@ enum cs_state_value {
 
 enum cs_end_reason { CS_END_NONE, CS_END_READY, CS_END_EXIT, CS_END_ERROR_EXIT, CS_END_SIGNAL };
 
-// All mutable state of the capture layer. Zero-initialised (BSS), so nothing
-// runs and nothing is touched when profiling is off beyond `state`.
+// One of Coldstart's own threads (cs_start_thread): never sampled, never
+// watched, its CPU time not the host's.
+struct cs_own_thread {
+    _Atomic int tid;            // 0 until the thread runs
+    _Atomic int done;           // its body returned (or it never started)
+    _Atomic uint64_t cpu_ns;    // its CPU time when its body returned
+    void *(*body)(void *);
+};
+
+// All mutable state of the capture layer, grouped by concern. Zero-initialised
+// (BSS), so nothing runs and nothing is touched when profiling is off beyond
+// `state`.
 struct cs_global {
-    _Atomic int state;                  // enum cs_state_value
-    // Who writes the timeline: 0 free, else the writer's tid. Exactly one
-    // writer ever wins; `written` says it finished.
-    _Atomic int writer_tid;
-    _Atomic int written;
+    // The one field every entry point loads first (enum cs_state_value).
+    _Atomic int state;
 
-    int pid;
-    uint64_t ticks_per_second;          // _SC_CLK_TCK, read before main
-    uint64_t spawn_boottime_ns;         // COLDSTART_SPAWN_NS, 0 if absent
-    uint64_t extend_ns;                 // COLDSTART_EXTEND_MS
-    bool preinit_ran;
-    bool before_main_ran;
+    // The process (core.c): who we are, and which start-up hooks ran.
+    struct {
+        int pid;
+        int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
+        uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
+        bool preinit_ran, before_main_ran;
+        char swift_version[32];
+    } proc;
 
-    // Absolute CLOCK_MONOTONIC. t_setup_end: Coldstart's own set-up in
-    // .preinit_array (watcher, sampler) is done; it is a phase of its own so
-    // that its cost (the first perf event of a quiet system can take 15+ ms
-    // in the kernel) is not mistaken for the host's library initializers.
-    uint64_t t_earliest, t_setup_end, t_main, t_ready, t_end;
-    struct cs_rusage ru_earliest, ru_setup_end, ru_main, ru_end;
+    // Every COLDSTART_* setting, read once (config.c).
+    struct cs_config cfg;
 
-    enum cs_end_reason end_reason;
-    int end_status;                     // exit status or signal number
+    // The launch's fixed points (core.c, end.c). Absolute CLOCK_MONOTONIC.
+    // t_setup_end: Coldstart's own set-up in .preinit_array (watcher, sampler)
+    // is done; it is a phase of its own so that its cost (the first perf event
+    // of a quiet system can take 15+ ms in the kernel) is not mistaken for the
+    // host's library initializers.
+    struct {
+        uint64_t t_earliest, t_setup_end, t_main, t_ready, t_end;
+        struct cs_rusage ru_earliest, ru_setup_end, ru_main, ru_end;
+        enum cs_end_reason end_reason;
+        int end_status;                 // exit status or signal number
+    } launch;
 
-    char dest[PATH_MAX];                // final path of the timeline
-    char tmp[PATH_MAX + 32];            // dest + ".tmp.<pid>"
-    char swift_version[32];
+    // The marks and spans the host records (core.c): an append-only log.
+    struct {
+        struct cs_event *events;        // CS_MAX_EVENTS slots, mmap'd when armed
+        _Atomic uint32_t next_event;
+        _Atomic uint32_t dropped_events;
+        char *names;                    // CS_NAME_BYTES, mmap'd when armed
+        _Atomic uint32_t names_used;
+        _Atomic uint32_t dropped_name_bytes;
+        _Atomic int busy;               // callers between enter() and leave() (core.c)
+    } log;
 
-    struct cs_event *events;            // CS_MAX_EVENTS slots, mmap'd when armed
-    _Atomic uint32_t next_event;
-    _Atomic uint32_t dropped_events;
-    char *names;                        // CS_NAME_BYTES, mmap'd when armed
-    _Atomic uint32_t names_used;
-    _Atomic uint32_t dropped_name_bytes;
+    // The abandonment handlers (end.c): which signals we own (installed over
+    // SIG_DFL only).
+    struct {
+        bool owns_signal[NSIG];
+    } abandon;
 
-    // Abandonment handlers: which signals we own (installed over SIG_DFL only).
-    bool owns_signal[NSIG];
+    // Coldstart's own threads (sys.c): the sampler and the watcher leave them
+    // alone without reading each other's state.
+    struct {
+        _Atomic uint32_t count;
+        _Atomic int starting;           // created, tid not yet published
+        struct cs_own_thread threads[CS_OWN_MAX];
+    } own;
 
-    // The stack sampler (sampler.c, unwind.c, modules.c): clock sources,
-    // preallocated sample buffers, per-thread slots, libunwind. All zero and
-    // untouched unless sampling started.
+    // The stack sampler (sampler.c, smpclock.c, smpthreads.c, unwind.c,
+    // modules.c): clock sources, preallocated sample buffers, per-thread
+    // slots, libunwind. All zero and untouched unless sampling started.
     struct cs_sampler smp;
 
-    // The off-CPU watcher thread (watcher.c): per-thread states, causes and
-    // blocked stacks, read from /proc without signalling anyone.
+    // The off-CPU watcher thread (watcher.c, watchfd.c, offcpu.c, watchjson.c):
+    // per-thread states, causes and blocked stacks, read from /proc without
+    // signalling anyone.
     struct cs_watch watch;
 
-    // The timeline writer's scratch space, so it never allocates.
-    struct cs_jw jw;
-    uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
-    uint32_t boundary_slots[CS_MAX_BOUNDARIES];
-    int thread_ids[64];
+    // The timeline and its single writer (end.c, timeline.c): who writes it
+    // (0 free, else the writer's tid; exactly one writer ever wins; `written`
+    // says it finished), where, and its scratch space, so it never allocates.
+    struct {
+        _Atomic int writer_tid;
+        _Atomic int written;
+        char dest[PATH_MAX];            // final path of the timeline
+        char dir[PATH_MAX];             // its directory
+        char base[256];                 // its file name
+        int dirfd;                      // the directory, opened once at start-up (O_PATH)
+        uint64_t dir_dev, dir_ino;      // what dirfd must still be
+        struct cs_jw jw;
+        uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
+        uint32_t boundary_slots[CS_MAX_BOUNDARIES];
+        int thread_ids[64];
+    } out;
 };
 
 extern struct cs_global cs_g;
 
-// ---- core.c ----
-/// Decides from envp whether to profile and records the earliest timestamp.
-/// Runs from .preinit_array before libc's constructors: raw syscalls only.
-void cs_preinit(int argc, char **argv, char **envp);
-/// Records the before-main time and arms exit and signal handling.
-/// Runs as the executable's first constructor. Not async-signal-safe.
-void cs_before_main(void);
-/// Declares the launch over (first caller wins) and writes the timeline.
-/// Async-signal-safe; returns once the timeline is written, or after a bounded
-/// wait if another thread is writing it.
+// ---- core.c (cs_preinit, cs_before_main: include/coldstart_startup.h) ----
+
+// ---- end.c: how a launch ends; the one owner of stopping ----
+/// Installs the abandonment handlers (SIGINT, SIGTERM, SIGHUP over SIG_DFL)
+/// and the exit handler. Runs from cs_before_main. Not async-signal-safe.
+void cs_end_arm(void);
+/// Declares the launch over (first caller wins), stops the watcher, then the
+/// sampler, and writes the timeline. Async-signal-safe; returns once the
+/// timeline is written, or after a bounded wait if another thread is writing.
 void cs_end_launch(enum cs_end_reason reason, int status);
-/// Starts a detached thread running `body` with every signal blocked, so the
-/// host's process-directed signals (SIGINT, SIGCHLD …) stay with the host's
-/// own threads. Returns 0 or pthread_create's error. Not async-signal-safe.
-int cs_start_thread(void *(*body)(void *), size_t stack_size);
-/// Prints "coldstart: <msg>" on stderr with one write(2). Async-signal-safe.
-void cs_warn(const char *msg, const char *detail);
-/// Process-wide getrusage. Async-signal-safe (raw syscall).
-void cs_rusage_now(struct cs_rusage *out);
-/// Current thread id. Async-signal-safe (raw syscall).
-int cs_gettid(void);
-/// The value of `name` in `envp`, or NULL. Async-signal-safe.
-const char *cs_env_get(char **envp, const char *name);
 
 // ---- timeline.c ----
-/// Serialises the whole timeline to cs_g.tmp and renames it to cs_g.dest.
-/// Uses only open/write/rename/close and the preallocated buffer, so it is
-/// async-signal-safe. Returns 0 on success.
+/// Serialises the whole timeline to cs_g.out.tmp and renames it to
+/// cs_g.out.dest; capture has stopped (end.c). Uses only open/write/rename/
+/// close and the preallocated buffer, so it is async-signal-safe. 0 or -1.
 int cs_write_timeline(void);
 
 // ---- procstat.c ----

@@ -44,22 +44,6 @@ static bool next_line(struct maps_reader *r, char *line, size_t cap) {
     return true;
 }
 
-static uint64_t parse_hex(const char **p) {
-    uint64_t v = 0;
-    for (;; (*p)++) {
-        char c = **p;
-        if (c >= '0' && c <= '9') v = v * 16 + (uint64_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') v = v * 16 + (uint64_t)(c - 'a' + 10);
-        else return v;
-    }
-}
-
-static const char *skip_field(const char *p) {
-    while (*p && *p != ' ') p++;
-    while (*p == ' ') p++;
-    return p;
-}
-
 // The GNU build-id from the PT_NOTE segments of the object at `bias`.
 static void read_build_id(struct cs_module *m, const ElfW(Phdr) *ph, int phnum) {
     for (int i = 0; i < phnum; i++) {
@@ -107,16 +91,10 @@ void cs_modules_load(void) {
     char header_path[CS_SMP_PATH] = "";
     uint64_t header_at = 0;
     while (next_line(&r, line, sizeof line)) {
-        const char *p = line;
-        uint64_t start = parse_hex(&p);
-        if (*p++ != '-') continue;
-        uint64_t end = parse_hex(&p);
-        p = skip_field(p);
-        const char *perms = p;
-        p = skip_field(p);
-        uint64_t offset = parse_hex(&p);
-        p = skip_field(skip_field(skip_field(p)));   // offset, dev, inode
-        const char *path = p;
+        struct cs_maps_line ml;
+        if (!cs_parse_maps_line(line, &ml)) continue;
+        uint64_t start = ml.start, end = ml.end, offset = ml.offset;
+        const char *perms = ml.perms, *path = ml.path;
         if (*path == 0 || (*path == '[' && strcmp(path, "[vdso]") != 0)) continue;
         if (offset == 0) {
             header_at = start;
@@ -208,7 +186,9 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     cs_jw_raw(w, ",\"dropped\":"); cs_jw_u64(w, dropped);
     cs_jw_raw(w, ",\"maxSamples\":"); cs_jw_u64(w, S->max_samples);
     cs_jw_raw(w, ",\"threads\":\""); cs_jw_raw(w, S->clock == CS_CLOCK_WALL ? "main" : "per-thread");
+    cs_jw_raw(w, "\",\"stopReason\":\""); cs_jw_raw(w, S->stop_reason ? S->stop_reason : "launch-end");
     cs_jw_raw(w, "\",\"threadsSampled\":"); cs_jw_u64(w, atomic_load(&S->threads_armed));
+    cs_jw_raw(w, ",\"threadsBlockingSignal\":"); cs_jw_u64(w, atomic_load(&S->threads_blocking));
     cs_jw_raw(w, ",\"threadsMissed\":"); cs_jw_u64(w, atomic_load(&S->thread_overflow));
     cs_jw_raw(w, ",\"unwindFailures\":"); cs_jw_u64(w, atomic_load(&S->unwind_failures));
     cs_jw_raw(w, ",\"handlerNs\":{\"median\":"); cs_jw_u64(w, quantile(recorded, 50, max_cost));
@@ -271,7 +251,6 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
 
 void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
     if (!S->started) return;
-    cs_sampler_stop();
     cs_modules_load();
     uint32_t n = atomic_load(&S->next_sample);
     if (n > S->max_samples) n = S->max_samples;

@@ -54,7 +54,7 @@ static bool read_own(uint64_t addr, void *dst, size_t n) {
             wt->unwind_page_next = (wt->unwind_page_next + 1) % CS_WATCH_UNWIND_PAGES;
             struct iovec local = {page->bytes, 4096}, remote = {(void *)(uintptr_t)base, 4096};
             page->addr = base;
-            page->ok = process_vm_readv(cs_g.pid, &local, 1, &remote, 1, 0) == 4096;
+            page->ok = process_vm_readv(cs_g.proc.pid, &local, 1, &remote, 1, 0) == 4096;
         }
         if (!page->ok) return false;
         size_t k = 4096 - (size_t)(addr - base);

@@ -17,12 +17,15 @@
 
 #define CS_SMP_MAX_DEPTH 128          // frames kept per sample (leaf first)
 #define CS_SMP_AVG_DEPTH 32           // frame pool = max samples × this
-#define CS_SMP_DEFAULT_MAX_SAMPLES 10000
 #define CS_SMP_MAX_THREADS 1024       // power of two: open-addressed by tid
 #define CS_SMP_MAX_MODULES 512
 #define CS_SMP_PATH 256
 #define CS_SMP_COST_BUCKETS 4096      // handler-cost histogram, 10 ns buckets
-#define CS_SMP_SIGNAL SIGPROF
+// SIGURG, not SIGPROF: its default action is to be ignored, so a signal of
+// ours still pending when the host resets the action (or blocks and unblocks
+// it) is harmless, and the host's own SIGPROF profilers and timers, and the
+// Swift crash handler's SIGPROF, never see our signals.
+#define CS_SMP_SIGNAL SIGURG
 
 enum cs_smp_clock { CS_CLOCK_NONE, CS_CLOCK_PERF, CS_CLOCK_POSIX, CS_CLOCK_WALL };
 enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP };
@@ -47,6 +50,8 @@ struct cs_smp_thread {
     _Atomic int armed;                // 1 while the clock source is running
     _Atomic int sampled;              // 1 once it was armed (listed in "threads")
     _Atomic int in_handler;           // 1 while this thread runs the sampling handler
+    uint32_t seen;                    // the last scan that listed it (scan_gen)
+    bool blocking;                    // it was seen blocking the signal (counted once)
     int fd;                           // perf event, or -1
     struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
@@ -106,7 +111,12 @@ struct cs_sampler {
     _Atomic uint64_t last_scan_ns;
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
-    _Atomic int scanner_tid;          // the "coldstart-scan" helper: never sampled
+    _Atomic uint32_t threads_live;    // clock sources open now (one descriptor each)
+    uint32_t max_live;                // at most this many: a quarter of RLIMIT_NOFILE
+    uint32_t scan_gen;
+
+    const char *stop_reason;          // "launch-end", "time-limit", "buffer-full", "signal-taken"
+    _Atomic uint32_t threads_blocking; // threads seen blocking the signal (not armed while they do)
 
     // ---- signal ownership ----
     bool owns_signal;                 // our handler is installed on CS_SMP_SIGNAL
@@ -138,8 +148,7 @@ struct cs_sampler {
 };
 
 // ---- sampler.c ----
-/// Reads COLDSTART_HZ / _SAMPLER / _UNWINDER / _MAX_SAMPLES from envp and starts
-/// sampling. Runs from cs_preinit (before libc's constructors) or the first
+/// Starts sampling as cs_g.cfg says (`envp` only for libunwind's loading). Runs from cs_preinit (before libc's constructors) or the first
 /// constructor. Not async-signal-safe (dlopen); never called from a handler.
 void cs_sampler_start(char **argv, char **envp);
 /// Starts the thread that looks for new threads every few milliseconds. Runs
@@ -149,11 +158,17 @@ void cs_sampler_after_initializers(void);
 /// Stops taking samples and closes every clock source; waits (bounded) for
 /// running handlers. Idempotent. Async-signal-safe.
 void cs_sampler_stop(void);
+/// Unmaps the sample buffers if sampling stopped and no handler runs.
+/// Call after the timeline is written. Async-signal-safe.
+void cs_sampler_unmap(void);
 /// Gives the signal back (restores SIG_DFL) unless one of ours may still be
 /// pending. Call after cs_sampler_stop. Async-signal-safe.
 void cs_sampler_release(void);
-/// Looks for threads created since the last look and starts sampling them.
-/// Async-signal-safe; skips if another thread is scanning.
+
+// ---- smpthreads.c ----
+/// Looks for threads created since the last look and starts sampling them
+/// (never Coldstart's own). Async-signal-safe; skips if another thread is
+/// scanning.
 void cs_sampler_scan_threads(void);
 /// Adds sampled threads' ids to `ids` (no duplicates); returns the new count.
 /// Async-signal-safe.
@@ -161,12 +176,25 @@ size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap);
 /// The thread slot for `tid`, inserting it when `insert`; NULL if full or
 /// absent. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);
-/// Stops sampling Coldstart's own thread `tid` if a scan armed it before the
-/// thread could say who it is; call it on that thread. Not async-signal-safe.
-void cs_sampler_leave_alone(int tid);
 /// The calling thread's slot, found by its %fs base without a system call;
 /// NULL if the thread has not been sampled yet. Async-signal-safe.
 struct cs_smp_thread *cs_sampler_current_thread(void);
+/// Makes `t` the slot of the thread whose %fs base is `tcb`; called only by
+/// that thread. Lock-free, async-signal-safe.
+void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t);
+
+// ---- smpclock.c (all async-signal-safe: system calls only) ----
+/// True when thread `tid` blocks CS_SMP_SIGNAL (its /proc status SigBlk): a
+/// signal of ours would then wait for it, or be taken by its sigwait.
+bool cs_smp_blocks_signal(int tid);
+/// Starts thread `tid`'s clock source (S->clock) into slot `t`; 0 or an errno.
+int cs_smp_arm_thread(struct cs_smp_thread *t, int tid);
+/// Stops the thread's clock: no new signal after this returns.
+void cs_smp_silence_thread(struct cs_smp_thread *t);
+/// Closes its event and unmaps its ring: only once no handler can touch them.
+void cs_smp_free_thread(struct cs_smp_thread *t);
+/// Both, for a thread no handler can be running on (never enabled, or the caller).
+void cs_smp_disarm_thread(struct cs_smp_thread *t);
 /// The calling thread's %fs base (its TCB). Async-signal-safe.
 static inline uintptr_t cs_fs_base(void) {
     uintptr_t v = 0;
@@ -185,11 +213,6 @@ bool cs_unwind_load(char **argv, char **envp);
 /// Fills `out` with the interrupted thread's stack, leaf first (the PC in
 /// `uc`); returns the frame count (≥ 1). Async-signal-safe.
 int cs_unwind(void *uc, struct cs_smp_thread *self, uint64_t *out, int cap);
-/// Copies `len` bytes from `addr` without faulting; false if unreadable.
-/// Async-signal-safe (process_vm_readv on this process).
-bool cs_safe_read(uintptr_t addr, void *buf, size_t len);
-/// Checks that cs_safe_read works here. Not async-signal-safe.
-void cs_safe_read_init(void);
 
 // ---- modules.c ----
 /// Fills the module table from /proc/self/maps (writer only; also used for

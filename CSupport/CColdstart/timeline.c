@@ -3,7 +3,12 @@
 // async-signal-safe calls and the scratch space in cs_g.
 #include "internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <stdio.h>  // rename
 #include <string.h>
 #include <sys/utsname.h>
@@ -32,7 +37,7 @@ static const char *signal_name(int sig) {
 }
 
 static const char *end_reason_text(void) {
-    switch (cs_g.end_reason) {
+    switch (cs_g.launch.end_reason) {
     case CS_END_READY: return "ready";
     case CS_END_EXIT: return "exit";
     case CS_END_ERROR_EXIT: return "error-exit";
@@ -43,11 +48,11 @@ static const char *end_reason_text(void) {
 
 // "ready", "exit(3)" or "SIGTERM".
 static size_t end_label(char *out) {
-    if (cs_g.end_reason == CS_END_SIGNAL) {
-        strcpy(out, signal_name(cs_g.end_status));
-    } else if (cs_g.end_reason == CS_END_EXIT || cs_g.end_reason == CS_END_ERROR_EXIT) {
+    if (cs_g.launch.end_reason == CS_END_SIGNAL) {
+        strcpy(out, signal_name(cs_g.launch.end_status));
+    } else if (cs_g.launch.end_reason == CS_END_EXIT || cs_g.launch.end_reason == CS_END_ERROR_EXIT) {
         strcpy(out, "exit(");
-        size_t n = cs_format_u64((uint64_t)(unsigned)cs_g.end_status & 0xffu, out + 5);
+        size_t n = cs_format_u64((uint64_t)(unsigned)cs_g.launch.end_status & 0xffu, out + 5);
         strcpy(out + 5 + n, ")");
     } else {
         strcpy(out, "ready");
@@ -55,11 +60,11 @@ static size_t end_label(char *out) {
     return strlen(out);
 }
 
-#define COMMITTED(i) atomic_load_explicit(&cs_g.events[i].committed, memory_order_acquire)
+#define COMMITTED(i) atomic_load_explicit(&cs_g.log.events[i].committed, memory_order_acquire)
 
 static const char *event_name(const struct cs_event *ev, size_t *len) {
     *len = ev->name_len;
-    return cs_g.names + ev->name_off;
+    return cs_g.log.names + ev->name_off;
 }
 
 static void rusage_fields(struct cs_jw *w, const struct cs_rusage *a, const struct cs_rusage *b) {
@@ -130,7 +135,7 @@ struct plan {
 static void make_plan(struct plan *pl) {
     if (cs_process_start(&pl->start, &pl->precision, &pl->boot_off, &pl->from_env) != 0) {
         cs_warn("cannot read the process start from /proc/self/stat; the launch starts at the earliest init", NULL);
-        pl->start = cs_g.t_earliest ? cs_g.t_earliest : cs_g.t_main;
+        pl->start = cs_g.launch.t_earliest ? cs_g.launch.t_earliest : cs_g.launch.t_main;
         pl->precision = 0;
     }
     // Wall clock of the process start, for tools that want a date (pprof's
@@ -142,11 +147,11 @@ static void make_plan(struct plan *pl) {
         uint64_t mono_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
         if (mono_ns >= pl->start && rt_ns >= mono_ns - pl->start) pl->start_realtime_us = (rt_ns - (mono_ns - pl->start)) / 1000;
     }
-    pl->has_earliest = cs_g.t_earliest != 0;
-    pl->completed = cs_g.end_reason == CS_END_READY || cs_g.end_reason == CS_END_EXIT;
-    uint32_t nev = atomic_load(&cs_g.next_event);
+    pl->has_earliest = cs_g.launch.t_earliest != 0;
+    pl->completed = cs_g.launch.end_reason == CS_END_READY || cs_g.launch.end_reason == CS_END_EXIT;
+    uint32_t nev = atomic_load(&cs_g.log.next_event);
     pl->nev = nev = nev > CS_MAX_EVENTS ? CS_MAX_EVENTS : nev;
-    const struct cs_event *ev = cs_g.events;
+    const struct cs_event *ev = cs_g.log.events;
 
     // Phase boundaries: the fixed ones, then boundary marks in time order.
     struct boundary *b = pl->b;
@@ -154,48 +159,48 @@ static void make_plan(struct plan *pl) {
     b[nb++] = (struct boundary){pl->start, "process start", 13, NULL,
         pl->has_earliest ? "kernel exec + loader" : "kernel exec + loader + library initializers", "loader"};
     if (pl->has_earliest) {
-        b[nb++] = (struct boundary){cs_g.t_earliest, "earliest init", 13, &cs_g.ru_earliest, "Coldstart set-up", "profiler"};
-        b[nb++] = (struct boundary){cs_g.t_setup_end, "set-up done", 11, &cs_g.ru_setup_end, "library initializers", "initializers"};
+        b[nb++] = (struct boundary){cs_g.launch.t_earliest, "earliest init", 13, &cs_g.launch.ru_earliest, "Coldstart set-up", "profiler"};
+        b[nb++] = (struct boundary){cs_g.launch.t_setup_end, "set-up done", 11, &cs_g.launch.ru_setup_end, "library initializers", "initializers"};
     }
-    b[nb++] = (struct boundary){cs_g.t_main, "main", 4, &cs_g.ru_main, NULL, "app"};
+    b[nb++] = (struct boundary){cs_g.launch.t_main, "main", 4, &cs_g.launch.ru_main, NULL, "app"};
     size_t nmarks = 0;
     for (uint32_t i = 0; i < nev && nmarks < CS_MAX_BOUNDARIES; i++) {
         if (!COMMITTED(i) || ev[i].kind != CS_EV_MARK || !(ev[i].flags & CS_FLAG_BOUNDARY)) continue;
-        if (ev[i].ns < cs_g.t_main || ev[i].ns > cs_g.t_end) continue;
+        if (ev[i].ns < cs_g.launch.t_main || ev[i].ns > cs_g.launch.t_end) continue;
         // Insertion sort by time: marks from several threads may be out of order.
         size_t k = nmarks++;
-        while (k > 0 && ev[cs_g.boundary_slots[k - 1]].ns > ev[i].ns) {
-            cs_g.boundary_slots[k] = cs_g.boundary_slots[k - 1];
+        while (k > 0 && ev[cs_g.out.boundary_slots[k - 1]].ns > ev[i].ns) {
+            cs_g.out.boundary_slots[k] = cs_g.out.boundary_slots[k - 1];
             k--;
         }
-        cs_g.boundary_slots[k] = i;
+        cs_g.out.boundary_slots[k] = i;
     }
     for (size_t k = 0; k < nmarks; k++) {
-        const struct cs_event *m = &ev[cs_g.boundary_slots[k]];
+        const struct cs_event *m = &ev[cs_g.out.boundary_slots[k]];
         size_t len;
         const char *name = event_name(m, &len);
         b[nb++] = (struct boundary){m->ns, name, len, &m->ru, NULL, "app"};
     }
     size_t label_len = end_label(pl->label);
-    b[nb++] = (struct boundary){cs_g.t_end, pl->label, label_len, &cs_g.ru_end, NULL, NULL};
+    b[nb++] = (struct boundary){cs_g.launch.t_end, pl->label, label_len, &cs_g.launch.ru_end, NULL, NULL};
     pl->nb = nb;
 
-    memset(cs_g.span_end_of, 0, sizeof cs_g.span_end_of);
+    memset(cs_g.out.span_end_of, 0, sizeof cs_g.out.span_end_of);
     for (uint32_t i = 0; i < nev; i++) {
         if (COMMITTED(i) && ev[i].kind == CS_EV_SPAN_END && ev[i].begin_slot >= 1 && ev[i].begin_slot <= nev)
-            cs_g.span_end_of[ev[i].begin_slot - 1] = i + 1;
+            cs_g.out.span_end_of[ev[i].begin_slot - 1] = i + 1;
     }
 
     // Threads seen, the main thread first.
-    size_t nt = 0, cap = sizeof cs_g.thread_ids / sizeof *cs_g.thread_ids;
-    cs_g.thread_ids[nt++] = cs_g.pid;
+    size_t nt = 0, cap = sizeof cs_g.out.thread_ids / sizeof *cs_g.out.thread_ids;
+    cs_g.out.thread_ids[nt++] = cs_g.proc.pid;
     for (uint32_t i = 0; i < nev; i++) {
         if (!COMMITTED(i)) continue;
         bool seen = false;
-        for (size_t t = 0; t < nt; t++) seen |= cs_g.thread_ids[t] == ev[i].tid;
-        if (!seen && nt < cap) cs_g.thread_ids[nt++] = ev[i].tid;
+        for (size_t t = 0; t < nt; t++) seen |= cs_g.out.thread_ids[t] == ev[i].tid;
+        if (!seen && nt < cap) cs_g.out.thread_ids[nt++] = ev[i].tid;
     }
-    pl->nthreads = cs_sampler_add_threads(cs_g.thread_ids, nt, cap);
+    pl->nthreads = cs_sampler_add_threads(cs_g.out.thread_ids, nt, cap);
 
     ssize_t n = readlink("/proc/self/exe", pl->exe, sizeof pl->exe - 1);
     pl->exe[n > 0 ? n : 0] = 0;
@@ -205,25 +210,25 @@ static void make_plan(struct plan *pl) {
 #define OFFSET(pl, ns) ((int64_t)(ns) - (int64_t)(pl)->start)
 
 static void write_pid_tid(struct cs_jw *w, int tid) {
-    cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.pid);
+    cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.proc.pid);
     cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, tid);
 }
 
 static void write_metadata(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"coldstartFormat\":1,\"executable\":");
     cs_jw_cstr(w, pl->exe);
-    cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.pid);
+    cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.proc.pid);
     cs_jw_raw(w, ",\"clock\":\"CLOCK_MONOTONIC\",\"startSource\":\"");
     cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
     cs_jw_raw(w, "\",\"startPrecisionMs\":"); cs_jw_milli(w, (int64_t)(pl->precision / 1000));
     cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
-    cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.swift_version[0] ? cs_g.swift_version : "unknown");
+    cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.proc.swift_version[0] ? cs_g.proc.swift_version : "unknown");
     cs_jw_raw(w, ",\"completed\":"); cs_jw_raw(w, pl->completed ? "true" : "false");
     cs_jw_raw(w, "}");
 }
 
 static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
-    const struct cs_event *ev = cs_g.events;
+    const struct cs_event *ev = cs_g.log.events;
     const struct boundary *b = pl->b;
     cs_jw_raw(w, ",\n\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\"");
     write_pid_tid(w, 0);
@@ -234,9 +239,9 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, ",\"args\":{\"name\":\"Launch phases\"}}");
     char tname[64];
     for (size_t t = 0; t < pl->nthreads; t++) {
-        thread_name(cs_g.thread_ids[t], tname, sizeof tname);
+        thread_name(cs_g.out.thread_ids[t], tname, sizeof tname);
         cs_jw_raw(w, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
-        write_pid_tid(w, cs_g.thread_ids[t]);
+        write_pid_tid(w, cs_g.out.thread_ids[t]);
         cs_jw_raw(w, ",\"args\":{\"name\":"); cs_jw_cstr(w, tname); cs_jw_raw(w, "}}");
     }
     for (size_t p = 0; p + 1 < pl->nb; p++) {
@@ -269,8 +274,8 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
             cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
             cs_jw_raw(w, "}}");
         } else if (ev[i].kind == CS_EV_SPAN_BEGIN) {
-            uint32_t e = cs_g.span_end_of[i];
-            uint64_t end_ns = e ? ev[e - 1].ns : cs_g.t_end;
+            uint32_t e = cs_g.out.span_end_of[i];
+            uint64_t end_ns = e ? ev[e - 1].ns : cs_g.launch.t_end;
             if (end_ns < ev[i].ns) end_ns = ev[i].ns;
             cs_jw_raw(w, ",\n{\"ph\":\"X\",\"cat\":\"span\"");
             write_pid_tid(w, ev[i].tid);
@@ -282,10 +287,10 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
             cs_jw_raw(w, "}}");
         }
     }
-    cs_watch_write_trace_events(w, cs_g.pid, pl->start);
+    cs_watch_write_trace_events(w, cs_g.proc.pid, pl->start);
     cs_jw_raw(w, ",\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"launch\"");
     write_pid_tid(w, 0);
-    cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, cs_g.t_end));
+    cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, OFFSET(pl, cs_g.launch.t_end));
     cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, pl->label);
     cs_jw_raw(w, "}\n]");
 }
@@ -299,45 +304,45 @@ static void write_snapshot(struct cs_jw *w, const struct plan *pl, const char *a
 }
 
 static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
-    const struct cs_event *ev = cs_g.events;
+    const struct cs_event *ev = cs_g.log.events;
     const struct boundary *b = pl->b;
     cs_jw_raw(w, ",\n\"coldstart\":{\"version\":1,\n\"launch\":{\"startNs\":"); cs_jw_u64(w, pl->start);
     cs_jw_raw(w, ",\"startSource\":\""); cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
     cs_jw_raw(w, "\",\"startPrecisionNs\":"); cs_jw_u64(w, pl->precision);
     cs_jw_raw(w, ",\"bootMinusMonotonicNs\":"); cs_jw_u64(w, pl->boot_off);
     if (pl->start_realtime_us) { cs_jw_raw(w, ",\"startRealtimeUs\":"); cs_jw_u64(w, pl->start_realtime_us); }
-    cs_jw_raw(w, ",\"clockTicksPerSecond\":"); cs_jw_u64(w, cs_g.ticks_per_second);
+    cs_jw_raw(w, ",\"clockTicksPerSecond\":"); cs_jw_u64(w, cs_g.proc.ticks_per_second);
     if (pl->has_earliest) {
-        cs_jw_raw(w, ",\"earliestInitNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_earliest));
-        cs_jw_raw(w, ",\"setupEndNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_setup_end));
+        cs_jw_raw(w, ",\"earliestInitNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_earliest));
+        cs_jw_raw(w, ",\"setupEndNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_setup_end));
     }
-    cs_jw_raw(w, ",\"mainNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_main));
-    if (cs_g.t_ready) { cs_jw_raw(w, ",\"readyNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_ready)); }
-    cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.t_end));
+    cs_jw_raw(w, ",\"mainNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_main));
+    if (cs_g.launch.t_ready) { cs_jw_raw(w, ",\"readyNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_ready)); }
+    cs_jw_raw(w, ",\"endNs\":"); cs_jw_i64(w, OFFSET(pl, cs_g.launch.t_end));
     cs_jw_raw(w, ",\"completed\":"); cs_jw_raw(w, pl->completed ? "true" : "false");
     cs_jw_raw(w, ",\"endReason\":\""); cs_jw_raw(w, end_reason_text()); cs_jw_raw(w, "\"");
-    if (cs_g.end_reason == CS_END_SIGNAL) {
-        cs_jw_raw(w, ",\"signal\":"); cs_jw_i64(w, cs_g.end_status);
-        cs_jw_raw(w, ",\"signalName\":\""); cs_jw_raw(w, signal_name(cs_g.end_status)); cs_jw_raw(w, "\"");
-    } else if (cs_g.end_reason == CS_END_EXIT || cs_g.end_reason == CS_END_ERROR_EXIT) {
-        cs_jw_raw(w, ",\"exitStatus\":"); cs_jw_i64(w, cs_g.end_status & 0xff);
+    if (cs_g.launch.end_reason == CS_END_SIGNAL) {
+        cs_jw_raw(w, ",\"signal\":"); cs_jw_i64(w, cs_g.launch.end_status);
+        cs_jw_raw(w, ",\"signalName\":\""); cs_jw_raw(w, signal_name(cs_g.launch.end_status)); cs_jw_raw(w, "\"");
+    } else if (cs_g.launch.end_reason == CS_END_EXIT || cs_g.launch.end_reason == CS_END_ERROR_EXIT) {
+        cs_jw_raw(w, ",\"exitStatus\":"); cs_jw_i64(w, cs_g.launch.end_status & 0xff);
     }
     cs_jw_raw(w, ",\"endPhase\":"); phase_name(w, b, pl->nb - 2);
-    cs_jw_raw(w, ",\"extendNs\":"); cs_jw_u64(w, cs_g.extend_ns);
-    cs_jw_raw(w, "},\n\"process\":{\"pid\":"); cs_jw_i64(w, cs_g.pid);
+    cs_jw_raw(w, ",\"extendNs\":"); cs_jw_u64(w, cs_g.cfg.extend_ns);
+    cs_jw_raw(w, "},\n\"process\":{\"pid\":"); cs_jw_i64(w, cs_g.proc.pid);
     cs_jw_raw(w, ",\"executable\":"); cs_jw_cstr(w, pl->exe);
     cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
-    cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.swift_version[0] ? cs_g.swift_version : "unknown");
+    cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.proc.swift_version[0] ? cs_g.proc.swift_version : "unknown");
     cs_jw_raw(w, "},\n\"rusage\":[");
     if (pl->has_earliest) {
-        write_snapshot(w, pl, "earliestInit", cs_g.t_earliest, &cs_g.ru_earliest);
+        write_snapshot(w, pl, "earliestInit", cs_g.launch.t_earliest, &cs_g.launch.ru_earliest);
         cs_jw_raw(w, ",");
-        write_snapshot(w, pl, "setupEnd", cs_g.t_setup_end, &cs_g.ru_setup_end);
+        write_snapshot(w, pl, "setupEnd", cs_g.launch.t_setup_end, &cs_g.launch.ru_setup_end);
         cs_jw_raw(w, ",");
     }
-    write_snapshot(w, pl, "main", cs_g.t_main, &cs_g.ru_main);
+    write_snapshot(w, pl, "main", cs_g.launch.t_main, &cs_g.launch.ru_main);
     cs_jw_raw(w, ",");
-    write_snapshot(w, pl, cs_g.end_reason == CS_END_READY ? "ready" : "end", cs_g.t_end, &cs_g.ru_end);
+    write_snapshot(w, pl, cs_g.launch.end_reason == CS_END_READY ? "ready" : "end", cs_g.launch.t_end, &cs_g.launch.ru_end);
     cs_jw_raw(w, "],\n\"phases\":[");
     for (size_t p = 0; p + 1 < pl->nb; p++) {
         cs_jw_raw(w, p ? ",\n{\"name\":" : "\n{\"name\":");
@@ -370,9 +375,9 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     first = true;
     for (uint32_t i = 0; i < pl->nev; i++) {
         if (!COMMITTED(i) || ev[i].kind != CS_EV_SPAN_BEGIN) continue;
-        uint32_t e = cs_g.span_end_of[i];
+        uint32_t e = cs_g.out.span_end_of[i];
         const struct cs_event *end = e ? &ev[e - 1] : NULL;
-        uint64_t end_ns = end ? end->ns : cs_g.t_end;
+        uint64_t end_ns = end ? end->ns : cs_g.launch.t_end;
         if (end_ns < ev[i].ns) end_ns = ev[i].ns;
         size_t len;
         const char *name = event_name(&ev[i], &len);
@@ -385,33 +390,117 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_raw(w, ",\"endTid\":"); cs_jw_i64(w, end ? end->tid : ev[i].tid);
         cs_jw_raw(w, ",\"unfinished\":"); cs_jw_raw(w, end ? "false" : "true");
         cs_jw_raw(w, ",\"extended\":"); cs_jw_raw(w, ev[i].flags & CS_FLAG_EXTENDED ? "true" : "false");
-        cs_jw_raw(w, ",\"rusage\":"); rusage_object(w, &ev[i].ru, end ? &end->ru : &cs_g.ru_end);
+        cs_jw_raw(w, ",\"rusage\":"); rusage_object(w, &ev[i].ru, end ? &end->ru : &cs_g.launch.ru_end);
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, "],\n\"threads\":[");
     char tname[64];
     for (size_t t = 0; t < pl->nthreads; t++) {
-        thread_name(cs_g.thread_ids[t], tname, sizeof tname);
-        cs_jw_raw(w, t ? ",{\"tid\":" : "{\"tid\":"); cs_jw_i64(w, cs_g.thread_ids[t]);
+        thread_name(cs_g.out.thread_ids[t], tname, sizeof tname);
+        cs_jw_raw(w, t ? ",{\"tid\":" : "{\"tid\":"); cs_jw_i64(w, cs_g.out.thread_ids[t]);
         cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, t == 0 ? "main" : tname);
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, "]");
     cs_sampler_write(w, pl->start);
     cs_watch_write_section(w, pl->start);
-    cs_jw_raw(w, ",\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_events));
-    cs_jw_raw(w, ",\"nameBytes\":"); cs_jw_u64(w, atomic_load(&cs_g.dropped_name_bytes));
+    cs_jw_raw(w, ",\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.log.dropped_events));
+    cs_jw_raw(w, ",\"nameBytes\":"); cs_jw_u64(w, atomic_load(&cs_g.log.dropped_name_bytes));
     cs_jw_raw(w, "}}");
+}
+
+// The directory opened at start-up, if the descriptor still is that directory
+// (a host that closes every descriptor may have reused the number); else the
+// directory reopened by path, if it is the very same one (same device and
+// inode: a directory or symlink swapped in since cannot redirect the write).
+// -1 if neither; *opened says the caller closes it.
+static int timeline_dir(bool *opened) {
+    struct stat st;
+    *opened = false;
+    int fd = cs_g.out.dirfd;
+    if (fd > 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev && (uint64_t)st.st_ino == cs_g.out.dir_ino)
+        return fd;
+    fd = open(cs_g.out.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev && (uint64_t)st.st_ino == cs_g.out.dir_ino) {
+        *opened = true;
+        return fd;
+    }
+    if (fd >= 0) close(fd);
+    return -1;
+}
+
+// Creates "<base>.tmp.<pid>.<16 random hex digits>" in `dir`: a new file
+// (O_EXCL, O_NOFOLLOW: a file or symlink planted under that name is never
+// opened), readable by its owner only.
+static int create_temp(int dir, char *name, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint64_t r = 0;
+        if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
+            r = cs_monotonic_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)name;
+        size_t n = strlen(cs_g.out.base);
+        if (n + 64 > cap) return -1;
+        memcpy(name, cs_g.out.base, n);
+        memcpy(name + n, ".tmp.", 5);
+        n += 5;
+        n += cs_format_u64((uint64_t)cs_g.proc.pid, name + n);
+        name[n++] = '.';
+        for (int i = 0; i < 16; i++) name[n++] = hex[(r >> (4 * i)) & 15];
+        name[n] = 0;
+        int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
+// Renames the temporary file to the timeline's name. A file already there
+// that was written after this process started belongs to an earlier image of
+// this process (an exec of itself after ready()) or to another process given
+// the same path: it is kept, and this timeline becomes "<stem>-2.json" (then
+// -3, …). An older file (a previous run's) is replaced, as a rerun expects.
+static int publish(int dir, const char *tmp, uint64_t start_realtime_us) {
+    struct stat st;
+    const char *base = cs_g.out.base;
+    if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (syscall(SYS_renameat2, dir, tmp, dir, base, RENAME_NOREPLACE) == 0) return 0;
+        if (errno == EINVAL) return renameat(dir, tmp, dir, base);   // no RENAME_NOREPLACE here
+        if (errno != EEXIST) return -1;
+    } else {
+        uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
+        if (start_realtime_us == 0 || mtime_us < start_realtime_us) return renameat(dir, tmp, dir, base);
+    }
+    size_t stem = strlen(base) - 5;   // without ".json"
+    char name[sizeof cs_g.out.base + 8];
+    for (uint64_t k = 2; k < 100; k++) {
+        memcpy(name, base, stem);
+        name[stem] = '-';
+        size_t n = stem + 1 + cs_format_u64(k, name + stem + 1);
+        memcpy(name + n, ".json", 6);
+        if (syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE) == 0) {
+            // Say where it went (cs_g.out.dest is the message's path).
+            char *slash = strrchr(cs_g.out.dest, '/');
+            if (slash && (size_t)(slash + 1 - cs_g.out.dest) + strlen(name) < sizeof cs_g.out.dest) strcpy(slash + 1, name);
+            return 0;
+        }
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
 }
 
 int cs_write_timeline(void) {
     struct plan plan;   // ~7 KiB of stack; the writer never allocates
     struct plan *pl = &plan;
-    cs_watch_stop();   // its segments end here; it stops writing to them
     make_plan(pl);
-    int fd = open(cs_g.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-    struct cs_jw *w = &cs_g.jw;
+    bool opened;
+    int dir = timeline_dir(&opened);
+    if (dir < 0) return -1;
+    char tmp[sizeof cs_g.out.base + 64];
+    int fd = create_temp(dir, tmp, sizeof tmp);
+    if (fd < 0) {
+        if (opened) close(dir);
+        return -1;
+    }
+    struct cs_jw *w = &cs_g.out.jw;
     cs_jw_begin(w, fd);
     write_metadata(w, pl);
     write_trace_events(w, pl);
@@ -419,7 +508,8 @@ int cs_write_timeline(void) {
     cs_jw_raw(w, "}\n");
     int rc = cs_jw_flush(w);
     if (close(fd) != 0) rc = -1;
-    if (rc == 0 && rename(cs_g.tmp, cs_g.dest) == 0) return 0;
-    unlink(cs_g.tmp);
-    return -1;
+    if (rc == 0) rc = publish(dir, tmp, pl->start_realtime_us);
+    if (rc != 0) unlinkat(dir, tmp, 0);
+    if (opened) close(dir);
+    return rc;
 }

@@ -52,22 +52,6 @@
 #define PAGE 4096ul
 #define CS_STACK_PROBE_MAX (1024 * 1024)   // readable bytes looked for above sp
 
-// ---- reading memory without faulting ----
-
-bool cs_safe_read(uintptr_t addr, void *buf, size_t len) {
-    if (!S->can_read_safely) return false;
-    struct iovec local = {buf, len};
-    struct iovec remote = {(void *)addr, len};
-    return syscall(SYS_process_vm_readv, cs_g.pid ? cs_g.pid : (int)syscall(SYS_getpid), &local, 1ul, &remote, 1ul, 0ul)
-        == (long)len;
-}
-
-void cs_safe_read_init(void) {
-    uint64_t probe = 0x5a5a, got = 0;
-    S->can_read_safely = true;
-    S->can_read_safely = cs_safe_read((uintptr_t)&probe, &got, sizeof got) && got == probe;
-}
-
 // ---- libunwind's redirected imports ----
 
 struct verify {

@@ -1,7 +1,8 @@
 // Internal to the capture layer: the off-CPU watcher's state (`cs_g.watch`)
-// and the functions watcher.c, offcpu.c and watchjson.c share.
+// and the functions watcher.c, syscalls.c, watchfd.c, offcpu.c and
+// watchjson.c share.
 //
-// The watcher is one thread that, at the sampling rate, reads each thread's
+// The watcher is one thread that, at the sampling rate (at most 1 kHz), reads each thread's
 // kernel view (/proc/self/task/<tid>/{stat,schedstat,syscall}) and records it
 // run-length encoded: a *segment* is a stretch of one thread's time in which
 // every tick saw the same thing (runnable, or blocked in the same syscall with
@@ -13,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CS_WATCH_MAX_LIVE 64          // threads watched at once (3 fds each)
 #define CS_WATCH_MAX_THREADS 1024     // threads recorded over the launch
@@ -28,7 +30,6 @@
 #define CS_WATCH_UNWIND_PAGES 16      // own-memory page cache of the unwinder
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
-#define CS_WATCH_MAX_NS (120ull * 1000000000ull)   // stops by itself after 2 minutes
 
 // Syscall number of a runnable thread (its syscall file said "running").
 #define CS_NR_RUNNING (-2)
@@ -75,7 +76,6 @@ struct cs_watch_thread {
     int32_t tid;
     bool exited;
     bool unwatched;            // no live slot was free: totals only at discovery
-    bool own;                  // one of Coldstart's threads, found before it named itself: left out of the timeline
     char name[16];
     uint64_t first_ns, last_ns;
     uint64_t run0_ns, wait0_ns; // CPU and run-queue time before it was first seen
@@ -132,7 +132,6 @@ struct cs_watch {
     _Atomic int looking;       // it set itself up and took its first look
     _Atomic int stop;          // the writer asks it to stop
     _Atomic int main_started;  // cs_before_main ran: dlopen is safe now
-    _Atomic int tid;           // the watcher's own tid (never watched)
     uint64_t period_ns;
     int cpus;                            // CPUs the process may run on
     uint64_t requested_hz;
@@ -143,7 +142,6 @@ struct cs_watch {
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;
-    int high_fd;                         // where its fds are moved; 0 = not moved
     bool syscall_readable;               // /proc/<tid>/syscall could be opened
     struct cs_watch_buffers *buf;
     // Published counts: the writer reads entries below them (acquire).
@@ -165,12 +163,23 @@ struct cs_watch {
 /// The JSON names of enum cs_cause.
 extern const char *const cs_watch_cause_names[CS_CAUSE_COUNT];
 
+/// Which argument of a system call names what it waits on.
+enum cs_arg_kind { CS_ARG_NONE, CS_ARG_FD0, CS_ARG_PATH0, CS_ARG_PATH1 };
+
+struct cs_syscall_info {
+    int16_t nr;
+    uint8_t cause;      // for fd calls: the cause on a regular file
+    uint8_t arg;        // enum cs_arg_kind
+    const char *name;
+};
+
+/// What a descriptor is, as far as the cause of a wait goes.
+enum cs_fd_kind { CS_FD_FILE, CS_FD_FIFO, CS_FD_PIPE, CS_FD_SOCKET, CS_FD_EVENTS };
+
 // ---- watcher.c ----
-/// Starts the watcher thread if COLDSTART_WATCH allows (reads envp: may run
-/// from .preinit_array). `single_threaded`: no other thread exists yet (then
-/// its descriptors go above the host's usual range at no cost). Not
-/// async-signal-safe. Failure: one warning, no watch.
-void cs_watch_start(char **envp, bool single_threaded);
+/// Starts the watcher thread if cs_g.cfg allows (may run from
+/// .preinit_array). Not async-signal-safe. Failure: one warning, no watch.
+void cs_watch_start(void);
 /// Tells the watcher that library initializers are done (dlopen is safe).
 /// Async-signal-safe.
 void cs_watch_main_started(void);
@@ -178,8 +187,42 @@ void cs_watch_main_started(void);
 /// 50 ms. Async-signal-safe (atomics and nanosleep); the watcher blocks all
 /// signals, so this never runs on the watcher thread.
 void cs_watch_stop(void);
+
+// ---- syscalls.c ----
+/// The syscall's table entry, or NULL when unknown. Async-signal-safe.
+const struct cs_syscall_info *cs_syscall_info(int nr);
+/// Unmaps the watcher's buffers if its thread has ended. Call after the
+/// timeline is written. Async-signal-safe.
+void cs_watch_unmap(void);
 /// The syscall's name, or NULL when unknown. Async-signal-safe.
 const char *cs_watch_syscall_name(int nr);
+/// Sets a blocked segment's cause and the path it waits on (watcher thread).
+void cs_watch_classify(struct cs_watch_seg *seg);
+
+// ---- watchfd.c (watcher thread only) ----
+/// pread from offset 0 into buf (NUL-terminated, at most cap − 1 bytes),
+/// retried on EINTR. Returns what pread returned.
+ssize_t cs_watch_pread_all(int fd, char *buf, size_t cap);
+/// The inode of `fd`, 0 if it is not open.
+uint64_t cs_watch_inode_of(int fd);
+/// Closes `fd` only if it is still the file with inode `ino`: a host that
+/// closes every descriptor (daemons do) may have reused the number.
+void cs_watch_close_own(int fd, uint64_t ino);
+/// Closes a live slot's three files (cs_watch_close_own).
+void cs_watch_close_slot_files(struct cs_watch_live *slot);
+/// Opens /proc/self/task/<tid>/<file> read-only, moved high; -1 on failure.
+int cs_watch_open_task_file(int tid, const char *file);
+/// Reads the thread's name into `name` (kept as is when unreadable).
+void cs_watch_read_comm(int tid, char name[16]);
+/// FNV-1a of `n` bytes, continuing from `h`.
+uint32_t cs_watch_fnv1a(const void *data, size_t n, uint32_t h);
+/// Interns a path (deduplicated); -1 when the table is full.
+int32_t cs_watch_intern_path(const char *s, size_t n);
+/// The interned path (or socket peer) of descriptor `fd` and its kind; -1 if none.
+int32_t cs_watch_fd_path(int fd, enum cs_fd_kind *kind);
+/// The interned NUL-terminated string at `addr` of this process's memory,
+/// read without faulting; -1 if unreadable.
+int32_t cs_watch_user_path(uint64_t addr);
 
 // ---- offcpu.c (watcher thread only) ----
 /// Loads libunwind's remote unwinder; false (once, quietly) if unavailable.

@@ -72,14 +72,6 @@ static void write_label(struct cs_jw *w, const struct cs_watch_seg *seg) {
     cs_jw_str(w, label, n);
 }
 
-// Whether `tid` is one of Coldstart's own threads, which the timeline leaves
-// out (a scan can find one in the instant before it names itself).
-static bool own_thread(const struct cs_watch_buffers *b, uint32_t nt, int tid) {
-    for (uint32_t i = 0; i < nt; i++)
-        if (b->threads[i].tid == tid) return b->threads[i].own;
-    return false;
-}
-
 void cs_watch_write_trace_events(struct cs_jw *w, int pid, uint64_t start) {
     struct cs_watch *wt = &cs_g.watch;
     const struct cs_watch_buffers *b = wt->buf;
@@ -87,7 +79,6 @@ void cs_watch_write_trace_events(struct cs_jw *w, int pid, uint64_t start) {
     uint32_t nt = atomic_load_explicit(&wt->nthreads, memory_order_acquire);
     for (uint32_t i = 0; i < nt; i++) {
         const struct cs_watch_thread *t = &b->threads[i];
-        if (t->own) continue;
         char name[64] = "state: ";
         size_t n = 7;
         size_t k = t->tid == pid ? 4 : strnlen(t->name, sizeof t->name);
@@ -105,7 +96,6 @@ void cs_watch_write_trace_events(struct cs_jw *w, int pid, uint64_t start) {
     uint32_t ns = atomic_load_explicit(&wt->nsegs, memory_order_acquire);
     for (uint32_t i = 0; i < ns; i++) {
         const struct cs_watch_seg *seg = &b->segs[i];
-        if (own_thread(b, nt, seg->tid)) continue;
         cs_jw_raw(w, ",\n{\"ph\":\"X\",\"cat\":\"state\",\"pid\":");
         cs_jw_i64(w, pid);
         cs_jw_raw(w, ",\"tid\":"); cs_jw_i64(w, STATE_TID_BASE + (int64_t)seg->tid);
@@ -189,7 +179,6 @@ void cs_watch_write_section(struct cs_jw *w, uint64_t start) {
     bool first = true;
     for (uint32_t i = 0; i < nt; i++) {
         const struct cs_watch_thread *t = &b->threads[i];
-        if (t->own) continue;
         cs_jw_raw(w, first ? "\n{\"tid\":" : ",\n{\"tid\":"); cs_jw_i64(w, t->tid);
         first = false;
         cs_jw_raw(w, ",\"name\":"); cs_jw_str(w, t->name, strnlen(t->name, sizeof t->name));
@@ -225,7 +214,6 @@ void cs_watch_write_section(struct cs_jw *w, uint64_t start) {
     first = true;
     for (uint32_t i = 0; i < ns; i++) {
         const struct cs_watch_seg *seg = &b->segs[i];
-        if (own_thread(b, nt, seg->tid)) continue;
         cs_jw_raw(w, first ? "\n[" : ",\n[");
         first = false;
         cs_jw_i64(w, seg->tid);

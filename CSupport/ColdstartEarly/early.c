@@ -1,7 +1,7 @@
 // Placement only: the work is in CColdstart (cs_preinit, cs_before_main), so
 // all mutable state stays in its one struct.
 #include "coldstart_early.h"
-#include "../CColdstart/internal.h"
+#include <coldstart_startup.h>
 
 // Runs before every shared library's DT_INIT/DT_INIT_ARRAY. libc's own
 // constructors have not run, so the environment comes from envp.

@@ -9,131 +9,131 @@ extension LaunchReport {
     /// CPU and run-queue times are the kernel's schedstat counters (exact);
     /// blocked time is the rest of the wall time, attributed to what the
     /// watcher saw at its looks, so a cause is known to one look period.
-    public struct BlockedTime: Codable, Sendable {
-        public var watcher: Watcher
-        public var mainTid: Int
+    package struct BlockedTime: Codable, Sendable {
+        package var watcher: Watcher
+        var mainTid: Int
         /// The app's launch from the watcher's first look to the end, then each phase.
-        public var launch: PhaseSplit
-        public var phases: [PhaseSplit]
+        package var launch: PhaseSplit
+        package var phases: [PhaseSplit]
         /// Where the main thread blocked during the launch, longest first.
-        public var callSites: [CallSite]
+        package var callSites: [CallSite]
         /// Off-CPU time of the main thread by function: every function on
         /// the stack of a block, with the block's time (not CPU time).
-        public var offCPUFunctions: [OffCPUFunction]
+        package var offCPUFunctions: [OffCPUFunction]
         /// Files any thread waited on during the launch, longest first.
-        public var files: [FileRow]
+        package var files: [FileRow]
         /// Every thread the launch had, main first.
-        public var threads: [ThreadRow]
+        package var threads: [ThreadRow]
 
-        public struct Watcher: Codable, Sendable {
-            public var requestedHz: Double
-            public var effectiveHz: Double
+        package struct Watcher: Codable, Sendable {
+            package var requestedHz: Double
+            package var effectiveHz: Double
             /// The watcher looked from here to `stopMs` (ms from process start).
-            public var startMs: Double
-            public var stopMs: Double
+            package var startMs: Double
+            package var stopMs: Double
             /// Causes are attributed per look: this is how far off a cause's
             /// start or end can be (one look period).
-            public var lookPeriodMs: Double
+            package var lookPeriodMs: Double
             /// The watcher's own CPU time, and per second it ran.
-            public var cpuMs: Double
-            public var cpuMsPerSecond: Double
-            public var tickMedianUs: Double
-            public var tickP99Us: Double
-            public var cpus: Int?
+            package var cpuMs: Double
+            var cpuMsPerSecond: Double
+            var tickMedianUs: Double
+            var tickP99Us: Double
+            package var cpus: Int?
             /// "libunwind-remote", "unavailable" or "none-needed".
-            public var stackUnwinder: String
+            var stackUnwinder: String
             /// Things the report may be missing, one sentence each.
-            public var notes: [String]
+            package var notes: [String]
         }
 
         /// One phase (or the whole launch) of the main thread.
-        public struct PhaseSplit: Codable, Sendable {
-            public var name: String
-            public var wallMs: Double
+        package struct PhaseSplit: Codable, Sendable {
+            package var name: String
+            package var wallMs: Double
             /// On a CPU.
-            public var runningMs: Double
+            package var runningMs: Double
             /// Runnable but waiting for a CPU (contention).
-            public var runQueueMs: Double
+            package var runQueueMs: Double
             /// Average number of runnable threads of the process while the
             /// main thread was runnable (itself included).
-            public var runnableThreads: Double?
+            package var runnableThreads: Double?
             /// Off the CPU and not runnable, every cause together.
-            public var blockedMs: Double
+            package var blockedMs: Double
             /// Before the watcher's first look or after its last.
-            public var notWatchedMs: Double
+            package var notWatchedMs: Double
             /// Blocked time by cause and target, longest first.
-            public var blocked: [BlockedRow]
-            public var minorFaults: UInt64
-            public var majorFaults: UInt64
+            package var blocked: [BlockedRow]
+            package var minorFaults: UInt64
+            package var majorFaults: UInt64
         }
 
-        public struct BlockedRow: Codable, Sendable {
+        package struct BlockedRow: Codable, Sendable {
             /// A `Timeline.Cause` raw value, or "short" (blocks shorter than a
             /// look, between two looks that saw the thread runnable).
-            public var cause: String
+            package var cause: String
             /// What a person reads: "file read /etc/app.conf", "lock wait (futex 0x55…)".
-            public var what: String
-            public var ms: Double
+            package var what: String
+            package var ms: Double
             /// Share of the phase's wall time.
-            public var percent: Double
+            package var percent: Double
         }
 
-        public struct CallSite: Codable, Sendable {
-            public var cause: String
-            public var what: String
-            public var ms: Double
+        package struct CallSite: Codable, Sendable {
+            package var cause: String
+            package var what: String
+            package var ms: Double
             /// How many separate blocks.
-            public var count: Int
+            package var count: Int
             /// The innermost frame outside system libraries (or the innermost
             /// frame at all), when a stack was unwound and named.
-            public var function: String?
+            package var function: String?
             /// Leaf first, as names when the timeline is symbolized, else
             /// "module+0xoffset".
-            public var stack: [String]
+            package var stack: [String]
         }
 
-        public struct OffCPUFunction: Codable, Sendable {
-            public var name: String
+        package struct OffCPUFunction: Codable, Sendable {
+            package var name: String
             /// The module's file name; "" outside every module.
-            public var module: String
+            package var module: String
             /// Blocked time with this function on the stack (inclusive).
-            public var ms: Double
+            package var ms: Double
             /// Of the main thread's blocked time that has a stack.
-            public var percent: Double
-            public var blocks: Int
+            package var percent: Double
+            package var blocks: Int
         }
 
-        public struct FileRow: Codable, Sendable {
-            public var path: String
+        package struct FileRow: Codable, Sendable {
+            package var path: String
             /// Time threads spent blocked on it.
-            public var ms: Double
-            public var calls: Int
+            package var ms: Double
+            package var calls: Int
             /// The syscalls: "read", "openat", …
-            public var operations: [String]
-            public var threads: [Int]
+            package var operations: [String]
+            package var threads: [Int]
         }
 
-        public struct ThreadRow: Codable, Sendable {
-            public var tid: Int
-            public var name: String
+        package struct ThreadRow: Codable, Sendable {
+            package var tid: Int
+            package var name: String
             /// From the thread's creation to the launch's end: on a CPU, waiting
             /// for one (both exact), and blocked while watched.
-            public var cpuMs: Double
-            public var runQueueMs: Double
-            public var blockedMs: Double
+            package var cpuMs: Double
+            package var runQueueMs: Double
+            package var blockedMs: Double
             /// The longest blocked row of this thread, if any.
-            public var mostlyBlockedOn: String?
-            public var exited: Bool
+            package var mostlyBlockedOn: String?
+            package var exited: Bool
             /// False when the watcher had no room to watch this thread.
-            public var watched: Bool
+            package var watched: Bool
         }
     }
 }
 
 extension LaunchReport.BlockedTime {
     /// The blocked-time section, or nil when the timeline has no watch.
-    /// `name` names a frame (a symbolizer); by default the timeline's own symbols.
-    public init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
+    /// `frameName` names a frame (a symbolizer); by default the timeline's own symbols.
+    init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
         guard let watch = timeline.watch else { return nil }
         let mainTid = timeline.process.pid
         let endNs = timeline.launch.endNs
@@ -153,17 +153,6 @@ extension LaunchReport.BlockedTime {
         offCPUFunctions = split.offCPUFunctions(main, until: endNs)
         files = split.files(watch.segments, until: endNs)
         threads = split.threads(byThread, mainTid: mainTid, until: endNs)
-    }
-}
-
-extension LaunchReport {
-    /// Names the blocked threads' stack frames from the binaries on this
-    /// machine, unless `coldstart symbolize` already wrote names into the
-    /// file (`LaunchReport.init` uses only the file's names).
-    public mutating func nameBlockedStacks(of timeline: Timeline, debugDirectory: String? = "/usr/lib/debug") {
-        guard let watch = timeline.watch, !watch.stacks.isEmpty, !timeline.isSymbolized else { return }
-        let symbols = Symbolizer(modules: timeline.modules, debugDirectory: debugDirectory).symbolize(watch.stacksAsSamples).symbols
-        blockedTime = BlockedTime(timeline) { symbols[$0.key]?.name }
     }
 }
 
@@ -233,6 +222,11 @@ struct Splitter {
         return (ns, Double(ns) / Double(max(segment.durationNs, 1)))
     }
 
+    static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
+    }
+
     /// The cause a segment's blocked time counts as. A runnable stretch's
     /// few blocked nanoseconds are blocks no look saw; when the thread took
     /// major faults in it, they are the faults' disk waits, which are
@@ -280,8 +274,10 @@ struct Splitter {
             running += Double(segment.runNs) * fraction
             queued += Double(segment.waitNs) * fraction
             let blocked = Double(segment.blockedNs) * fraction
-            minor += UInt64((Double(segment.minorFaults) * fraction).rounded())
-            major += UInt64((Double(segment.majorFaults) * fraction).rounded())
+            // Each segment's count is at most 2^40 (Timeline checks), but
+            // millions of segments could still add past 2^64.
+            minor = Self.saturatingSum(minor, UInt64((Double(segment.minorFaults) * fraction).rounded()))
+            major = Self.saturatingSum(major, UInt64((Double(segment.majorFaults) * fraction).rounded()))
             if segment.cause == .running {
                 let lo = max(segment.startNs, from), hi = min(segment.endNs, to)
                 runnableWeighted += averageRunnable(from: lo, to: hi) * Double(hi - lo)

@@ -3,51 +3,51 @@ import Foundation
 /// Two sets of launches of an app, BASE and NEW, compared measure by measure:
 /// medians, their difference, and a Mann–Whitney U test so that noise is not
 /// called a regression.
-public struct Comparison: Sendable {
-    public var base: Side
-    public var new: Side
+package struct Comparison: Sendable {
+    package var base: Side
+    package var new: Side
     /// The significance level of every verdict.
-    public var alpha: Double
+    package var alpha: Double
     /// The whole launch, then phases, then spans.
-    public var rows: [Row]
+    package var rows: [Row]
 
     /// What one side held, for the reader to judge the comparison.
-    public struct Side: Codable, Sendable {
-        public var path: String
-        public var executable: String
-        public var runs: Int
+    package struct Side: Codable, Sendable {
+        package var path: String
+        package var executable: String
+        package var runs: Int
         /// The runs compared: those that reached ready().
-        public var completed: Int
+        package var completed: Int
         /// "spawn-env", "proc-stat", or "mixed".
-        public var startSource: String
+        package var startSource: String
         /// How early a recorded start may be, worst over the runs, in ms.
-        public var startPrecisionMs: Double
+        package var startPrecisionMs: Double
         /// The same in words.
-        public var startPrecision: String
+        package var startPrecision: String
     }
 
-    public struct Row: Codable, Sendable {
-        public var name: String
-        public var kind: Measure.Kind
-        public var baseRuns: Int
-        public var newRuns: Int
-        public var baseMedianMs: Double?
-        public var newMedianMs: Double?
+    package struct Row: Codable, Sendable {
+        package var name: String
+        package var kind: Measure.Kind
+        package var baseRuns: Int
+        package var newRuns: Int
+        package var baseMedianMs: Double?
+        package var newMedianMs: Double?
         /// NEW − BASE, of the medians.
-        public var deltaMs: Double?
+        package var deltaMs: Double?
         /// `deltaMs` as a percentage of BASE's median.
-        public var deltaPercent: Double?
+        package var deltaPercent: Double?
         /// Two-sided Mann–Whitney p-value of this row alone.
-        public var p: Double?
+        package var p: Double?
         /// `p` after Holm's adjustment over every tested row: the table's
         /// verdicts use it, so that looking at many rows does not multiply
         /// false alarms.
-        public var adjustedP: Double?
-        public var test: MannWhitneyTest.Method?
-        public var verdict: Verdict
+        package var adjustedP: Double?
+        package var test: MannWhitneyTest.Method?
+        package var verdict: Verdict
     }
 
-    public enum Verdict: String, Codable, Sendable {
+    package enum Verdict: String, Codable, Sendable {
         case slower
         case faster
         /// Not significant: within noise.
@@ -59,13 +59,13 @@ public struct Comparison: Sendable {
     }
 
     /// The significance level used unless another is asked for.
-    public static let defaultAlpha = 0.05
+    package static let defaultAlpha = 0.05
 
     /// Checks that the two sides can be compared and compares them. Throws
     /// when a side has too few completed runs for any difference to be
     /// significant, or (unless `allowMixedStart`) when the sides' process
     /// starts come from different sources.
-    public init(base: RunSet, new: RunSet, alpha: Double = Comparison.defaultAlpha, allowMixedStart: Bool = false) throws {
+    package init(base: RunSet, new: RunSet, alpha: Double = Comparison.defaultAlpha, allowMixedStart: Bool = false) throws {
         self.alpha = alpha
         self.base = Self.side(base)
         self.new = Self.side(new)
@@ -148,31 +148,31 @@ public struct Comparison: Sendable {
     }
 
     /// The whole launch's row.
-    public var launch: Row { rows.first { $0.kind == .launch }! }
+    package var launch: Row { rows.first { $0.kind == .launch }! }
 
     /// Rows whose difference is significant after adjustment.
-    public var significantlySlower: [Row] { rows.filter { $0.verdict == .slower } }
+    package var significantlySlower: [Row] { rows.filter { $0.verdict == .slower } }
 }
 
 extension Comparison {
     /// The answer to `--fail-if-slower PCT [--phase NAME]`.
-    public struct Gate: Codable, Sendable {
-        public var row: String
-        public var thresholdPercent: Double
-        public var deltaPercent: Double?
-        public var p: Double?
-        public var alpha: Double
+    package struct Gate: Codable, Sendable {
+        package var row: String
+        package var thresholdPercent: Double
+        package var deltaPercent: Double?
+        package var p: Double?
+        package var alpha: Double
         /// Slower by more than the threshold and significant.
-        public var failed: Bool
+        package var failed: Bool
         /// One line saying why it passed or failed.
-        public var explanation: String
+        package var explanation: String
     }
 
     /// Fails when the whole launch, or the phase or span `name`, is slower by
     /// more than `percent` and the difference is significant. The gate tests
     /// one measure chosen in advance, so it uses that row's own p-value, not
     /// the Holm-adjusted one.
-    public func gate(slowerThanPercent percent: Double, measure name: String? = nil) throws -> Gate {
+    package func gate(slowerThanPercent percent: Double, measure name: String? = nil) throws -> Gate {
         let row: Row
         if let name {
             let matches = rows.filter { $0.name == name && $0.kind != .launch }
@@ -204,18 +204,18 @@ extension Comparison {
     }
 
     /// A p-value with as many digits as it needs, for a table column.
-    public static func format(p: Double) -> String {
+    package static func format(p: Double) -> String {
         p < 0.0001 ? "<0.0001" : p < 0.01 ? String(format: "%.4f", p) : String(format: "%.2f", p)
     }
 
     /// "p = 0.0123" or "p < 0.0001", for a sentence.
-    public static func phrase(p: Double) -> String {
+    package static func phrase(p: Double) -> String {
         p < 0.0001 ? "p < 0.0001" : "p = \(format(p: p))"
     }
 }
 
 /// Why two sets of runs cannot be compared (one line).
-public struct ComparisonError: Error, CustomStringConvertible, Sendable {
-    public var description: String
+package struct ComparisonError: Error, CustomStringConvertible, Sendable {
+    package var description: String
     init(_ description: String) { self.description = description }
 }

@@ -45,16 +45,13 @@ struct ELFFile {
 
     init(path: String) throws {
         self.path = path
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw ELFError(path: path, problem: errno == ENOENT ? "no such file" : "cannot be read (\(String(cString: strerror(errno))))")
+        do {
+            let file = try RegularFile(path: path)
+            handle = file.handle
+            size = file.size
+        } catch let error as RegularFile.OpenError {
+            throw ELFError(path: path, problem: error.problem)
         }
-        handle = FileHandleBox(descriptor)
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ELFError(path: path, problem: "not a regular file")
-        }
-        size = UInt64(info.st_size)
     }
 
     /// `count` bytes at `offset`, or a throw if they are not all in the file.

@@ -8,120 +8,121 @@ import Foundation
 /// Sections added later (sampled functions, slow initializers, lazy globals,
 /// blocked time) are optional members: absent from the JSON when the timeline
 /// has no data for them, and skipped by the text renderer.
-public struct LaunchReport: Codable, Sendable {
+package struct LaunchReport: Codable, Sendable {
     /// The layout of this report; raised only when a key changes meaning or goes.
-    public var reportVersion: Int
-    public var launch: Summary
+    package var reportVersion: Int
+    package var launch: Summary
     /// In the timeline's order, which is time order: contiguous, covering the launch.
-    public var phases: [PhaseRow]
+    package var phases: [PhaseRow]
     /// In time order.
-    public var marks: [MarkRow]
+    package var marks: [MarkRow]
     /// Every span, slowest first.
-    public var spans: [SpanRow]
+    package var spans: [SpanRow]
     /// Where the sampled CPU time went (functions, initializers, lazy
     /// globals, threads, call tree); absent when the launch was not sampled.
-    public var profile: ProfileReport?
+    package var profile: ProfileReport?
     /// Why the main thread was not running; absent without the off-CPU watch.
-    public var blockedTime: BlockedTime?
+    package var blockedTime: BlockedTime?
 
     /// The launch as a whole: how long, how exactly it is known, how it ended.
-    public struct Summary: Codable, Sendable {
-        public var executable: String
-        public var pid: Int
-        public var kernelRelease: String
-        public var swiftVersion: String
+    package struct Summary: Codable, Sendable {
+        package var executable: String
+        package var pid: Int
+        package var kernelRelease: String
+        package var swiftVersion: String
         /// Always "CLOCK_MONOTONIC".
-        public var clock: String
+        package var clock: String
         /// Process start → end of the launch (ready, exit or signal).
-        public var totalMs: Double
+        package var totalMs: Double
         /// The part of `totalMs` that was Coldstart's own set-up (the
         /// "Coldstart set-up" phase): without profiling the launch is about
         /// this much shorter. Absent in timelines that predate the phase.
-        public var profilerSetupMs: Double?
+        package var profilerSetupMs: Double?
         /// The earliest user code ran (`.preinit_array`); absent when it did not.
-        public var earliestInitMs: Double?
+        package var earliestInitMs: Double?
         /// The executable's first constructor ran, just before `main`.
-        public var mainMs: Double
-        public var readyMs: Double?
+        package var mainMs: Double
+        package var readyMs: Double?
         /// "spawn-env" (launcher timestamp) or "proc-stat" (clock ticks).
-        public var startSource: String
+        package var startSource: String
         /// How early the recorded start may be; 0 when exact.
-        public var startPrecisionMs: Double
+        package var startPrecisionMs: Double
         /// One line saying how exactly the start (and so the first phase) is known.
-        public var startPrecision: String
-        public var completed: Bool
+        package var startPrecision: String
+        package var completed: Bool
         /// "ready", "exit", "error-exit" or "signal".
-        public var endReason: String
-        public var exitStatus: Int?
-        public var signal: Int?
-        public var signalName: String?
+        package var endReason: String
+        package var exitStatus: Int?
+        package var signal: Int?
+        package var signalName: String?
         /// The phase the launch ended in.
-        public var endPhase: String?
+        package var endPhase: String?
         /// One line saying whether and how the launch completed.
-        public var completion: String
+        package var completion: String
         /// The window after `ready()` in which marks were still recorded, when set.
-        public var extensionMs: Double?
+        package var extensionMs: Double?
         /// Events and name bytes the recorder had no room for.
-        public var droppedEvents: UInt64
-        public var droppedNameBytes: UInt64
+        package var droppedEvents: UInt64
+        package var droppedNameBytes: UInt64
     }
 
     /// Resource use over an interval, process-wide (every thread).
-    public struct Usage: Codable, Sendable, Equatable {
-        public var minorFaults: UInt64
-        public var majorFaults: UInt64
-        public var voluntarySwitches: UInt64
-        public var involuntarySwitches: UInt64
+    package struct Usage: Codable, Sendable, Equatable {
+        package var minorFaults: UInt64
+        package var majorFaults: UInt64
+        package var voluntarySwitches: UInt64
+        package var involuntarySwitches: UInt64
         /// User plus system CPU time of all threads; compare with the wall time.
-        public var cpuMs: Double
+        package var cpuMs: Double
     }
 
-    public struct PhaseRow: Codable, Sendable {
-        public var name: String
+    package struct PhaseRow: Codable, Sendable {
+        package var name: String
         /// "loader", "profiler" (Coldstart's own set-up), "initializers" or "app".
-        public var kind: String
-        public var startMs: Double
+        package var kind: String
+        package var startMs: Double
         /// Wall time.
-        public var durationMs: Double
+        package var durationMs: Double
         /// Share of the launch's total, in percent.
-        public var sharePercent: Double
+        package var sharePercent: Double
         /// Absent when the timeline has no snapshots around this phase.
-        public var usage: Usage?
+        package var usage: Usage?
     }
 
-    public struct MarkRow: Codable, Sendable {
-        public var name: String
-        public var offsetMs: Double
+    package struct MarkRow: Codable, Sendable {
+        package var name: String
+        package var offsetMs: Double
         /// The phase the mark fell in. A boundary mark belongs to the phase it
         /// ends; extended marks (after ready) belong to none.
-        public var phase: String?
-        public var phaseBoundary: Bool
-        public var extended: Bool
-        public var tid: Int
-        public var thread: String?
+        package var phase: String?
+        package var phaseBoundary: Bool
+        package var extended: Bool
+        package var tid: Int
+        package var thread: String?
     }
 
-    public struct SpanRow: Codable, Sendable {
-        public var name: String
-        public var startMs: Double
-        public var durationMs: Double
+    package struct SpanRow: Codable, Sendable {
+        package var name: String
+        package var startMs: Double
+        package var durationMs: Double
         /// The phase the span began in.
-        public var phase: String?
-        public var tid: Int
-        public var thread: String?
+        package var phase: String?
+        package var tid: Int
+        package var thread: String?
         /// Set when the span ended on another thread than it began on.
-        public var endTid: Int?
+        package var endTid: Int?
         /// Still open when the launch ended; its end is the launch's end.
-        public var unfinished: Bool
-        public var extended: Bool
+        package var unfinished: Bool
+        package var extended: Bool
         /// Process-wide over the span, not the span's thread alone.
-        public var usage: Usage?
+        package var usage: Usage?
     }
 }
 
 extension LaunchReport {
-    /// Computes the report of one launch.
-    public init(_ timeline: Timeline) {
+    /// The report of one launch with its sampled-stacks sections (made by
+    /// `LaunchAnalysis`); `frameName` names the blocked stacks' frames.
+    init(_ timeline: Timeline, profile: ProfileReport? = nil, frameName: ((Timeline.Frame) -> String?)? = nil) {
         reportVersion = 1
         let total = Self.milliseconds(timeline.launch.endNs)
         let phases = timeline.phases
@@ -177,7 +178,8 @@ extension LaunchReport {
             .map(\.element)
 
         launch = Summary(timeline, totalMs: total)
-        blockedTime = BlockedTime(timeline)
+        self.profile = profile
+        blockedTime = BlockedTime(timeline, frameName: frameName)
     }
 
     /// The phase holding `ns`. A time on a boundary belongs to the phase that
@@ -272,7 +274,7 @@ extension LaunchReport.Summary {
 
 extension LaunchReport {
     /// The report as `coldstart report --json` prints it: stable, sorted keys.
-    public func jsonData() throws -> Data {
+    package func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)

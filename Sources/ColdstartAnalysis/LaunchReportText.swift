@@ -6,7 +6,7 @@ extension LaunchReport {
     /// unit. `barWidth` is the waterfall's width in columns (by default 40, or
     /// what fits `style.width`); `spanLimit` how many spans to list. Tables
     /// are narrowed to `style.width` by clipping their longest names.
-    public func text(barWidth: Int? = nil, spanLimit: Int = 10, style: TextStyle = TextStyle()) -> String {
+    package func text(barWidth: Int? = nil, spanLimit: Int = 10, style: TextStyle = TextStyle()) -> String {
         let width = style.width
         var lines: [String] = []
         lines += headerLines()

@@ -2,7 +2,7 @@ import Foundation
 
 extension ProfileReport {
     /// The sampled-stacks sections of the text report.
-    public func text() -> String {
+    package func text() -> String {
         lines(width: nil).map { LaunchReport.printable($0, limit: .max) }.joined(separator: "\n") + "\n"
     }
 

@@ -2,18 +2,18 @@ import Foundation
 
 /// The recorded launches of one build of an app: one timeline file, or a
 /// directory of them (what `coldstart run --out DIR` writes).
-public struct RunSet: Sendable {
+package struct RunSet: Sendable {
     /// The file or directory the runs came from.
-    public var path: String
+    package var path: String
     /// Every timeline, in run order (`run-2` before `run-10`).
-    public var runs: [Run]
+    package var runs: [Run]
 
-    public struct Run: Sendable {
+    package struct Run: Sendable {
         /// The file name without `.json`, e.g. "run-7".
-        public var label: String
-        public var timeline: Timeline
+        package var label: String
+        package var timeline: Timeline
 
-        public init(label: String, timeline: Timeline) {
+        package init(label: String, timeline: Timeline) {
             self.label = label
             self.timeline = timeline
         }
@@ -21,23 +21,23 @@ public struct RunSet: Sendable {
 
     /// Runs that reached `ready()`: the only ones whose phases describe a
     /// whole launch.
-    public var completed: [Run] { runs.filter { $0.timeline.launch.completed } }
+    package var completed: [Run] { runs.filter { $0.timeline.launch.completed } }
 
     /// The executable every run launched.
-    public var executable: String { runs[0].timeline.process.executable }
+    package var executable: String { runs[0].timeline.process.executable }
 
     /// How many runs took their start from each source ("spawn-env", "proc-stat").
-    public var startSources: [String: Int] {
+    var startSources: [String: Int] {
         runs.reduce(into: [:]) { $0[$1.timeline.launch.startSource, default: 0] += 1 }
     }
 
     /// How early the recorded start may be, at worst over the runs, in ns.
-    public var startPrecisionNs: UInt64 { runs.map(\.timeline.launch.startPrecisionNs).max() ?? 0 }
+    package var startPrecisionNs: UInt64 { runs.map(\.timeline.launch.startPrecisionNs).max() ?? 0 }
 
     /// Loads a timeline file, or every `*.json` file directly inside a
     /// directory (sub-directories, such as `coldstart run`'s warm-ups, are not
     /// read). Every file must be a timeline of the same executable.
-    public init(path: String) throws {
+    package init(path: String) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw RunSetError(path: path, problem: "no such file or directory")
@@ -68,7 +68,7 @@ public struct RunSet: Sendable {
     }
 
     /// A set of runs already in memory; `path` names it in messages.
-    public init(path: String, runs: [Run]) throws {
+    package init(path: String, runs: [Run]) throws {
         guard !runs.isEmpty else { throw RunSetError(path: path, problem: "no runs") }
         self.path = path
         self.runs = runs.sorted { Self.runOrder($0.label, $1.label) }
@@ -94,22 +94,22 @@ public struct RunSet: Sendable {
 }
 
 /// Why a set of runs cannot be used; `description` is one line naming it.
-public struct RunSetError: Error, CustomStringConvertible, Sendable {
-    public var path: String
-    public var problem: String
-    public var description: String { "\(path): \(problem)" }
+package struct RunSetError: Error, CustomStringConvertible, Sendable {
+    package var path: String
+    package var problem: String
+    package var description: String { "\(path): \(problem)" }
 }
 
 /// One quantity measured in each of a set of launches.
-public struct Measure: Sendable {
-    public var name: String
-    public var kind: Kind
+package struct Measure: Sendable {
+    package var name: String
+    package var kind: Kind
     /// Milliseconds, one per run that has this measure.
-    public var values: [Double]
+    package var values: [Double]
     /// The run each value came from (`RunSet.Run.label`).
-    public var runs: [String]
+    package var runs: [String]
 
-    public enum Kind: String, Codable, Sendable {
+    package enum Kind: String, Codable, Sendable {
         /// Process start to ready.
         case launch
         case phase
@@ -118,14 +118,14 @@ public struct Measure: Sendable {
     }
 
     /// The whole launch's measure name.
-    public static let launchName = "launch (start → ready)"
+    package static let launchName = "launch (start → ready)"
 }
 
 extension RunSet {
     /// The whole launch, each phase (by name, in launch order) and each span
     /// name (summed per launch, in order of first appearance), over the
     /// completed runs.
-    public var measures: [Measure] { Self.measures(of: completed) }
+    package var measures: [Measure] { Self.measures(of: completed) }
 
     static func measures(of runs: [Run]) -> [Measure] {
         var launch = Measure(name: Measure.launchName, kind: .launch, values: [], runs: [])
@@ -159,7 +159,7 @@ extension RunSet {
 extension Timeline {
     /// Major page faults before `main`: the loader and library-initializer
     /// phases, where a cold page cache shows. Nil when their counts are missing.
-    public var preMainMajorFaults: UInt64? {
+    package var preMainMajorFaults: UInt64? {
         let preMain = phases.filter { $0.kind == "loader" || $0.kind == "profiler" || $0.kind == "initializers" }
         guard !preMain.isEmpty else { return nil }
         var total: UInt64 = 0
@@ -171,7 +171,7 @@ extension Timeline {
     }
 
     /// How exactly the start is known, in the words of `coldstart report`.
-    public var startPrecision: String {
+    package var startPrecision: String {
         LaunchReport.Summary.describePrecision(source: launch.startSource, precisionMs: LaunchReport.milliseconds(launch.startPrecisionNs))
     }
 }

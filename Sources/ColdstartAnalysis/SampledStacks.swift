@@ -1,74 +1,84 @@
 import Foundation
 
 /// The selected samples of a launch as stacks of functions: what the exporters
-/// and the HTML report draw. It is built by the same analysis as
-/// `ProfileReport` (the same function names, the same `--phase`/`--thread`
-/// selection, the same time per sample), so a flame graph, a pprof profile and
-/// the text report agree on every figure.
-public struct SampledStacks: Sendable {
-    public struct Function: Sendable, Hashable {
+/// and the HTML report draw, with the few facts of the launch they label them
+/// with. `LaunchAnalysis` builds it in the same pass as `ProfileReport` (the
+/// same function names, the same `--phase`/`--thread` selection, the same
+/// time per sample), so a flame graph, a pprof profile and the text report
+/// agree on every figure.
+package struct SampledStacks: Sendable {
+    package struct Function: Sendable, Hashable {
         /// Demangled.
-        public var name: String
+        package var name: String
         /// The linkage (mangled) name; `name` when it was not mangled.
-        public var systemName: String
+        package var systemName: String
         /// Index into `modules`, or -1 when no module held the address.
-        public var module: Int
+        package var module: Int
     }
 
-    public struct Sample: Sendable {
+    package struct Sample: Sendable {
         /// Offset from the process start, `CLOCK_MONOTONIC`.
-        public var ns: Int64
-        public var tid: Int
+        package var ns: Int64
+        package var tid: Int
         /// Index into `phaseNames`.
-        public var phase: Int
+        package var phase: Int
         /// Ids into `functions`, leaf first.
-        public var functions: [Int]
+        package var functions: [Int]
         /// The recorded frames, leaf first, one per function id.
-        public var frames: [Timeline.Frame]
+        package var frames: [Timeline.Frame]
     }
 
     /// One distinct stack and how many selected samples had it.
-    public struct StackTotal: Sendable, Equatable {
+    package struct StackTotal: Sendable, Equatable {
         /// Ids into `functions`, root (outermost) first.
-        public var functions: [Int]
-        public var samples: Int
+        package var functions: [Int]
+        package var samples: Int
     }
 
-    public let functions: [Function]
-    public let modules: [Timeline.Module]
+    package let functions: [Function]
+    package let modules: [Timeline.Module]
     /// The selected samples, in time order.
-    public let samples: [Sample]
+    package let samples: [Sample]
     /// The launch's phases, then the bucket for samples after its end.
-    public let phaseNames: [String]
+    package let phaseNames: [String]
     /// The name of every thread that has a selected sample.
-    public let threadNames: [Int: String]
+    package let threadNames: [Int: String]
     /// The process's first thread.
-    public let mainThread: Int
-    public let sampling: Timeline.Sampling
+    package let mainThread: Int
+    package let sampling: Timeline.Sampling
     /// The time one sample stands for: one period of the effective rate.
-    public let nsPerSample: Double
+    package let nsPerSample: Double
     /// Lines about names that could not be found (missing or rebuilt binaries).
-    public let warnings: [String]
+    package let warnings: [String]
+    /// The process that launched, for titles.
+    package let process: Timeline.Process
+    /// The launch's phases (the wall-clock track of speedscope).
+    package let phases: [Timeline.Phase]
+    /// The launch's end, ns from the process start.
+    package let launchEndNs: Int64
+    /// Wall clock (`CLOCK_REALTIME`) of the process start, µs since the epoch.
+    package let startRealtimeUs: UInt64?
     private let analysis: ProfileAnalysis
     private let selected: [Int]
 
-    /// The samples `options` select (only `phase` and `thread` apply); throws
-    /// `ProfileError` when the timeline has no samples or no such phase or thread.
-    public init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
-                debugDirectory: String? = "/usr/lib/debug") throws {
-        let made = try ProfileAnalysis.make(timeline: timeline, path: path, debugDirectory: debugDirectory)
-        let analysis = made.analysis
+    /// The selected samples `selected` (indices into `analysis.stacks`) in time order.
+    init(_ analysis: ProfileAnalysis, selected: [Int], warnings: [String]) {
         let stacks = analysis.stacks
-        let selected = try analysis.select(options, path: path).sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
+        let timeline = analysis.timeline
+        let selected = selected.sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
         self.analysis = analysis
         self.selected = selected
-        sampling = made.sampling
-        warnings = made.warnings
+        self.warnings = warnings
+        sampling = analysis.sampling
         functions = analysis.functions.map { Function(name: $0.name, systemName: $0.linkageName, module: $0.module) }
         modules = timeline.modules
         phaseNames = analysis.phaseNames
         nsPerSample = analysis.nsPerSample
         mainThread = timeline.process.pid
+        process = timeline.process
+        phases = timeline.phases
+        launchEndNs = timeline.launch.endNs
+        startRealtimeUs = timeline.launch.startRealtimeUs
         samples = selected.map { index in
             Sample(ns: stacks[index].ns, tid: stacks[index].tid, phase: stacks[index].phase,
                    functions: stacks[index].functions, frames: timeline.samples[index].frames)
@@ -79,12 +89,12 @@ public struct SampledStacks: Sendable {
     }
 
     /// The file name of a function's module ("" outside every module).
-    public func moduleName(of function: Int) -> String {
+    package func moduleName(of function: Int) -> String {
         analysis.moduleName(functions[function].module)
     }
 
     /// Sampled threads, most samples first (ties by tid).
-    public var threads: [Int] {
+    package var threads: [Int] {
         var counts: [Int: Int] = [:]
         for sample in samples { counts[sample.tid, default: 0] += 1 }
         return counts.keys.sorted { counts[$0]! != counts[$1]! ? counts[$0]! > counts[$1]! : $0 < $1 }
@@ -92,7 +102,7 @@ public struct SampledStacks: Sendable {
 
     /// Every distinct stack (by function) of the selected samples, or of one
     /// thread's, with its sample count; most samples first, ties in stack order.
-    public func totals(thread: Int? = nil) -> [StackTotal] {
+    package func totals(thread: Int? = nil) -> [StackTotal] {
         var counts: [[Int]: Int] = [:]
         for sample in samples where thread == nil || sample.tid == thread {
             counts[Array(sample.functions.reversed()), default: 0] += 1
@@ -103,35 +113,17 @@ public struct SampledStacks: Sendable {
 
     /// One thread's selected samples as a flame chart in time order: nested
     /// runs of the same function at the same depth, sorted by start then depth.
-    public func runs(thread: Int) -> [StackRun] {
+    package func runs(thread: Int) -> [StackRun] {
         analysis.runs(selected.filter { analysis.stacks[$0].tid == thread })
     }
 
     /// The selected samples' call tree, top-down and merged by function, as
     /// the text report's, but whole: nothing pruned (a flame graph's input).
-    public func callTree() -> [ProfileReport.CallNode] {
+    package func callTree() -> [ProfileReport.CallNode] {
         let whole = ProfileOptions(minMs: 0, minPercent: 0, top: .max, treeDepth: .max, treeFloorPercent: 0)
         return analysis.callTree(selected, options: whole, minPercent: 0)
     }
 
     /// The time `samples` samples stand for, in milliseconds.
-    public func milliseconds(_ samples: Int) -> Double { analysis.ms(samples) }
-}
-
-extension ProfileOptions {
-    /// The tid `text` names among the sampled threads of `timeline`: a number
-    /// is a tid; otherwise a thread name ("main" is the process's first
-    /// thread). An unknown or ambiguous name throws, listing the threads.
-    public static func thread(named text: String, in timeline: Timeline, path: String) throws -> Int {
-        if let tid = Int(text) { return tid }
-        let tids = Set(timeline.samples.map(\.tid)).sorted()
-        let name = timeline.threadName
-        let matches = tids.filter { name($0) == text }
-        if matches.count == 1 { return matches[0] }
-        if matches.count > 1 {
-            throw ProfileError(path: path, problem: "\(matches.count) threads are named '\(text)' (tids \(matches.map(String.init).joined(separator: ", "))): give the tid")
-        }
-        let listed = tids.map { "'\(name($0))' (\($0))" }.joined(separator: ", ")
-        throw ProfileError(path: path, problem: "no sampled thread named '\(text)' (sampled threads: \(tids.isEmpty ? "none" : listed))")
-    }
+    package func milliseconds(_ samples: Int) -> Double { analysis.ms(samples) }
 }

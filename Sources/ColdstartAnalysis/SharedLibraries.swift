@@ -8,19 +8,19 @@ import Foundation
 /// Only files are read: nothing runs, so an executable that would misbehave
 /// under `ldd` (which runs its loader) is safe. Libraries opened later with
 /// `dlopen` are not in `DT_NEEDED`; a sampled timeline's `modules` lists them.
-public struct SharedLibraries: Sendable {
+package struct SharedLibraries: Sendable {
     /// The executable, as given.
-    public var executable: String
+    package var executable: String
     /// The dynamic loader (`PT_INTERP`), nil for a static executable.
-    public var interpreter: String?
+    var interpreter: String?
     /// Resolved paths of every needed library, in breadth-first order.
-    public var libraries: [String]
+    package var libraries: [String]
     /// Needed names no search path held.
-    public var unresolved: [String]
+    package var unresolved: [String]
 
     /// Reads `executable`; `libraryPath` is the `LD_LIBRARY_PATH` the program
     /// will run with.
-    public init(executable: String, libraryPath: String? = ProcessInfo.processInfo.environment["LD_LIBRARY_PATH"]) throws {
+    package init(executable: String, libraryPath: String? = ProcessInfo.processInfo.environment["LD_LIBRARY_PATH"]) throws {
         self.executable = executable
         let main = try ELFDynamicInfo(path: executable)
         interpreter = main.interpreter
@@ -70,7 +70,7 @@ public struct SharedLibraries: Sendable {
     }
 
     /// Every file the start-up maps: the executable, the loader, the libraries.
-    public var allFiles: [String] { [executable] + (interpreter.map { [$0] } ?? []) + libraries }
+    package var allFiles: [String] { [executable] + (interpreter.map { [$0] } ?? []) + libraries }
 
     /// Splits search paths and substitutes `$ORIGIN`; entries with other
     /// dynamic string tokens (`$LIB`, `$PLATFORM`) are skipped.
@@ -82,7 +82,7 @@ public struct SharedLibraries: Sendable {
     }
 
     /// `realpath(3)`, or the path unchanged when it cannot be resolved.
-    public static func canonicalPath(_ path: String) -> String {
+    package static func canonicalPath(_ path: String) -> String {
         guard let resolved = realpath(path, nil) else { return path }
         defer { free(resolved) }
         return String(cString: resolved)

@@ -3,15 +3,15 @@ import Foundation
 /// Robust summaries and the rank test `coldstart run` and `coldstart compare`
 /// rest on. Launch times are skewed and have outliers (a page-in, another
 /// process on the core), so everything here is rank- or median-based.
-public enum Statistics {
+package enum Statistics {
     /// The median; nil for no values.
-    public static func median(_ values: [Double]) -> Double? {
+    package static func median(_ values: [Double]) -> Double? {
         percentile(values, 50)
     }
 
     /// The `p`th percentile (0…100), interpolating linearly between the two
     /// nearest ranks (numpy's default, Hyndman–Fan type 7); nil for no values.
-    public static func percentile(_ values: [Double], _ p: Double) -> Double? {
+    package static func percentile(_ values: [Double], _ p: Double) -> Double? {
         guard !values.isEmpty else { return nil }
         return percentile(sorted: values.sorted(), p)
     }
@@ -25,7 +25,7 @@ public enum Statistics {
 
     /// The median absolute deviation from the median (unscaled); nil for no
     /// values.
-    public static func medianAbsoluteDeviation(_ values: [Double]) -> Double? {
+    package static func medianAbsoluteDeviation(_ values: [Double]) -> Double? {
         guard let center = median(values) else { return nil }
         return median(values.map { abs($0 - center) })
     }
@@ -33,18 +33,18 @@ public enum Statistics {
     /// Indices of the values whose modified z-score, 0.6745 (x − median) / MAD,
     /// exceeds 3.5 in magnitude (Iglewicz and Hoaglin). With a MAD of 0 (half
     /// the values equal) no scale exists and nothing is flagged.
-    public static func outlierIndices(_ values: [Double]) -> [Int] {
+    package static func outlierIndices(_ values: [Double]) -> [Int] {
         guard let center = median(values), let mad = medianAbsoluteDeviation(values), mad > 0 else { return [] }
         return values.indices.filter { abs(0.6745 * (values[$0] - center) / mad) > outlierThreshold }
     }
 
     /// The modified z-score above which a value is an outlier.
-    public static let outlierThreshold = 3.5
+    static let outlierThreshold = 3.5
 
     /// Holm's step-down adjustment of p-values for testing many hypotheses at
     /// once: rejecting every adjusted p below α keeps the chance of even one
     /// false alarm among them at most α. Returned in the input's order.
-    public static func holmAdjusted(_ pValues: [Double]) -> [Double] {
+    package static func holmAdjusted(_ pValues: [Double]) -> [Double] {
         let order = pValues.indices.sorted { pValues[$0] < pValues[$1] }
         var adjusted = [Double](repeating: 1, count: pValues.count)
         var running = 0.0
@@ -57,19 +57,19 @@ public enum Statistics {
 }
 
 /// The summary `coldstart run` prints for one measure over many launches.
-public struct DistributionSummary: Codable, Sendable, Equatable {
-    public var count: Int
-    public var median: Double
-    public var p90: Double
-    public var min: Double
-    public var max: Double
+package struct DistributionSummary: Codable, Sendable, Equatable {
+    package var count: Int
+    package var median: Double
+    package var p90: Double
+    package var min: Double
+    package var max: Double
     /// Median absolute deviation (unscaled), in the values' unit.
-    public var mad: Double
+    package var mad: Double
     /// Indices into the summarised values, see `Statistics.outlierIndices`.
-    public var outliers: [Int]
+    package var outliers: [Int]
 
     /// Nil for no values.
-    public init?(_ values: [Double]) {
+    package init?(_ values: [Double]) {
         guard !values.isEmpty else { return nil }
         let sorted = values.sorted()
         count = values.count
@@ -85,15 +85,15 @@ public struct DistributionSummary: Codable, Sendable, Equatable {
 /// The Mann–Whitney U test (Wilcoxon rank-sum), two-sided: is one sample
 /// stochastically larger than the other? It assumes nothing about the shape of
 /// the distributions, which suits launch times (skewed, with outliers).
-public struct MannWhitneyTest: Codable, Sendable, Equatable {
+package struct MannWhitneyTest: Codable, Sendable, Equatable {
     /// U of the first sample: the number of pairs (x from the first, y from
     /// the second) with x > y, ties counting one half.
-    public var u: Double
+    package var u: Double
     /// Two-sided p-value.
-    public var p: Double
-    public var method: Method
+    package var p: Double
+    package var method: Method
 
-    public enum Method: String, Codable, Sendable {
+    package enum Method: String, Codable, Sendable {
         /// The exact null distribution of U (no ties, small samples).
         case exact
         /// Normal approximation with tie and continuity corrections.
@@ -102,10 +102,10 @@ public struct MannWhitneyTest: Codable, Sendable, Equatable {
 
     /// The largest m·n for which the exact distribution is computed: beyond
     /// it the normal approximation is good and the exact one costs O((m·n)²).
-    public static let exactLimit = 2_500
+    static let exactLimit = 2_500
 
     /// Nil when either sample is empty.
-    public init?(_ first: [Double], _ second: [Double]) {
+    package init?(_ first: [Double], _ second: [Double]) {
         let m = first.count, n = second.count
         guard m > 0, n > 0 else { return nil }
         let ranked = Self.ranks(first + second)
@@ -137,7 +137,7 @@ public struct MannWhitneyTest: Codable, Sendable, Equatable {
     /// The smallest two-sided p-value any outcome can reach with samples of
     /// these sizes (no ties): with fewer runs than this allows, no difference
     /// can be significant at `alpha`.
-    public static func smallestPossibleP(_ m: Int, _ n: Int) -> Double {
+    package static func smallestPossibleP(_ m: Int, _ n: Int) -> Double {
         guard m > 0, n > 0 else { return 1 }
         // Every x above every y: one arrangement in C(m+n, m), doubled.
         var arrangements = 1.0

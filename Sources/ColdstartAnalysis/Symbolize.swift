@@ -1,28 +1,28 @@
 import Foundation
 
 /// What `coldstart symbolize` did to a timeline.
-public struct SymbolizedTimeline {
+package struct SymbolizedTimeline {
     /// The rewritten file: the input document with `coldstart.symbols`,
     /// `coldstart.symbolized` and the main thread's flame chart added.
-    public var data: Data
-    public var symbolization: Symbolization
+    package var data: Data
+    package var symbolization: Symbolization
     /// Distinct frames named.
-    public var frames: Int
+    package var frames: Int
     /// `X` events in the flame chart.
-    public var flameChartSlices: Int
+    package var flameChartSlices: Int
 }
 
 extension Timeline {
     /// The track the flame chart is drawn on: a tid above Linux's largest
     /// possible pid_max (2^22), so it cannot be a real thread, and the
     /// main thread's own spans keep their track.
-    public static let flameChartTid = 4_194_305
-    public static let flameChartTrackName = "main thread (samples)"
+    package static let flameChartTid = 4_194_305
+    static let flameChartTrackName = "main thread (samples)"
 
     /// Names every frame from the modules on disk and returns the file with
     /// the names written in, so a report needs no binary. Other keys of the
     /// document are kept; an earlier flame chart is replaced, not doubled.
-    public func symbolized(path: String = "<timeline>", debugDirectory: String? = "/usr/lib/debug") throws -> SymbolizedTimeline {
+    package func symbolized(path: String = "<timeline>", debugDirectory: String? = "/usr/lib/debug") throws -> SymbolizedTimeline {
         let blockedStacks = watch?.stacksAsSamples ?? []
         guard (sampling != nil && !samples.isEmpty) || !blockedStacks.isEmpty else {
             throw ProfileError(path: path, problem: "no sampled stacks to symbolize (the launch was not sampled)")
@@ -50,14 +50,15 @@ extension Timeline {
             events += slices.map { $0 as Any }
         }
         root["traceEvents"] = events
-        let data: Data
+        var json = JSONText(capacity: 1 << 20, escaping: .plain)
         do {
-            data = try DocumentWriter.data(root)
+            try json.document(root)
+            json.raw("\n")
         } catch {
             throw ProfileError(path: path, problem: "cannot encode the symbolized timeline (\(error))")
         }
         return SymbolizedTimeline(
-            data: data, symbolization: symbolization, frames: symbolization.symbols.count, flameChartSlices: slices.count)
+            data: Data(json.bytes), symbolization: symbolization, frames: symbolization.symbols.count, flameChartSlices: slices.count)
     }
 
     /// The main thread's samples as nested `X` events in time order, one per
@@ -66,7 +67,7 @@ extension Timeline {
         guard let sampling else { return [] }
         let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
         guard hz > 0, hz.isFinite else { return [] }
-        let analysis = ProfileAnalysis(timeline: self, symbols: symbols, nsPerSample: 1e9 / hz)
+        let analysis = ProfileAnalysis(timeline: self, sampling: sampling, symbols: symbols, nsPerSample: 1e9 / hz)
         let main = analysis.stacks.indices.filter { analysis.stacks[$0].tid == process.pid }
         return analysis.runs(main).map { run in
             let function = analysis.functions[run.function]

@@ -2,16 +2,16 @@ import Foundation
 
 /// Names for every distinct frame of a set of samples, and what went wrong
 /// while finding them.
-public struct Symbolization: Sendable {
+package struct Symbolization: Sendable {
     /// Keyed by `Timeline.Frame.key` ("m:a"), as `coldstart.symbols` stores them.
-    public var symbols: [String: Timeline.Symbol]
+    package var symbols: [String: Timeline.Symbol]
     /// One line per module that could not be used (missing, unreadable, or
     /// not the build that ran).
-    public var warnings: [String]
+    package var warnings: [String]
     /// Frames in a module whose build-id differs from the one that ran.
-    public var mismatchedFrames: Int
+    package var mismatchedFrames: Int
     /// Frames left with a `module+0xoffset` (or `0xaddress`) name.
-    public var unnamedFrames: Int
+    package var unnamedFrames: Int
 }
 
 /// Resolves sampled frames (module + ELF virtual address) to function names
@@ -22,11 +22,13 @@ public struct Symbolization: Sendable {
 /// ends just before it, and a call that is the last instruction of a function
 /// returns to the *next* function's first byte, so those frames are looked up
 /// at `address − 1`. The leaf is the interrupted instruction itself.
-public final class Symbolizer {
+package final class Symbolizer {
     private let modules: [Timeline.Module]
     private let debugDirectory: String?
     private var images: [Int: ModuleFile] = [:]
     private var displayNames: [String: String] = [:]
+    /// Frames looked up so far: each distinct frame of every `symbolize` call.
+    package private(set) var framesLookedUp = 0
 
     private enum ModuleFile {
         case usable(ELFImage)
@@ -36,13 +38,13 @@ public final class Symbolizer {
 
     /// `debugDirectory` is where separate debug files live
     /// (`<dir>/.build-id/xx/yyyy.debug`); nil disables the search.
-    public init(modules: [Timeline.Module], debugDirectory: String? = "/usr/lib/debug") {
+    package init(modules: [Timeline.Module], debugDirectory: String? = "/usr/lib/debug") {
         self.modules = modules
         self.debugDirectory = debugDirectory
     }
 
     /// Names every distinct frame of `samples`.
-    public func symbolize(_ samples: [Timeline.Sample]) -> Symbolization {
+    package func symbolize(_ samples: [Timeline.Sample]) -> Symbolization {
         // A frame seen as a return address anywhere is looked up as one: an
         // address that is both a leaf and a return address names the same
         // function unless a call ends its function, which is rarer still.
@@ -82,6 +84,7 @@ public final class Symbolizer {
 
     /// The symbol for one frame, and whether a real name was found.
     func symbol(for frame: Timeline.Frame, isReturnAddress: Bool) -> (Timeline.Symbol, Bool) {
+        framesLookedUp += 1
         guard frame.module >= 0, frame.module < modules.count else {
             return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
         }
@@ -142,24 +145,7 @@ public final class Symbolizer {
 extension Timeline {
     /// True once `coldstart symbolize` has written names into the file: a
     /// report then reads no binary.
-    public var isSymbolized: Bool {
-        (document["coldstart"] as? [String: Any])?["symbolized"] as? Bool ?? false
-    }
-
-    /// The name of every distinct frame: from the file when it was
-    /// symbolized, otherwise from the modules' files on disk.
-    func frameSymbols(debugDirectory: String?) -> Symbolization {
-        if isSymbolized {
-            var symbols = self.symbols
-            var unnamed = 0
-            for sample in samples {
-                for frame in sample.frames where symbols[frame.key] == nil {
-                    symbols[frame.key] = Symbol(name: Symbolizer.fallbackName(for: frame, modules: modules))
-                    unnamed += 1
-                }
-            }
-            return Symbolization(symbols: symbols, warnings: [], mismatchedFrames: 0, unnamedFrames: unnamed)
-        }
-        return Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples)
+    package var isSymbolized: Bool {
+        (documentBox.value["coldstart"] as? [String: Any])?["symbolized"] as? Bool ?? false
     }
 }

@@ -1,13 +1,13 @@
 /// How the text report is laid out for where it goes: a terminal's width and
 /// whether it shows colour. The CLI decides (a TTY, `COLUMNS`, `NO_COLOR`);
 /// the renderer only obeys, so the same report renders the same way in tests.
-public struct TextStyle: Sendable {
+package struct TextStyle: Sendable {
     /// Columns available; nil: no limit (a file or a pipe keeps whole names).
-    public var width: Int?
+    package var width: Int?
     /// ANSI colour and bold.
-    public var color: Bool
+    package var color: Bool
 
-    public init(width: Int? = nil, color: Bool = false) {
+    package init(width: Int? = nil, color: Bool = false) {
         self.width = width.map { max($0, 40) }
         self.color = color
     }

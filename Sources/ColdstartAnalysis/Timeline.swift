@@ -3,82 +3,91 @@ import Foundation
 /// One launch as the timeline file describes it (docs/timeline-format.md).
 ///
 /// Times are nanoseconds of `CLOCK_MONOTONIC` measured from the process start.
-public struct Timeline: Sendable {
-    public var launch: Launch
-    public var process: Process
-    public var rusage: [RusageSnapshot]
-    public var phases: [Phase]
-    public var marks: [Mark]
-    public var spans: [Span]
-    public var threads: [Thread]
-    public var dropped: Dropped
+package struct Timeline: Sendable {
+    package var launch: Launch
+    package var process: Process
+    package var rusage: [RusageSnapshot]
+    package var phases: [Phase]
+    package var marks: [Mark]
+    package var spans: [Span]
+    package var threads: [Thread]
+    package var dropped: Dropped
     /// Present when the launch was sampled.
-    public var sampling: Sampling?
-    public var modules: [Module]
-    public var samples: [Sample]
+    package var sampling: Sampling?
+    package var modules: [Module]
+    package var samples: [Sample]
     /// Names written by `coldstart symbolize`, keyed by `Frame.key`.
-    public var symbols: [String: Symbol]
+    package var symbols: [String: Symbol]
     /// Present when the off-CPU watcher ran (Watch.swift).
-    public var watch: Watch?
+    package var watch: Watch?
     /// The whole file as parsed, for tools that rewrite it and keep what they
-    /// do not understand.
-    public var document: [String: Any] { documentBox.value }
+    /// do not understand (the samples rebuilt from `samples`: they are read
+    /// from the bytes, not kept as parsed JSON).
+    package var document: [String: Any] {
+        var root = documentBox.value
+        guard var section = root["coldstart"] as? [String: Any], section["samples"] is [Any] else { return root }
+        section["samples"] = samples.map { sample -> [Any] in
+            [sample.ns, sample.tid, sample.frames.flatMap { [$0.module, $0.address] as [Any] }]
+        }
+        root["coldstart"] = section
+        return root
+    }
     let documentBox: DocumentBox
 
-    public struct Launch: Codable, Sendable {
-        public var startNs: UInt64
-        public var startSource: String
-        public var startPrecisionNs: UInt64
-        public var bootMinusMonotonicNs: UInt64?
+    package struct Launch: Codable, Sendable {
+        package var startNs: UInt64
+        package var startSource: String
+        package var startPrecisionNs: UInt64
+        package var bootMinusMonotonicNs: UInt64?
         /// Wall clock (`CLOCK_REALTIME`) of the process start, µs since the epoch.
-        public var startRealtimeUs: UInt64?
-        public var clockTicksPerSecond: UInt64?
-        public var earliestInitNs: Int64?
+        package var startRealtimeUs: UInt64?
+        var clockTicksPerSecond: UInt64?
+        package var earliestInitNs: Int64?
         /// Coldstart's own set-up (watcher, sampler) ended: the "Coldstart
         /// set-up" phase runs from the earliest init to here.
-        public var setupEndNs: Int64?
-        public var mainNs: Int64
-        public var readyNs: Int64?
-        public var endNs: Int64
-        public var completed: Bool
+        package var setupEndNs: Int64?
+        package var mainNs: Int64
+        package var readyNs: Int64?
+        package var endNs: Int64
+        package var completed: Bool
         /// "ready", "exit", "error-exit" or "signal".
-        public var endReason: String
-        public var exitStatus: Int?
-        public var signal: Int?
-        public var signalName: String?
-        public var endPhase: String?
-        public var extendNs: UInt64?
+        package var endReason: String
+        package var exitStatus: Int?
+        package var signal: Int?
+        package var signalName: String?
+        package var endPhase: String?
+        var extendNs: UInt64?
     }
 
-    public struct Process: Codable, Sendable {
-        public var pid: Int
-        public var executable: String
-        public var kernelRelease: String
-        public var swiftVersion: String
+    package struct Process: Codable, Sendable {
+        package var pid: Int
+        package var executable: String
+        package var kernelRelease: String
+        package var swiftVersion: String
     }
 
-    public struct Rusage: Codable, Sendable, Equatable {
-        public var minorFaults: UInt64
-        public var majorFaults: UInt64
-        public var voluntarySwitches: UInt64
-        public var involuntarySwitches: UInt64
-        public var userNs: UInt64
-        public var systemNs: UInt64
-        public var cpuNs: UInt64 { userNs + systemNs }
+    package struct Rusage: Codable, Sendable, Equatable {
+        package var minorFaults: UInt64
+        package var majorFaults: UInt64
+        package var voluntarySwitches: UInt64
+        package var involuntarySwitches: UInt64
+        package var userNs: UInt64
+        package var systemNs: UInt64
+        package var cpuNs: UInt64 { userNs + systemNs }
     }
 
     /// A process-wide `getrusage` snapshot; in the file its counters sit
     /// beside `at` and `ns`, flat.
-    public struct RusageSnapshot: Decodable, Sendable {
+    package struct RusageSnapshot: Decodable, Sendable {
         /// "earliestInit", "setupEnd", "main", "ready" or "end".
-        public var at: String
-        public var ns: Int64
+        package var at: String
+        package var ns: Int64
         /// Counts since exec.
-        public var usage: Rusage
+        package var usage: Rusage
 
         private enum CodingKeys: String, CodingKey { case at, ns }
 
-        public init(from decoder: Decoder) throws {
+        package init(from decoder: Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             at = try container.decode(String.self, forKey: .at)
             ns = try container.decode(Int64.self, forKey: .ns)
@@ -86,127 +95,127 @@ public struct Timeline: Sendable {
         }
     }
 
-    public struct Phase: Codable, Sendable {
-        public var name: String
+    package struct Phase: Codable, Sendable {
+        package var name: String
         /// "loader", "profiler" (Coldstart's own set-up), "initializers" or "app".
-        public var kind: String
-        public var startNs: Int64
-        public var endNs: Int64
-        public var rusage: Rusage?
-        public var durationNs: Int64 { endNs - startNs }
+        package var kind: String
+        package var startNs: Int64
+        package var endNs: Int64
+        package var rusage: Rusage?
+        package var durationNs: Int64 { endNs - startNs }
     }
 
-    public struct Mark: Codable, Sendable {
-        public var name: String
-        public var ns: Int64
-        public var tid: Int
-        public var phaseBoundary: Bool
-        public var extended: Bool
-        public var rusage: Rusage?
+    package struct Mark: Codable, Sendable {
+        package var name: String
+        package var ns: Int64
+        package var tid: Int
+        package var phaseBoundary: Bool
+        package var extended: Bool
+        package var rusage: Rusage?
     }
 
-    public struct Span: Codable, Sendable {
-        public var name: String
-        public var beginNs: Int64
-        public var endNs: Int64
-        public var tid: Int
-        public var endTid: Int
-        public var unfinished: Bool
-        public var extended: Bool?
-        public var rusage: Rusage?
-        public var durationNs: Int64 { endNs - beginNs }
+    package struct Span: Codable, Sendable {
+        package var name: String
+        package var beginNs: Int64
+        package var endNs: Int64
+        package var tid: Int
+        package var endTid: Int
+        package var unfinished: Bool
+        package var extended: Bool?
+        package var rusage: Rusage?
+        package var durationNs: Int64 { endNs - beginNs }
     }
 
-    public struct Thread: Codable, Sendable {
-        public var tid: Int
-        public var name: String
+    package struct Thread: Codable, Sendable {
+        package var tid: Int
+        package var name: String
     }
 
-    public struct Dropped: Codable, Sendable {
-        public var events: UInt64
-        public var nameBytes: UInt64
+    package struct Dropped: Codable, Sendable {
+        package var events: UInt64
+        package var nameBytes: UInt64
     }
 
-    public struct Sampling: Codable, Sendable {
+    package struct Sampling: Codable, Sendable {
         /// "perf-task-clock", "posix-cpu-timer" or "wall-timer".
-        public var clock: String
+        package var clock: String
         /// "libunwind" or "frame-pointer".
-        public var unwinder: String
-        public var requestedHz: Double
-        public var effectiveHz: Double
-        public var loweredHz: Double?
-        public var startNs: Int64
-        public var stopNs: Int64
+        package var unwinder: String
+        package var requestedHz: Double
+        package var effectiveHz: Double
+        package var loweredHz: Double?
+        package var startNs: Int64
+        package var stopNs: Int64
         /// Process CPU time (user + system) in `[startNs, stopNs]`: the
         /// denominator of `effectiveHz` for the CPU clocks.
-        public var cpuNs: UInt64?
-        public var userNs: UInt64?
-        public var systemNs: UInt64?
-        public var samples: Int
-        public var dropped: Int
+        package var cpuNs: UInt64?
+        package var userNs: UInt64?
+        package var systemNs: UInt64?
+        package var samples: Int
+        package var dropped: Int
         /// The part of `cpuNs` that Coldstart's own unsampled threads (the
         /// watcher, the thread scanner) used; the rate is per second of
         /// `cpuNs - coldstartCpuNs`.
-        public var coldstartCpuNs: UInt64?
+        package var coldstartCpuNs: UInt64?
         /// The sample buffer's size (`COLDSTART_MAX_SAMPLES`).
-        public var maxSamples: Int?
+        package var maxSamples: Int?
         /// "per-thread" or "main".
-        public var threads: String?
-        public var threadsSampled: Int?
+        package var threads: String?
+        package var threadsSampled: Int?
         /// Threads that ran but were never sampled.
-        public var threadsMissed: Int?
+        package var threadsMissed: Int?
         /// Samples whose libunwind walk failed and fell back to frame pointers.
-        public var unwindFailures: Int?
-        public var handlerNs: HandlerCost?
+        package var unwindFailures: Int?
+        package var handlerNs: HandlerCost?
 
-        public struct HandlerCost: Codable, Sendable {
-            public var median: Double
-            public var p99: Double
-            public var max: Double?
+        package struct HandlerCost: Codable, Sendable {
+            package var median: Double
+            package var p99: Double
+            package var max: Double?
         }
     }
 
-    public struct Module: Codable, Sendable {
-        public var path: String
-        public var buildId: String?
+    package struct Module: Codable, Sendable {
+        package var path: String
+        package var buildId: String?
         /// Load bias: an ELF virtual address plus `base` is the run-time address.
-        public var base: UInt64
-        public var start: UInt64
-        public var end: UInt64
+        package var base: UInt64
+        package var start: UInt64
+        package var end: UInt64
     }
 
     /// One stack frame: an ELF virtual address inside `modules[module]`, or an
     /// absolute address when `module` is -1.
-    public struct Frame: Hashable, Sendable {
-        public var module: Int
-        public var address: UInt64
+    package struct Frame: Hashable, Sendable {
+        package var module: Int
+        package var address: UInt64
         /// The key of `symbols`.
-        public var key: String { "\(module):\(address)" }
+        package var key: String { "\(module):\(address)" }
     }
 
-    public struct Sample: Sendable {
-        public var ns: Int64
-        public var tid: Int
+    package struct Sample: Sendable {
+        package var ns: Int64
+        package var tid: Int
         /// Leaf first. The leaf is the interrupted program counter; the others
         /// are return addresses (look up `address - 1`).
-        public var frames: [Frame]
+        package var frames: [Frame]
     }
 
-    public struct Symbol: Codable, Sendable {
+    package struct Symbol: Codable, Sendable {
         /// Demangled name.
-        public var name: String
+        package var name: String
         /// Mangled (linkage) name, when it differs.
-        public var system: String?
-        public var file: String?
+        package var system: String?
+        package var file: String?
     }
 }
 
 /// Why a timeline file could not be read. `description` is one line that
 /// names the file.
-public struct TimelineError: Error, CustomStringConvertible, Sendable {
-    public var path: String
-    public var problem: String
-    public var description: String { "\(path): \(problem)" }
+package struct TimelineError: Error, CustomStringConvertible, Sendable {
+    package var path: String
+    package var problem: String
+    package var description: String { "\(path): \(problem)" }
 }
 
 /// Wraps the parsed JSON object (not Sendable by type, never mutated).
@@ -217,40 +226,44 @@ final class DocumentBox: @unchecked Sendable {
 
 extension Timeline {
     /// The newest format version this build reads.
-    public static let formatVersion = 1
+    static let formatVersion = 1
 
-    /// Reads and validates a timeline file.
-    public init(contentsOf path: String) throws {
-        // A FIFO or a device (/dev/zero) would block or never end: only
-        // regular files are timelines.
-        var info = stat()
-        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG, (info.st_mode & S_IFMT) != S_IFDIR {
-            throw TimelineError(path: path, problem: "not a regular file (a pipe or a device), not a timeline file")
-        }
+    /// Reads and validates a timeline file: a regular file of at most
+    /// `TimelineLimits.maxFileBytes`.
+    package init(contentsOf path: String) throws {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let problem = isDirectory.boolValue ? "is a directory, not a timeline file" : exists ? "cannot be read" : "no such file"
+            data = try RegularFile(path: path).readAll(limit: TimelineLimits.maxFileBytes)
+        } catch let error as RegularFile.OpenError {
+            let problem: String
+            switch error {
+            case .directory, .notRegular: problem = error.problem + ", not a timeline file"
+            case .tooLarge(let size, let limit):
+                problem = "too large for a timeline (\(size / 1_000_000) MB; coldstart reads at most \(limit / 1_000_000) MB)"
+            default: problem = error.problem
+            }
             throw TimelineError(path: path, problem: problem)
         }
         try self.init(data: data, path: path)
     }
 
     /// Parses a timeline; `path` only names it in errors.
-    public init(data: Data, path: String = "<timeline>") throws {
+    package init(data: Data, path: String = "<timeline>") throws {
         func fail(_ problem: String) -> TimelineError { TimelineError(path: path, problem: problem) }
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw fail("empty file")
         }
+        let scanned: (samples: [Sample], rest: Data)
+        do {
+            scanned = try TimelineScanner.scan(data)
+        } catch {
+            throw fail(TimelineScanner.problem(error, data: data))
+        }
         let object: Any
         do {
-            object = try JSONSerialization.jsonObject(with: data)
+            object = try JSONSerialization.jsonObject(with: scanned.rest)
         } catch {
-            let looksCut = data.first == UInt8(ascii: "{") && data.last != UInt8(ascii: "}") && data.last != 0x0A
-            throw fail(looksCut ? "truncated JSON (the file ends mid-way)" : "not JSON")
+            throw fail("not JSON")
         }
         guard let root = object as? [String: Any] else { throw fail("not a Coldstart timeline (top level is not an object)") }
         guard let section = root["coldstart"] as? [String: Any] else {
@@ -283,35 +296,20 @@ extension Timeline {
         sampling = try decode(Sampling.self, "sampling", required: false)
         modules = try decode([Module].self, "modules", required: false) ?? []
         symbols = try decode([String: Symbol].self, "symbols", required: false) ?? [:]
-        samples = try Self.parseSamples(section["samples"], moduleCount: modules.count, fail: fail)
+        if let value = section["samples"], !(value is NSNull), !(value is [Any]) {
+            throw fail("malformed timeline: \"samples\" is not an array")
+        }
+        let moduleCount = modules.count
+        for (index, sample) in scanned.samples.enumerated() {
+            if let frame = sample.frames.first(where: { $0.module >= moduleCount }) {
+                throw fail("malformed timeline: sample \(index) names module \(frame.module) of \(moduleCount)")
+            }
+        }
+        samples = scanned.samples
         watch = try Watch.parse(section["watch"], moduleCount: modules.count, fail: fail)
         documentBox = DocumentBox(root)
         if phases.isEmpty { throw fail("malformed timeline: no phases") }
-    }
-
-    private static func parseSamples(_ value: Any?, moduleCount: Int, fail: (String) -> TimelineError) throws -> [Sample] {
-        guard let value, !(value is NSNull) else { return [] }
-        guard let rows = value as? [Any] else { throw fail("malformed timeline: \"samples\" is not an array") }
-        var samples: [Sample] = []
-        samples.reserveCapacity(rows.count)
-        for (index, row) in rows.enumerated() {
-            guard let fields = row as? [Any], fields.count == 3,
-                  let ns = (fields[0] as? NSNumber)?.int64Value,
-                  let tid = (fields[1] as? NSNumber)?.intValue,
-                  let pairs = fields[2] as? [NSNumber], pairs.count % 2 == 0
-            else { throw fail("malformed timeline: sample \(index) is not [ns, tid, [module, address, …]]") }
-            var frames: [Frame] = []
-            frames.reserveCapacity(pairs.count / 2)
-            for i in stride(from: 0, to: pairs.count, by: 2) {
-                let module = pairs[i].intValue
-                guard module >= -1, module < moduleCount else {
-                    throw fail("malformed timeline: sample \(index) names module \(module) of \(moduleCount)")
-                }
-                frames.append(Frame(module: module, address: pairs[i + 1].uint64Value))
-            }
-            samples.append(Sample(ns: ns, tid: tid, frames: frames))
-        }
-        return samples
+        try validate(TimelineValidator(fail: fail))
     }
 
     private static func decodingSummary(_ error: Error) -> String {
@@ -325,5 +323,29 @@ extension Timeline {
     }
 
     /// The whole launch: process start to its end (ready, exit or signal).
-    public var launchDurationNs: Int64 { launch.endNs }
+    package var launchDurationNs: Int64 { launch.endNs }
+}
+
+/// What a timeline file may hold, at most: beyond these the file is refused
+/// with an error naming the bound, before the CLI allocates for it
+/// (docs/security.md, "The coldstart CLI").
+package enum TimelineLimits {
+    /// The file itself: a million 128-frame samples take ~500 MB.
+    package static let maxFileBytes: UInt64 = 1 << 30
+    /// The recorder's own maximum (`COLDSTART_MAX_SAMPLES`).
+    package static let maxSamples = 1_000_000
+    /// Frames of one sample or blocked stack (the recorder keeps 128 and 64).
+    package static let maxFrames = 1024
+    /// Any string: a name, a path, a symbol (the recorder's names are at
+    /// most 255 bytes, paths 4096; demangled C++ names run to a few KB).
+    package static let maxStringBytes = 65_536
+    /// Any time offset from the process start, in ns (2^53: ~104 days), so
+    /// differences and sums of times never overflow and stay exact as Double.
+    package static let maxOffsetNs: Int64 = 1 << 53
+    /// Any counter (faults, context switches, dropped records).
+    package static let maxCount: UInt64 = 1 << 40
+    /// A sampling or watching rate.
+    package static let maxHz = 1_000_000.0
+    /// Nesting of the JSON document (the format needs 6).
+    package static let maxDepth = 64
 }

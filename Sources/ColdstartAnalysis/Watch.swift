@@ -4,60 +4,60 @@ extension Timeline {
     /// What the off-CPU watcher saw (`coldstart.watch`, docs/timeline-format.md
     /// "Off-CPU watch"): for each thread, stretches of time in which it was
     /// runnable or blocked in one call, with exact CPU and run-queue time.
-    public struct Watch: Sendable {
-        public var requestedHz: Double
-        public var effectiveHz: Double
-        public var startNs: Int64
-        public var stopNs: Int64
+    package struct Watch: Sendable {
+        package var requestedHz: Double
+        package var effectiveHz: Double
+        package var startNs: Int64
+        package var stopNs: Int64
         /// False when the writer could not wait for the watcher to stop: the
         /// segments open at that moment are missing.
-        public var complete: Bool
+        package var complete: Bool
         /// "writer" (the launch ended), "time-limit" (2 minutes) or "buffer-full".
-        public var stopReason: String
-        public var ticks: Int
-        public var missedTicks: Int
+        package var stopReason: String
+        package var ticks: Int
+        package var missedTicks: Int
         /// CPU time of the watcher thread itself over [startNs, stopNs].
-        public var cpuNs: UInt64
-        public var tickMedianNs: UInt64
-        public var tickP99Ns: UInt64
+        package var cpuNs: UInt64
+        var tickMedianNs: UInt64
+        var tickP99Ns: UInt64
         /// CPUs the process could run on.
-        public var cpus: Int?
+        package var cpus: Int?
         /// Whether `/proc/…/syscall` was readable (without it there are no causes).
-        public var syscallFile: Bool
+        package var syscallFile: Bool
         /// "libunwind-remote", "unavailable" or "none-needed".
-        public var unwinder: String
-        public var unwinds: Int
-        public var tornStacks: Int
-        public var dropped: [String: Int]
-        public var threads: [WatchedThread]
-        public var paths: [String]
+        package var unwinder: String
+        var unwinds: Int
+        var tornStacks: Int
+        package var dropped: [String: Int]
+        package var threads: [WatchedThread]
+        package var paths: [String]
         /// Leaf first, like `Sample.frames`.
-        public var stacks: [[Frame]]
-        public var segments: [Segment]
+        package var stacks: [[Frame]]
+        package var segments: [Segment]
         /// The number of runnable threads of the process, from each time on.
-        public var runnable: [(ns: Int64, count: Int)]
+        package var runnable: [(ns: Int64, count: Int)]
     }
 
-    public struct WatchedThread: Sendable {
-        public var tid: Int
-        public var name: String
-        public var firstNs: Int64
-        public var lastNs: Int64
-        public var exited: Bool
+    package struct WatchedThread: Sendable {
+        package var tid: Int
+        package var name: String
+        package var firstNs: Int64
+        package var lastNs: Int64
+        package var exited: Bool
         /// False when the watcher had no room to watch it (totals only).
-        public var watched: Bool
+        package var watched: Bool
         /// CPU and run-queue time before the watcher first saw the thread.
-        public var cpuBeforeNs: UInt64
-        public var runQueueBeforeNs: UInt64
+        var cpuBeforeNs: UInt64
+        var runQueueBeforeNs: UInt64
         /// Since the thread's creation, at the last look.
-        public var cpuNs: UInt64
-        public var runQueueNs: UInt64
-        public var switches: UInt64
+        package var cpuNs: UInt64
+        package var runQueueNs: UInt64
+        package var switches: UInt64
     }
 
     /// Why a thread was not running (or `running`: runnable, on a CPU or
     /// waiting for one).
-    public enum Cause: String, Sendable, CaseIterable, Codable {
+    package enum Cause: String, Sendable, CaseIterable, Codable {
         case running
         case fileRead = "file-read"
         case fileWrite = "file-write"
@@ -75,31 +75,31 @@ extension Timeline {
     }
 
     /// A stretch of one thread's time in which every look saw the same thing.
-    public struct Segment: Sendable {
-        public var tid: Int
-        public var startNs: Int64
-        public var endNs: Int64
+    package struct Segment: Sendable {
+        package var tid: Int
+        package var startNs: Int64
+        package var endNs: Int64
         /// The kernel's state letter: "R", "S", "D", "T"…
-        public var state: String
-        public var cause: Cause
+        package var state: String
+        package var cause: Cause
         /// The syscall it was blocked in; nil when runnable or outside one.
-        public var syscall: String?
+        package var syscall: String?
         /// On the CPU inside the segment.
-        public var runNs: UInt64
+        package var runNs: UInt64
         /// Runnable but waiting for a CPU inside the segment.
-        public var waitNs: UInt64
-        public var minorFaults: UInt64
-        public var majorFaults: UInt64
+        package var waitNs: UInt64
+        package var minorFaults: UInt64
+        package var majorFaults: UInt64
         /// Index into `Watch.paths`.
-        public var path: Int?
+        package var path: Int?
         /// Index into `Watch.stacks`.
-        public var stack: Int?
+        package var stack: Int?
         /// The syscall's six arguments (empty when not in one).
-        public var args: [UInt64]
+        package var args: [UInt64]
 
-        public var durationNs: Int64 { endNs - startNs }
+        package var durationNs: Int64 { endNs - startNs }
         /// Off the CPU and not runnable: the wall time less CPU and run-queue time.
-        public var blockedNs: Int64 { max(0, durationNs - Int64(clamping: runNs) - Int64(clamping: waitNs)) }
+        var blockedNs: Int64 { max(0, durationNs - Int64(clamping: runNs) - Int64(clamping: waitNs)) }
     }
 }
 

@@ -5,8 +5,8 @@ import ColdstartAnalysis
 /// function names; a name's `\` is written `\\`, its `;` `\x3b` and a line
 /// break `\n`, so every `;` separates frames and every line is one stack.
 /// Counts are samples (each one period of the effective rate).
-public enum FoldedExporter {
-    public static func export(_ stacks: SampledStacks) -> String {
+package enum FoldedExporter {
+    package static func export(_ stacks: SampledStacks) -> String {
         let names = stacks.functions.map { escape($0.name) }
         var counts: [String: Int] = [:]
         for total in stacks.totals() {

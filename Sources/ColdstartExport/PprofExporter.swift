@@ -13,13 +13,13 @@ import ColdstartAnalysis
 /// - labels `thread` (name), `tid` and `phase` on every sample;
 /// - `time_nanos` is the wall clock when sampling started (from the
 ///   timeline's `startRealtimeUs`), `duration_nanos` the sampling window.
-public enum PprofExporter {
-    public static func export(_ stacks: SampledStacks, timeline: Timeline) throws -> [UInt8] {
-        try Gzip.compress(profile(stacks, timeline: timeline))
+package enum PprofExporter {
+    package static func export(_ stacks: SampledStacks) throws -> [UInt8] {
+        try Gzip.compress(profile(stacks))
     }
 
     /// The uncompressed `Profile` message.
-    static func profile(_ stacks: SampledStacks, timeline: Timeline) -> [UInt8] {
+    static func profile(_ stacks: SampledStacks) -> [UInt8] {
         var strings = StringTable()
         var out = ProtobufWriter()
         let timeType = stacks.sampling.clock == "wall-timer" ? "wall" : "cpu"
@@ -103,14 +103,14 @@ public enum PprofExporter {
         }
 
         let sampling = stacks.sampling
-        if let start = timeline.launch.startRealtimeUs {
+        if let start = stacks.startRealtimeUs {
             out.int(9, Int64(start) * 1000 + sampling.startNs)  // time_nanos
         }
         out.int(10, max(0, sampling.stopNs - sampling.startNs))  // duration_nanos
         out.message(11) { $0.int(1, strings[timeType]); $0.int(2, strings["nanoseconds"]) }  // period_type
         out.int(12, period)
         let comments = [
-            "coldstart: launch of \(timeline.process.executable) (pid \(timeline.process.pid))",
+            "coldstart: launch of \(stacks.process.executable) (pid \(stacks.process.pid))",
             "sampling clock \(sampling.clock), \(format(sampling.effectiveHz)) Hz effective (\(format(sampling.requestedHz)) Hz asked); "
                 + "every sample counts one period, \(period) ns",
         ]

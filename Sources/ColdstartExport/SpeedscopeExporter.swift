@@ -9,16 +9,16 @@ import ColdstartAnalysis
 /// - one `evented` profile "launch phases" on the wall clock (ns from the
 ///   process start), a frame per phase opened at its start, closed at its end.
 /// Frames are functions (`name`, `file` = the module's path).
-public enum SpeedscopeExporter {
-    public static let schema = "https://www.speedscope.app/file-format-schema.json"
+package enum SpeedscopeExporter {
+    package static let schema = "https://www.speedscope.app/file-format-schema.json"
 
-    public static func export(_ stacks: SampledStacks, timeline: Timeline) -> [UInt8] {
+    package static func export(_ stacks: SampledStacks) -> [UInt8] {
         let weight = Int64(stacks.nsPerSample.rounded())
-        var json = JSONText(capacity: stacks.samples.count * 64)
+        var json = JSONText(capacity: stacks.samples.count * 64, escaping: .plain)
         json.raw("{\"$schema\":")
         json.string(schema)
         json.raw(",\"exporter\":\"coldstart\",\"name\":")
-        json.string("launch of \(timeline.process.executable) (pid \(timeline.process.pid))")
+        json.string("launch of \(stacks.process.executable) (pid \(stacks.process.pid))")
         json.raw(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[")
         for (index, function) in stacks.functions.enumerated() {
             json.raw(index == 0 ? "{\"name\":" : ",{\"name\":")
@@ -30,7 +30,7 @@ public enum SpeedscopeExporter {
             json.raw("}")
         }
         let phaseFrame = stacks.functions.count
-        for phase in timeline.phases {
+        for phase in stacks.phases {
             json.raw(",{\"name\":")
             json.string(phase.name)
             json.raw(",\"file\":\"launch phase\"}")
@@ -65,9 +65,9 @@ public enum SpeedscopeExporter {
         json.raw(stacks.threads.isEmpty ? "" : ",")
         json.raw("{\"type\":\"evented\",\"name\":\"launch phases (wall clock, CLOCK_MONOTONIC from process start)\"")
         json.raw(",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":")
-        json.int(max(timeline.launch.endNs, timeline.phases.last?.endNs ?? 0))
+        json.int(max(stacks.launchEndNs, stacks.phases.last?.endNs ?? 0))
         json.raw(",\"events\":[")
-        for (index, phase) in timeline.phases.enumerated() {
+        for (index, phase) in stacks.phases.enumerated() {
             if index > 0 { json.raw(",") }
             json.raw("{\"type\":\"O\",\"frame\":")
             json.int(phaseFrame + index)

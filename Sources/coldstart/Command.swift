@@ -152,8 +152,9 @@ struct CommandLineTool {
 /// Errors that already read as one line naming their file.
 protocol TimelineErrorDescribing: Error { var lineDescription: String { get } }
 
-func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+/// The CLI's one way to standard error; `terminator: ""` for a progress line.
+func printError(_ text: String, terminator: String = "\n") {
+    FileHandle.standardError.write(Data((text + terminator).utf8))
 }
 
 import ColdstartAnalysis

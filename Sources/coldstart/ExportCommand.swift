@@ -62,23 +62,26 @@ enum ExportCommand: Command {
         try arguments.finish()
 
         let timeline = try Timeline(contentsOf: path)
-        let stacks: SampledStacks
+        let analysis: LaunchAnalysis
         do {
             if let thread { options.thread = try ProfileOptions.thread(named: thread, in: timeline, path: path) }
-            stacks = try SampledStacks(timeline: timeline, options: options, path: path)
+            analysis = try LaunchAnalysis(timeline: timeline, options: options, path: path)
         } catch let error as ProfileError {
             throw CommandError(message: error.description)
+        }
+        guard let stacks = analysis.stacks else {
+            throw CommandError(message: "\(path): no sampled stacks (the launch was not sampled)")
         }
         let bytes: [UInt8]
         switch format {
         case .pprof:
             do {
-                bytes = try PprofExporter.export(stacks, timeline: timeline)
+                bytes = try PprofExporter.export(stacks)
             } catch {
                 throw CommandError(message: "\(path): cannot compress the profile (\(error))")
             }
         case .folded: bytes = Array(FoldedExporter.export(stacks).utf8)
-        case .speedscope: bytes = SpeedscopeExporter.export(stacks, timeline: timeline)
+        case .speedscope: bytes = SpeedscopeExporter.export(stacks)
         }
         let destination = output ?? defaultOutput(for: path, format: format)
         try OutputFile.write(Data(bytes), to: destination)

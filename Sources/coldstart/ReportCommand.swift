@@ -71,20 +71,16 @@ enum ReportCommand: Command {
         try arguments.finish()
 
         let timeline = try Timeline(contentsOf: path)
-        var report = LaunchReport(timeline)
-        var stacks: SampledStacks?
+        let analysis: LaunchAnalysis
         do {
             if let thread { options.thread = try ProfileOptions.thread(named: thread, in: timeline, path: path) }
-            try report.addProfile(of: timeline, options: options, path: path)
-            if html != nil, report.profile != nil {
-                stacks = try SampledStacks(timeline: timeline, options: options, path: path)
-            }
+            analysis = try LaunchAnalysis(timeline: timeline, options: options, path: path)
         } catch let error as ProfileError {
             throw CommandError(message: error.description)
         }
-        report.nameBlockedStacks(of: timeline)
+        let report = analysis.report
         if let html {
-            let page = Data(HTMLReport.render(report, stacks: stacks, source: path).utf8)
+            let page = Data(HTMLReport.render(analysis, source: path).utf8)
             try OutputFile.write(page, to: html)
             if html != "-" { print("\(html): HTML report, \(OutputFile.size(page.count))") }
             return ExitStatus.success

@@ -173,7 +173,7 @@ private struct Session {
             try? FileManager.default.removeItem(atPath: file)
             if showProgress {
                 let what = isWarmup ? "warm-up \(step + 1) of \(options.warmups)" : "run \(step - options.warmups + 1) of \(options.runs)"
-                writeStderr("\r\u{1B}[Kcoldstart run: \(what)\(options.cold && !isWarmup ? " (cold)" : "")… ")
+                printError("\r\u{1B}[Kcoldstart run: \(what)\(options.cold && !isWarmup ? " (cold)" : "")… ", terminator: "")
             }
             var eviction: [PageCache.FileEviction]?
             if options.cold && !isWarmup {
@@ -185,7 +185,7 @@ private struct Session {
             var record = try launcher.launch(
                 label: label, timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
             record.eviction = eviction
-            if showProgress { writeStderr("\r\u{1B}[K") }
+            if showProgress { printError("\r\u{1B}[K", terminator: "") }
             if case .noTimeline(let status) = record.outcome {
                 throw CommandError(message: Self.notLinkedMessage(executable: executable, status: status))
             }
@@ -400,6 +400,3 @@ struct Launcher {
     }
 }
 
-func writeStderr(_ text: String) {
-    FileHandle.standardError.write(Data(text.utf8))
-}

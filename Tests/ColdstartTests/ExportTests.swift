@@ -146,12 +146,12 @@ final class ExportTests: XCTestCase {
 
     func testFoldedStacksRoundTrip() throws {
         for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
-            let stacks = try SampledStacks(timeline: timeline)
+            let stacks = try sampledStacks(timeline)
             let text = FoldedExporter.export(stacks)
             XCTAssertEqual(text.filter { $0 == "\n" }.count, Set(expectedTotals(stacks).keys).count, "one line per distinct stack")
             XCTAssertEqual(try parseFolded(text), expectedTotals(stacks))
         }
-        let stacks = try SampledStacks(timeline: try awkwardTimeline())
+        let stacks = try sampledStacks(try awkwardTimeline())
         XCTAssertTrue(FoldedExporter.export(stacks).contains("main;operator\\x3b(a\\\\b)\\nnext;Store.open(recordCount: Int) -> Store 7\n"))
 
         // Through the CLI, to a file named after the input.
@@ -161,13 +161,13 @@ final class ExportTests: XCTestCase {
         let result = try coldstart(["export", input.path, "--format", "folded"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let written = try String(contentsOfFile: directory.appendingPathComponent("launch.folded").path, encoding: .utf8)
-        XCTAssertEqual(try parseFolded(written), expectedTotals(try SampledStacks(timeline: Timeline(contentsOf: input.path))))
+        XCTAssertEqual(try parseFolded(written), expectedTotals(try sampledStacks(Timeline(contentsOf: input.path))))
     }
 
     func testSpeedscopeRoundTripsPerThreadAndCarriesThePhases() throws {
         for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
-            let stacks = try SampledStacks(timeline: timeline)
-            let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(SpeedscopeExporter.export(stacks, timeline: timeline))) as? [String: Any])
+            let stacks = try sampledStacks(timeline)
+            let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(SpeedscopeExporter.export(stacks))) as? [String: Any])
             XCTAssertEqual(json["$schema"] as? String, SpeedscopeExporter.schema)
             let frames = try XCTUnwrap((json["shared"] as? [String: Any])?["frames"] as? [[String: Any]]).map { $0["name"] as? String ?? "" }
             let profiles = try XCTUnwrap(json["profiles"] as? [[String: Any]])
@@ -200,8 +200,8 @@ final class ExportTests: XCTestCase {
     func testMainThreadProfileIsInTimeOrder() throws {
         // The known profile's main thread runs its leaves one after another.
         let timeline = try Timeline(contentsOf: try KnownProfile.timelinePath())
-        let stacks = try SampledStacks(timeline: timeline)
-        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(SpeedscopeExporter.export(stacks, timeline: timeline))) as? [String: Any])
+        let stacks = try sampledStacks(timeline)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(SpeedscopeExporter.export(stacks))) as? [String: Any])
         let frames = ((json["shared"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []).map { $0["name"] as? String ?? "" }
         let main = try XCTUnwrap((json["profiles"] as? [[String: Any]])?.first { ($0["name"] as? String ?? "").contains("tid \(getpid())") })
         let leaves = (main["samples"] as? [[Int]] ?? []).compactMap { $0.last.map { frames[$0] } }

@@ -49,9 +49,7 @@ final class HTMLReportTests: XCTestCase {
         assertSelfContained(try knownPage(in: directory).html)
 
         let timeline = try hostileTimeline()
-        var report = LaunchReport(timeline)
-        try report.addProfile(of: timeline, options: ProfileOptions(), path: "hostile.json")
-        let html = HTMLReport.render(report, stacks: try SampledStacks(timeline: timeline), source: "hostile.json")
+        let html = HTMLReport.render(try LaunchAnalysis(timeline: timeline, path: "hostile.json"), source: "hostile.json")
         assertSelfContained(html)
         XCTAssertTrue(html.contains("&lt;b&gt;config&lt;/b&gt; /&#47;loaded"), "names are text, never markup")
         // In the embedded data the name survives exactly, once parsed.
@@ -109,7 +107,7 @@ final class HTMLReportTests: XCTestCase {
         for phase in timeline.phases {
             XCTAssertTrue(dom.contains(HTMLTable.escape(phase.name).replacingOccurrences(of: "&#39;", with: "'")), "phase '\(phase.name)' in the DOM")
         }
-        let report = try ProfileReport(timeline: timeline)
+        let report = try profileReport(timeline)
         let top = try XCTUnwrap(report.overall.bySelf.first)
         XCTAssertTrue(top.name.contains(KnownProfile.leaves[0].name))
         let domName = top.name.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")

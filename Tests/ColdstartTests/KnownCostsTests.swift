@@ -179,7 +179,7 @@ final class KnownCostsTests: XCTestCase {
         var builder = SampledTimelineBuilder()
         let app = builder.module("/opt/app/App")
         builder.sample(at: 30, [.init(module: app, name: "main")])
-        let report = try ProfileReport(timeline: builder.timeline())
+        let report = try profileReport(builder.timeline())
         XCTAssertNil(report.sampling.threadsSampled)
         XCTAssertNil(report.sampling.unwindFailures)
         let text = report.text()
@@ -416,7 +416,9 @@ enum KnownCostsRun {
         section["modules"] = modules
         document["coldstart"] = section
         let unavailablePath = run.appendingPathComponent("unavailable.json").path
-        try DocumentWriter.data(document).write(to: URL(fileURLWithPath: unavailablePath))
+        var json = JSONText(escaping: .plain)
+        try json.document(document)
+        try Data(json.bytes).write(to: URL(fileURLWithPath: unavailablePath))
         recorded.symbolized = Symbolized(
             timeline: symbolizedTimeline, stderr: symbolizeRun.stderr, fromFile: fromFile,
             withoutBinaries: try report(unavailablePath),

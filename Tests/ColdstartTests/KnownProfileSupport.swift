@@ -84,7 +84,7 @@ enum KnownProfile {
         section["samples"] = rows
         document["coldstart"] = section
         let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
-        let symbols = timeline.frameSymbols(debugDirectory: nil).symbols
+        let symbols = timeline.frameNames(Symbolizer(modules: timeline.modules, debugDirectory: nil)).symbols
         return try rows.enumerated().map { index, row in
             let frames = timeline.samples[index].frames
             guard let start = frames.firstIndex(where: { symbols[$0.key]?.name.contains("knownProfile") == true }) else {

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 import XCTest
 
@@ -21,7 +22,7 @@ final class ProfileTests: XCTestCase {
     }
 
     private func report(_ options: ProfileOptions = ProfileOptions()) throws -> ProfileReport {
-        try ProfileReport(timeline: builder.timeline(), options: options, debugDirectory: nil)
+        try profileReport(builder.timeline(), options: options, debugDirectory: nil)
     }
 
     private func row(_ rows: [ProfileReport.FunctionTime], _ name: String, file: StaticString = #filePath, line: UInt = #line) throws
@@ -238,10 +239,45 @@ final class ProfileTests: XCTestCase {
 
     // MARK: Input
 
-    func testATimelineWithoutSamplesIsAClearError() throws {
-        XCTAssertThrowsError(try ProfileReport(timeline: builder.timeline(), path: "/tmp/t.json")) { error in
-            XCTAssertEqual("\(error)", "/tmp/t.json: no sampled stacks (the launch was not sampled)")
-        }
+    /// `coldstart report --html` once named every frame up to three times
+    /// (the profile, the page's stacks, the blocked stacks): one pass now
+    /// looks each distinct frame up once, whatever is rendered from it.
+    func testOneAnalysisNamesEveryFrameOnceForEveryOutput() throws {
+        builder.symbolized = false
+        builder.sample(at: 21, [f(exe, "main"), f(exe, "load")])
+        builder.sample(at: 22, [f(exe, "main"), f(exe, "parse")])
+        builder.sample(at: 23, [f(exe, "main"), f(exe, "load")])
+        var document = builder.document
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        let blockedStack: [Any] = [exe, 0x9000, exe, 0x9100]
+        section["watch"] = [
+            "requestedHz": 1000, "effectiveHz": 1000, "startNs": 0, "stopNs": 100_000_000, "ticks": 100, "cpuNs": 0,
+            "threads": [["tid": 4242, "name": "main", "firstNs": 0, "lastNs": 100_000_000, "cpuNs": 0, "runQueueNs": 0]],
+            "paths": ["/etc/app.conf"], "stacks": [blockedStack], "runnable": [[Any]](),
+            "segments": [[4242, 30_000_000, 40_000_000, "S", "file-read", "read", 0, 0, 0, 0, 0, 0, [String]()]],
+        ] as [String: Any]
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        let distinctFrames = Set((timeline.samples.flatMap(\.frames)) + (timeline.watch?.stacks.flatMap { $0 } ?? [])).count
+
+        let symbolizer = Symbolizer(modules: timeline.modules, debugDirectory: nil)
+        let analysis = try LaunchAnalysis(timeline: timeline, path: "t.json", symbolizer: symbolizer)
+        let stacks = try XCTUnwrap(analysis.stacks)
+        XCTAssertFalse(analysis.report.text().isEmpty)
+        XCTAssertFalse(try analysis.report.jsonData().isEmpty)
+        XCTAssertFalse(HTMLReport.render(analysis, source: "t.json").isEmpty)
+        XCTAssertFalse(try PprofExporter.export(stacks).isEmpty)
+        XCTAssertFalse(FoldedExporter.export(stacks).isEmpty)
+        XCTAssertFalse(SpeedscopeExporter.export(stacks).isEmpty)
+        XCTAssertEqual(symbolizer.framesLookedUp, distinctFrames, "each distinct frame of the samples and blocked stacks, once")
+        let site = try XCTUnwrap(analysis.report.blockedTime?.callSites.first)
+        XCTAssertEqual(site.stack, ["App+0x9000", "App+0x9100"], "the blocked stack is named by the same pass")
+    }
+
+    func testATimelineWithoutSamplesHasNoStacks() throws {
+        let analysis = try LaunchAnalysis(timeline: builder.timeline(), path: "/tmp/t.json")
+        XCTAssertNil(analysis.report.profile)
+        XCTAssertNil(analysis.stacks)
     }
 
     func testUnsymbolizedFramesOfMissingBinariesGetModuleOffsetNames() throws {
@@ -324,8 +360,7 @@ final class ProfileTests: XCTestCase {
     }
 
     func testUnsampledTimelinesHaveNoProfileSection() throws {
-        var report = LaunchReport(try builder.timeline())
-        try report.addProfile(of: try builder.timeline(), options: ProfileOptions(), path: "x")
+        let report = try LaunchAnalysis(timeline: builder.timeline(), path: "x").report
         XCTAssertNil(report.profile)
         let json = String(decoding: try report.jsonData(), as: UTF8.self)
         XCTAssertFalse(json.contains("\"profile\""), "absent, not null")

@@ -217,3 +217,16 @@ func toolchainClang() throws -> String {
     }
     return clang
 }
+
+/// The sampled stacks of `timeline`, from one analysis pass as `coldstart export` makes them.
+func sampledStacks(_ timeline: Timeline, file: StaticString = #filePath, line: UInt = #line) throws -> SampledStacks {
+    try XCTUnwrap(LaunchAnalysis(timeline: timeline).stacks, "the timeline has samples", file: file, line: line)
+}
+
+/// The sampled-stacks sections of `timeline`'s report, from one analysis pass.
+func profileReport(_ timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
+                   debugDirectory: String? = "/usr/lib/debug", file: StaticString = #filePath, line: UInt = #line) throws -> ProfileReport {
+    let analysis = try LaunchAnalysis(timeline: timeline, options: options, path: path,
+                                      symbolizer: Symbolizer(modules: timeline.modules, debugDirectory: debugDirectory))
+    return try XCTUnwrap(analysis.report.profile, "the timeline has samples", file: file, line: line)
+}

@@ -67,7 +67,7 @@ final class SymbolizeCommandTests: XCTestCase {
     }
 
     private func profile(_ path: String) throws -> (ProfileReport, String) {
-        let report = try ProfileReport(timeline: Timeline(contentsOf: path), options: ProfileOptions(treeDepth: 200), path: path)
+        let report = try profileReport(Timeline(contentsOf: path), options: ProfileOptions(treeDepth: 200), path: path)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (report, String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -202,13 +202,19 @@ final class SymbolizeCommandTests: XCTestCase {
         XCTAssertEqual(try symbolize([unsampled, "--bogus"]).status, 2)
     }
 
-    func testDocumentWriterRoundTripsWhatJSONSerializationReads() throws {
+    private func documentData(_ document: Any) throws -> Data {
+        var json = JSONText(escaping: .plain)
+        try json.document(document)
+        return Data(json.bytes)
+    }
+
+    func testJSONTextRoundTripsTheDocumentJSONSerializationReads() throws {
         let text = #"{"s":"quote \" backslash \\ tab \t nl \n ctl \u0001 é 😀","t":true,"f":false,"n":null,"#
             + #""i":-42,"big":4194305123456,"d":12345.678,"e":1e-7,"a":[1,"x",[],{}],"o":{"z":1,"a":2}}"#
         let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8))
         var document = try XCTUnwrap(parsed as? [String: Any])
         document["added"] = ["swiftBool": true, "swiftInt": 7, "swiftDouble": 0.5, "typed": [["k": "v"]]] as [String: Any]
-        let written = try DocumentWriter.data(document)
+        let written = try documentData(document)
         let reread = try XCTUnwrap(JSONSerialization.jsonObject(with: written) as? [String: Any])
         XCTAssertEqual(reread["s"] as? String, "quote \" backslash \\ tab \t nl \n ctl \u{1} é 😀")
         XCTAssertEqual(String(cString: (reread["t"] as! NSNumber).objCType), "c", "booleans stay booleans")
@@ -225,7 +231,7 @@ final class SymbolizeCommandTests: XCTestCase {
         XCTAssertEqual((added["typed"] as? [[String: String]])?.first?["k"], "v")
         let writtenText = String(decoding: written, as: UTF8.self)
         XCTAssertTrue(writtenText.contains(#""o":{"a":2,"z":1}"#), "keys sorted: \(writtenText)")
-        XCTAssertEqual(try DocumentWriter.data(document), written, "the same bytes every time")
-        XCTAssertThrowsError(try DocumentWriter.data(["date": Date()]))
+        XCTAssertEqual(try documentData(document), written, "the same bytes every time")
+        XCTAssertThrowsError(try documentData(["date": Date()]))
     }
 }

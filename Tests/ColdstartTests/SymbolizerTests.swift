@@ -220,7 +220,7 @@ final class SymbolizerTests: XCTestCase {
         let stack = try ConstructorLibrary.constructorStack()
         let live = LiveModules()
         let timeline = try liveTimeline(live, rows: [live.sampleRow(ns: 15_000_000, tid: Int(getpid()), addresses: stack)])
-        let report = try ProfileReport(timeline: timeline, options: ProfileOptions(treeDepth: 500))
+        let report = try profileReport(timeline, options: ProfileOptions(treeDepth: 500))
         let names = report.callTreeNames
         guard names.contains("_dl_init") else { throw XCTSkip("the loader has no symbols here (install libc6-dbg): \(names)") }
         XCTAssertEqual(report.initializers.samples, 1)
@@ -235,7 +235,7 @@ final class SymbolizerTests: XCTestCase {
         let timeline = try liveTimeline(live, rows: [
             live.sampleRow(ns: 30_000_000, tid: Int(getpid()), addresses: stackCapturedByLazyGlobal),
         ])
-        let report = try ProfileReport(timeline: timeline, options: ProfileOptions(treeDepth: 500))
+        let report = try profileReport(timeline, options: ProfileOptions(treeDepth: 500))
         XCTAssertEqual(report.lazyGlobals.map(\.name), ["ColdstartTests.stackCapturedByLazyGlobal"], "\(report.callTreeNames)")
         XCTAssertEqual(report.lazyGlobals.first?.samples, 1)
         XCTAssertEqual(report.lazyGlobals.first?.phases, ["main → config loaded"])

@@ -7,9 +7,7 @@ import XCTest
 final class TextStyleTests: XCTestCase {
     private func knownReport() throws -> LaunchReport {
         let timeline = try Timeline(contentsOf: try KnownProfile.timelinePath())
-        var report = LaunchReport(timeline)
-        try report.addProfile(of: timeline, options: ProfileOptions(), path: "known.json")
-        return report
+        return try LaunchAnalysis(timeline: timeline, path: "known.json").report
     }
 
     /// The rows of the table under the first line starting with `title`.

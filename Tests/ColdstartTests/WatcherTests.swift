@@ -24,7 +24,9 @@ final class WatcherTests: XCTestCase {
         var process: ProcessResult
         var measured: Measured
         var timeline: Timeline
-        var report: LaunchReport
+        /// Named from the binaries, as `coldstart report` does.
+        var analysis: LaunchAnalysis
+        var report: LaunchReport { analysis.report }
         /// Present when the timeline has a watch section.
         var blockedTime: LaunchReport.BlockedTime?
         var blocked: LaunchReport.BlockedTime {
@@ -51,8 +53,8 @@ final class WatcherTests: XCTestCase {
         }
         let measured = try JSONDecoder().decode(Measured.self, from: Data(line.utf8))
         let timeline = try Timeline(contentsOf: timelinePath)
-        let report = LaunchReport(timeline)
-        return Run(process: process, measured: measured, timeline: timeline, report: report, blockedTime: report.blockedTime)
+        let analysis = try LaunchAnalysis(timeline: timeline)
+        return Run(process: process, measured: measured, timeline: timeline, analysis: analysis, blockedTime: analysis.report.blockedTime)
     }
 
     private func shared() throws -> Run { try Self.sharedRun.get() }
@@ -149,8 +151,7 @@ final class WatcherTests: XCTestCase {
 
     func testEachBlockNamesTheFunctionThatBlockedWithItsWholeStack() throws {
         let run = try shared()
-        var report = run.report
-        report.nameBlockedStacks(of: run.timeline)   // from the binaries, as `coldstart report` does
+        let report = run.report
         let sites = try XCTUnwrap(report.blockedTime).callSites
         for (cause, function) in [("file-read", "readFromFIFO"), ("lock", "waitForLock"), ("sleep", "sleepExactly")] {
             let site = try XCTUnwrap(sites.first { $0.cause == cause }, "a call site for \(cause): \(sites.map(\.what))")
@@ -210,7 +211,7 @@ final class WatcherTests: XCTestCase {
 
     func testTheHTMLReportHasTheBlockedTimeSection() throws {
         let run = try shared()
-        let page = HTMLReport.render(run.report, stacks: nil, source: "launch.json")
+        let page = HTMLReport.render(run.analysis, source: "launch.json")
         XCTAssertTrue(page.contains("<section id=\"blocked\">"))
         XCTAssertTrue(page.contains(run.measured.fifoPath), "the FIFO is named on the page")
         XCTAssertTrue(page.contains("waiting for CPU ms"))

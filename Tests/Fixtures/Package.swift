@@ -39,5 +39,7 @@ let package = Package(
         .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "DescriptorHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "ParkedThreads", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // Signals, threads, descriptors, exec and fork as real programs use them (issue 14).
+        .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
     ]
 )

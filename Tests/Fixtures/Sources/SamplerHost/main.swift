@@ -7,7 +7,7 @@
 //     SamplerHost threads           three threads, started one after another, each burning 100 ms
 //     SamplerHost stress SECONDS    dlopen/dlclose, dl_iterate_phdr, malloc/free, throwing, thread churn
 //     SamplerHost maps              whether libunwind is mapped into this process
-//     SamplerHost disposition       SIGPROF's handler during the launch and once the timeline is written
+//     SamplerHost disposition       SIGURG's handler (the sampler's signal) during the launch and once the timeline is written
 //     SamplerHost exit CODE         print a line and exit(CODE) before ready()
 import Coldstart
 import CxxThrow
@@ -125,7 +125,7 @@ case "maps":
 case "disposition":
     func sigprofHandled() -> Bool {
         var action = sigaction()
-        sigaction(SIGPROF, nil, &action)
+        sigaction(SIGURG, nil, &action)
         return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) != 0
     }
     burnCPU(milliseconds: 20)

@@ -1,0 +1,157 @@
+// How a launch ends, and the one owner of stopping: ready(), the exit handler
+// and the abandonment signal handlers all come here; the first one stops the
+// watcher, then the sampler, then writes the timeline (single writer).
+#include "internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const int abandon_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_abandon_signal(int sig) {
+    int saved = errno;
+    struct sigaction cur;
+    bool installed = sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_abandon_signal;
+    if (!installed) {
+        // The host installed its own handler over ours and chains to "the
+        // previous handler": the host decides what the signal does. Record an
+        // abandoned launch if one is in progress, and do nothing else.
+        if (atomic_load(&cs_g.state) == CS_RECORDING) cs_end_launch(CS_END_SIGNAL, sig);
+        errno = saved;
+        return;
+    }
+    cs_end_launch(CS_END_SIGNAL, sig);
+    // Ours is the action: do the default one. Restore it and re-raise: the
+    // signal is blocked while this handler runs, so it is delivered as soon as
+    // the handler returns and the process ends exactly as it would have
+    // without Coldstart.
+    cs_restore_default(sig);
+    raise(sig);
+    errno = saved;
+}
+
+static void on_process_exit(int status, void *arg) {
+    (void)arg;
+    cs_end_launch(status == 0 ? CS_END_EXIT : CS_END_ERROR_EXIT, status);
+}
+
+void cs_end_arm(void) {
+    if (on_exit(on_process_exit, NULL) != 0)
+        cs_warn("cannot register the exit handler; an exit before ready() will not be recorded", NULL);
+
+    // Only over the default action: a handler or SIG_IGN the host chose stays.
+    for (size_t i = 0; i < sizeof abandon_signals / sizeof *abandon_signals; i++) {
+        int sig = abandon_signals[i];
+        struct sigaction old;
+        if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_abandon_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        cs_g.abandon.owns_signal[sig] = sigaction(sig, &sa, NULL) == 0;
+    }
+}
+
+static void release_signals(void) {
+    for (size_t i = 0; i < sizeof abandon_signals / sizeof *abandon_signals; i++) {
+        int sig = abandon_signals[i];
+        if (!cs_g.abandon.owns_signal[sig]) continue;
+        struct sigaction cur;
+        // Leave it alone if the host has installed its own handler since.
+        if (sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_abandon_signal)
+            cs_restore_default(sig);
+        cs_g.abandon.owns_signal[sig] = false;
+    }
+}
+
+// ---- stopping and the single writer ----
+
+// Unmaps the event log, the sample buffers and the watcher's buffers, and
+// closes the timeline's directory, each only when nothing can touch it any
+// more: no mark between enter() and leave(), no sampling handler, no watcher
+// thread. Whatever is still in use stays (a leak, never a fault).
+static void release_memory(void) {
+    for (int i = 0; i < 1000 && atomic_load(&cs_g.log.busy) > 0; i++) cs_sleep_ns(50000);
+    if (atomic_load(&cs_g.log.busy) == 0 && cs_g.log.events) {
+        munmap(cs_g.log.events, sizeof(struct cs_event) * CS_MAX_EVENTS);
+        munmap(cs_g.log.names, CS_NAME_BYTES);
+        cs_g.log.events = NULL;
+        cs_g.log.names = NULL;
+    }
+    cs_sampler_unmap();
+    cs_watch_unmap();
+    struct stat st;
+    if (cs_g.out.dirfd > 0 && fstat(cs_g.out.dirfd, &st) == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev
+        && (uint64_t)st.st_ino == cs_g.out.dir_ino)
+        close(cs_g.out.dirfd);
+    cs_g.out.dirfd = -1;
+}
+
+// Becomes the writer if nobody is; otherwise waits (bounded) for the writer,
+// unless the writer is this very thread (a signal interrupted its write).
+// The watcher's segments end first, then the sampler's window closes, so the
+// writer sees both finished.
+static void write_once(void) {
+    int me = cs_gettid();
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&cs_g.out.writer_tid, &expected, me)) {
+        cs_watch_stop();
+        cs_sampler_stop();
+        if (cs_write_timeline() != 0)
+            cs_warn("could not write the timeline to ", cs_g.out.dest);
+        atomic_store(&cs_g.out.written, 1);
+        cs_sampler_release();
+        // After ready() the process goes on: give back what only the launch
+        // needed. (At exit or on a signal the process is ending anyway.)
+        if (cs_g.launch.end_reason == CS_END_READY) release_memory();
+        return;
+    }
+    if (expected == me) return;
+    for (int i = 0; i < 5000 && !atomic_load(&cs_g.out.written); i++) cs_sleep_ns(1000000);
+}
+
+void cs_end_launch(enum cs_end_reason reason, int status) {
+    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
+    int expected = CS_RECORDING;
+    if (atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) {
+        cs_g.launch.t_end = cs_monotonic_ns();
+        cs_rusage_now(&cs_g.launch.ru_end);
+        cs_g.launch.end_reason = reason;
+        cs_g.launch.end_status = status;
+    } else if (expected == CS_OFF) {
+        return;
+    }
+    write_once();
+}
+
+static void *ready_writer(void *arg) {
+    (void)arg;
+    if (cs_g.cfg.extend_ns) cs_sleep_ns(cs_g.cfg.extend_ns);
+    write_once();
+    return NULL;
+}
+
+void cs_ready(void) {
+    // A forked child (a daemon's) has the parent's state but is not the launch.
+    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;
+    int expected = CS_RECORDING;
+    if (!atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) return;
+    cs_g.launch.t_ready = cs_g.launch.t_end = cs_monotonic_ns();
+    cs_rusage_now(&cs_g.launch.ru_end);
+    cs_g.launch.end_reason = CS_END_READY;
+    // Samples end at ready() unless the launch is extended; the watcher (whose
+    // stop waits for its thread) is stopped by the writer, off this thread.
+    if (cs_g.cfg.extend_ns == 0) cs_sampler_stop();
+    release_signals();
+    // Serialising can take milliseconds with many samples: do it off the
+    // caller's thread. The exit handler finishes it if the process ends first.
+    if (cs_start_thread(ready_writer, 256 * 1024) != 0 && cs_g.cfg.extend_ns == 0) write_once();
+    // (Without the thread and with an extension, the exit handler writes it.)
+}

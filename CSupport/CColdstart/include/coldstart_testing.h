@@ -1,0 +1,51 @@
+// Pure parsers and conversions of the capture layer, exposed for its tests
+// only (the host-facing API is coldstart.h). All async-signal-safe.
+#ifndef COLDSTART_TESTING_H
+#define COLDSTART_TESTING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Parses field 22 (starttime, clock ticks since boot) of a /proc/<pid>/stat
+/// line. Fields are counted after the *last* ')' because the command name may
+/// contain spaces and parentheses. Returns 0 on success, -1 on malformed input.
+int cs_parse_proc_stat_starttime(const char *buf, size_t len, uint64_t *ticks);
+
+/// Converts clock ticks since boot to CLOCK_BOOTTIME nanoseconds.
+uint64_t cs_ticks_to_ns(uint64_t ticks, uint64_t ticks_per_second);
+
+/// Converts a CLOCK_BOOTTIME time to CLOCK_MONOTONIC given
+/// (CLOCK_BOOTTIME − CLOCK_MONOTONIC) now; saturates at 0.
+uint64_t cs_boottime_to_monotonic(uint64_t boottime_ns, uint64_t boot_minus_mono_ns);
+
+/// Parses a decimal unsigned integer that fills the whole string; -1 if not.
+int cs_parse_u64(const char *s, uint64_t *out);
+
+/// What /proc/<pid>/task/<tid>/syscall says about a thread.
+struct cs_task_syscall {
+    int64_t nr;          // the syscall; -1 blocked outside one; -2 running
+    uint64_t args[6];    // its arguments (unset unless nr >= 0)
+    uint64_t sp, pc;     // user stack pointer and program counter
+    bool running;        // the file said "running" (runnable or on a CPU)
+};
+
+/// Parses a task's syscall file: "running", "-1 0xSP 0xPC" or
+/// "NR 0xA0 … 0xA5 0xSP 0xPC". Returns 0, or -1 on malformed input.
+int cs_parse_task_syscall(const char *buf, size_t len, struct cs_task_syscall *out);
+
+/// Parses a task's schedstat: "RUN_NS WAIT_NS TIMESLICES". 0 or -1.
+int cs_parse_schedstat(const char *buf, size_t len, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *slices);
+
+/// Parses a task's stat line: the state letter (field 3) and the minor and
+/// major fault counts (fields 10 and 12), counting after the last ')'. 0 or -1.
+int cs_parse_task_stat(const char *buf, size_t len, char *state, uint64_t *minflt, uint64_t *majflt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,144 @@
+// The sampler's clock sources (sampler.h): one per thread, a perf task-clock
+// event or a POSIX timer, whose signal goes to that thread. Every function
+// here is async-signal-safe (system calls only) and calls only sys.c.
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S (&cs_g.smp)
+
+static void mark_armed(struct cs_smp_thread *t) {
+    if (!atomic_exchange(&t->armed, 1)) atomic_fetch_add(&S->threads_live, 1);
+}
+
+bool cs_smp_blocks_signal(int tid) {
+    char path[64] = "/proc/self/task/";
+    size_t n = strlen(path);
+    n += cs_format_u64((uint64_t)tid, path + n);
+    memcpy(path + n, "/status", 8);
+    char status[4096];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;   // gone: arming it fails anyway
+    ssize_t k = read(fd, status, sizeof status);
+    close(fd);
+    return k > 0 && (cs_status_mask(status, (size_t)k, "SigBlk") & (1ull << (CS_SMP_SIGNAL - 1)));
+}
+
+// Opens the task-clock event of `tid` and points its overflow signal at that
+// thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
+static int arm_perf(struct cs_smp_thread *t, int tid) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = S->period_ns;
+    a.disabled = 1;
+    a.exclude_kernel = 1;   // allowed at perf_event_paranoid 2; user time only
+    a.exclude_hv = 1;
+    a.wakeup_events = 1;    // with a ring buffer: a wakeup, so a signal, per overflow
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) return errno;
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    uint64_t id = 0;
+    if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, CS_SMP_SIGNAL) != 0
+        || fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    t->fd = fd;
+    t->event_id = id;
+    // A one-page ring buffer makes every overflow signal on its own; the
+    // handler only moves the tail (no system call). Without one (the locked
+    // memory limit: perf_event_mlock_kb), the event disables itself after
+    // each overflow and the handler re-enables it with an ioctl (~0.9 µs here).
+    void *ring = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    t->ring = ring == MAP_FAILED ? NULL : ring;
+    mark_armed(t);
+    if (ioctl(fd, t->ring ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
+    return 0;
+}
+
+// A POSIX timer on the thread's CPU clock (or, for the wall mode, on
+// CLOCK_MONOTONIC) that signals that thread. Async-signal-safe (raw syscalls).
+static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
+    clockid_t clock = wall ? CLOCK_MONOTONIC : cs_thread_cpu_clock(tid);
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = CS_SMP_SIGNAL;
+    ev.sigev_value.sival_ptr = (void *)(uintptr_t)S->cookie;
+    ev._sigev_un._tid = tid;
+    int kid = -1;
+    if (syscall(SYS_timer_create, clock, &ev, &kid) != 0) return errno;
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(S->period_ns / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(S->period_ns % 1000000000ull);
+    its.it_value = its.it_interval;
+    t->timer = (timer_t)(intptr_t)kid;
+    t->has_timer = true;
+    mark_armed(t);
+    if (syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) return errno;
+    return 0;
+}
+
+int cs_smp_arm_thread(struct cs_smp_thread *t, int tid) {
+    int e;
+    switch (S->clock) {
+    case CS_CLOCK_PERF: e = arm_perf(t, tid); break;
+    case CS_CLOCK_POSIX: e = arm_timer(t, tid, false); break;
+    case CS_CLOCK_WALL: e = arm_timer(t, tid, true); break;
+    default: e = EINVAL; break;
+    }
+    if (e == 0) {
+        atomic_fetch_add(&S->threads_armed, 1);
+        atomic_store(&t->sampled, 1);
+    }
+    return e;
+}
+
+// True when `fd` is still the perf event we opened (the host may have closed
+// it and reused the number: never touch a descriptor that is not ours).
+static bool still_ours(const struct cs_smp_thread *t) {
+    uint64_t id = 0;
+    return t->fd >= 0 && ioctl(t->fd, PERF_EVENT_IOC_ID, &id) == 0 && id == t->event_id;
+}
+
+// Stops the thread's clock: no new signal after this returns.
+void cs_smp_silence_thread(struct cs_smp_thread *t) {
+    if (!atomic_exchange(&t->armed, 0)) return;
+    atomic_fetch_sub(&S->threads_live, 1);
+    if (t->fd >= 0 && still_ours(t)) ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+    if (t->has_timer) {
+        syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
+        t->has_timer = false;
+    }
+}
+
+// Frees what the handler may touch (the ring buffer): only once no handler runs.
+void cs_smp_free_thread(struct cs_smp_thread *t) {
+    if (t->fd >= 0) {
+        if (still_ours(t)) close(t->fd);
+        t->fd = -1;
+    }
+    if (t->ring) {
+        munmap(t->ring, 2 * 4096);
+        t->ring = NULL;
+    }
+}
+
+// For a thread no handler can be running on (never enabled, or the caller).
+void cs_smp_disarm_thread(struct cs_smp_thread *t) {
+    cs_smp_silence_thread(t);
+    cs_smp_free_thread(t);
+}
+

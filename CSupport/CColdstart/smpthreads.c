@@ -1,0 +1,143 @@
+// The sampler's thread table (sampler.h): a slot per thread, found by tid or
+// by %fs base, and the scan of /proc/self/task that arms new threads. Lock-free
+// and async-signal-safe; calls smpclock.c, procparse.c and sys.c only.
+#include "internal.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define S (&cs_g.smp)
+
+struct cs_smp_thread *cs_sampler_thread(int tid, bool insert) {
+    if (tid <= 0) return NULL;
+    uint32_t mask = CS_SMP_MAX_THREADS - 1;
+    uint32_t h = ((uint32_t)tid * 2654435761u) & mask;
+    for (uint32_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        struct cs_smp_thread *t = &S->threads[(h + i) & mask];
+        int cur = atomic_load_explicit(&t->tid, memory_order_acquire);
+        if (cur == tid) return t;
+        if (cur == 0) {
+            if (!insert) return NULL;
+            int expected = 0;
+            if (atomic_compare_exchange_strong(&t->tid, &expected, tid)) {
+                t->fd = -1;
+                return t;
+            }
+            if (expected == tid) return t;
+        }
+    }
+    return NULL;
+}
+
+size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap) {
+    if (!S->started) return n;
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS && n < cap; i++) {
+        const struct cs_smp_thread *t = &S->threads[i];
+        int tid = atomic_load(&t->tid);
+        if (tid == 0 || !atomic_load(&t->sampled) || cs_own_thread(tid, false)) continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++) seen = ids[k] == tid;
+        if (!seen) ids[n++] = tid;
+    }
+    return n;
+}
+
+// ---- by %fs base ----
+
+static uint32_t tcb_hash(uintptr_t tcb) { return (uint32_t)((tcb >> 12) * 2654435761u) & (CS_SMP_MAX_THREADS - 1); }
+
+// Points this thread's %fs base at its slot. Only the owning thread writes its entry.
+void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t) {
+    for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
+        uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
+        uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);
+        if (cur == 0) {
+            uintptr_t expected = 0;
+            S->by_tcb[k].thread = t;
+            if (atomic_compare_exchange_strong(&S->by_tcb[k].tcb, &expected, tcb)) return;
+            cur = expected;
+        }
+        if (cur == tcb) {
+            S->by_tcb[k].thread = t;   // a new thread on a recycled TCB
+            return;
+        }
+    }
+}
+
+struct cs_smp_thread *cs_sampler_current_thread(void) {
+    uintptr_t tcb = cs_fs_base();
+    for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
+        uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
+        uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);
+        if (cur == tcb) {
+            struct cs_smp_thread *t = S->by_tcb[k].thread;
+            return t && t->tcb == tcb ? t : NULL;
+        }
+        if (cur == 0) return NULL;
+    }
+    return NULL;
+}
+
+
+// ---- discovering threads ----
+
+void cs_sampler_scan_threads(void) {
+    if (!atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
+    atomic_store(&S->last_scan_ns, cs_monotonic_ns());
+    // Opened per scan, not kept: a host that closes descriptors it does not
+    // know could otherwise get this number reused for its own file, and our
+    // seek would move that file's offset.
+    int dir = atomic_load(&S->active) ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    char buf[2048] __attribute__((aligned(8)));
+    uint32_t gen = ++S->scan_gen;
+    if (dir >= 0) {
+        long n;
+        while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+            for (long off = 0; off < n;) {
+                const struct cs_dirent64 *d = (const void *)(buf + off);
+                off += d->d_reclen;
+                int tid = cs_dirent_tid(d);
+                if (tid == 0 || cs_own_thread(tid, true)) continue;   // Coldstart's own: never sampled
+                struct cs_smp_thread *t = cs_sampler_thread(tid, true);
+                if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
+                t->seen = gen;
+                if (atomic_load(&t->armed) || t->fd == -2) continue;
+                if (cs_smp_blocks_signal(tid)) {
+                    // A signal of ours would wait for it, or be taken by its
+                    // sigwait/sigtimedwait: not now. (A thread blocks every
+                    // signal for its first instants in pthread_create too, so
+                    // look again at the next scan.)
+                    if (!t->blocking) atomic_fetch_add(&S->threads_blocking, 1);
+                    t->blocking = true;
+                    continue;
+                }
+                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid) != 0) {
+                    // Gone already (ESRCH), out of descriptors, or at our
+                    // share of them: do not retry.
+                    cs_smp_disarm_thread(t);
+                    t->fd = -2;
+                    atomic_fetch_add(&S->thread_overflow, 1);
+                }
+            }
+        }
+        // A complete listing: a thread armed before and not listed now has
+        // ended. Its descriptor and ring go now (no handler can run on a
+        // thread that is gone), so a host making many short threads keeps
+        // its descriptors; the slot can serve a new thread with that id.
+        if (n == 0) {
+            for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+                struct cs_smp_thread *t = &S->threads[i];
+                if (atomic_load(&t->tid) == 0 || t->seen == gen || !atomic_load(&t->armed)) continue;
+                cs_smp_disarm_thread(t);
+                t->fd = -1;
+            }
+        }
+        close(dir);
+    }
+    atomic_store(&S->scanning, 0);
+}
+

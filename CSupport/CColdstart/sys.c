@@ -1,0 +1,190 @@
+// The leaf of the capture layer's call graph (sys.h): system helpers that
+// call nothing else of Coldstart's.
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int cs_gettid(void) { return (int)syscall(SYS_gettid); }
+
+void cs_warn(const char *msg, const char *detail) {
+    char line[PATH_MAX + 256];
+    size_t n = 0;
+    const char *parts[] = {"coldstart: ", msg, detail ? detail : "", "\n"};
+    for (size_t p = 0; p < 4; p++) {
+        size_t k = strlen(parts[p]);
+        if (k > sizeof line - n) k = sizeof line - n;
+        memcpy(line + n, parts[p], k);
+        n += k;
+    }
+    ssize_t ignored = write(STDERR_FILENO, line, n);
+    (void)ignored;
+}
+
+const char *cs_env_get(char **envp, const char *name) {
+    size_t n = strlen(name);
+    for (char **e = envp; e && *e; e++) {
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+    }
+    return NULL;
+}
+
+void cs_rusage_now(struct cs_rusage *out) {
+    struct rusage ru;
+    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) != 0) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    out->minflt = (uint64_t)ru.ru_minflt;
+    out->majflt = (uint64_t)ru.ru_majflt;
+    out->nvcsw = (uint64_t)ru.ru_nvcsw;
+    out->nivcsw = (uint64_t)ru.ru_nivcsw;
+    out->utime_ns = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + (uint64_t)ru.ru_utime.tv_usec * 1000ull;
+    out->stime_ns = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000ull;
+}
+
+uint64_t cs_clock_ns(clockid_t id) {
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cs_monotonic_ns(void) { return cs_clock_ns(CLOCK_MONOTONIC); }
+
+clockid_t cs_thread_cpu_clock(int tid) {
+    return (clockid_t)((~(uint32_t)tid << 3) | 4u /* per thread */ | 2u /* CPUCLOCK_SCHED */);
+}
+
+bool cs_thread_cpu(int tid, uint64_t *ns) {
+    struct timespec ts;
+    if (tid <= 0 || clock_gettime(cs_thread_cpu_clock(tid), &ts) != 0) return false;
+    *ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return true;
+}
+
+void cs_futex_wait(_Atomic int *word, int val, uint64_t deadline_ns) {
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    syscall(SYS_futex, (int *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, deadline_ns ? &ts : NULL, NULL,
+            FUTEX_BITSET_MATCH_ANY);
+}
+
+void cs_futex_wake(_Atomic int *word) {
+    syscall(SYS_futex, (int *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+void cs_sleep_ns(uint64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+void *cs_map_zeroed(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int cs_fd_high(int fd) {
+    if (fd < 0 || cs_g.proc.high_fd == 0) return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, cs_g.proc.high_fd);
+    if (high < 0) return fd;
+    close(fd);
+    return high;
+}
+
+void cs_restore_default(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+}
+
+bool cs_safe_read(uintptr_t addr, void *buf, size_t len) {
+    if (!cs_g.smp.can_read_safely) return false;
+    struct iovec local = {buf, len};
+    struct iovec remote = {(void *)addr, len};
+    return syscall(SYS_process_vm_readv, cs_g.proc.pid ? cs_g.proc.pid : (int)syscall(SYS_getpid), &local, 1ul, &remote, 1ul, 0ul)
+        == (long)len;
+}
+
+void cs_safe_read_init(void) {
+    uint64_t probe = 0x5a5a, got = 0;
+    cs_g.smp.can_read_safely = true;
+    cs_g.smp.can_read_safely = cs_safe_read((uintptr_t)&probe, &got, sizeof got) && got == probe;
+}
+
+// ---- Coldstart's own threads ----
+
+static void *own_thread_main(void *arg) {
+    struct cs_own_thread *slot = arg;
+    atomic_store(&slot->tid, cs_gettid());
+    // After the tid is published: a scan that sees `starting` drop sees the tid.
+    atomic_fetch_sub(&cs_g.own.starting, 1);
+    void *r = slot->body(NULL);
+    atomic_store(&slot->cpu_ns, cs_clock_ns(CLOCK_THREAD_CPUTIME_ID));
+    atomic_store(&slot->done, 1);
+    return r;
+}
+
+int cs_start_thread(void *(*body)(void *), size_t stack_size) {
+    uint32_t i = atomic_fetch_add(&cs_g.own.count, 1);
+    if (i >= CS_OWN_MAX) {
+        atomic_fetch_sub(&cs_g.own.count, 1);
+        return EAGAIN;
+    }
+    struct cs_own_thread *slot = &cs_g.own.threads[i];
+    slot->body = body;
+    // Before the thread exists: a scan of /proc/self/task that finds it
+    // before it knows its own id skips it (cs_own_thread) and looks again.
+    atomic_fetch_add(&cs_g.own.starting, 1);
+    // Every signal blocked but SIGPROF: the Swift runtime's crash handler
+    // suspends each thread with a SIGPROF before it prints the backtrace
+    // (a thread that blocks it is reported as "failed to suspend thread").
+    // Nothing of ours sends SIGPROF to these threads.
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGPROF);
+    pthread_sigmask(SIG_SETMASK, &all, &old);   // the new thread inherits it
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, stack_size);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, own_thread_main, slot);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        atomic_fetch_sub(&cs_g.own.starting, 1);
+        atomic_store(&slot->done, 1);   // the slot stays used, with no tid
+    }
+    return rc;
+}
+
+bool cs_own_thread(int tid, bool or_starting) {
+    // `starting` first: see own_thread_main.
+    if (or_starting && atomic_load(&cs_g.own.starting) > 0) return true;
+    uint32_t n = atomic_load(&cs_g.own.count);
+    for (uint32_t i = 0; i < n && i < CS_OWN_MAX; i++)
+        if (atomic_load(&cs_g.own.threads[i].tid) == tid) return true;
+    return false;
+}
+
+uint64_t cs_own_cpu_ns(void) {
+    uint64_t sum = 0;
+    uint32_t n = atomic_load(&cs_g.own.count);
+    for (uint32_t i = 0; i < n && i < CS_OWN_MAX; i++) {
+        struct cs_own_thread *t = &cs_g.own.threads[i];
+        uint64_t ns = 0;
+        // A thread that has ended has no clock any more: its last reading.
+        if (atomic_load(&t->done) || !cs_thread_cpu(atomic_load(&t->tid), &ns)) ns = atomic_load(&t->cpu_ns);
+        sum += ns;
+    }
+    return sum;
+}

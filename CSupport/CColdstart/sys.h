@@ -1,0 +1,75 @@
+// The capture layer's system helpers: the leaf of its call graph. Nothing
+// here calls any other Coldstart function; every other file may call these.
+#ifndef COLDSTART_SYS_H
+#define COLDSTART_SYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <time.h>
+
+struct cs_rusage {
+    uint64_t minflt, majflt, nvcsw, nivcsw, utime_ns, stime_ns;
+};
+
+/// Prints "coldstart: <msg><detail>" on stderr with one write(2).
+/// Async-signal-safe.
+void cs_warn(const char *msg, const char *detail);
+/// Current thread id. Async-signal-safe (raw syscall).
+int cs_gettid(void);
+/// The value of `name` in `envp`, or NULL. Async-signal-safe.
+const char *cs_env_get(char **envp, const char *name);
+/// Process-wide getrusage. Async-signal-safe (raw syscall).
+void cs_rusage_now(struct cs_rusage *out);
+/// `id` in nanoseconds, 0 if it cannot be read. Async-signal-safe (vDSO or
+/// syscall).
+uint64_t cs_clock_ns(clockid_t id);
+/// CPU time of thread `tid` of this process, from the kernel's per-thread
+/// CPU clock (glibc's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)); false for
+/// tid ≤ 0 or a thread that has ended. Async-signal-safe.
+bool cs_thread_cpu(int tid, uint64_t *ns);
+/// The clock id cs_thread_cpu reads, for timers on that clock.
+/// Async-signal-safe.
+clockid_t cs_thread_cpu_clock(int tid);
+/// Waits while *word == val, until woken (cs_futex_wake) or, when
+/// `deadline_ns` is not 0, until that CLOCK_MONOTONIC time. May return early
+/// (a signal, a spurious wake-up): callers re-check. Async-signal-safe.
+void cs_futex_wait(_Atomic int *word, int val, uint64_t deadline_ns);
+/// Wakes every thread waiting on `word`. Async-signal-safe.
+void cs_futex_wake(_Atomic int *word);
+/// Sleeps `ns`, resuming after signals. Async-signal-safe.
+void cs_sleep_ns(uint64_t ns);
+/// A private anonymous zeroed mapping of `bytes` (pages are touched only
+/// when written), or NULL. Async-signal-safe (mmap).
+void *cs_map_zeroed(size_t bytes);
+/// Moves a descriptor this thread just opened above the range hosts usually
+/// use (select() and code that expects small numbers) when cs_g.proc.high_fd
+/// says so; returns the descriptor to use (the same one if moving failed).
+/// Async-signal-safe.
+int cs_fd_high(int fd);
+/// Puts back the default action of `sig`. Async-signal-safe.
+void cs_restore_default(int sig);
+/// Copies `len` bytes from `addr` of this process without faulting; false
+/// if unreadable or cs_safe_read_init found it unusable. Async-signal-safe
+/// (process_vm_readv on this process).
+bool cs_safe_read(uintptr_t addr, void *buf, size_t len);
+/// Checks that cs_safe_read works here. Not async-signal-safe.
+void cs_safe_read_init(void);
+
+/// Starts a detached thread running `body` with every signal blocked but
+/// SIGPROF (the Swift crash handler's suspend signal), so the host's
+/// process-directed signals (SIGINT, SIGCHLD …) stay with the host's own
+/// threads, and records it in the own-threads registry (cs_g.own) before
+/// it can be seen in /proc. Returns 0 or pthread_create's error.
+/// Not async-signal-safe.
+int cs_start_thread(void *(*body)(void *), size_t stack_size);
+/// True when `tid` is one of Coldstart's own threads, or, with `or_starting`,
+/// may be one that is starting (a scan then looks again later).
+/// Async-signal-safe.
+bool cs_own_thread(int tid, bool or_starting);
+/// CPU time of Coldstart's own threads so far (ended ones included).
+/// Async-signal-safe.
+uint64_t cs_own_cpu_ns(void);
+
+#endif

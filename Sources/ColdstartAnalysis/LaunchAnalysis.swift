@@ -1,0 +1,63 @@
+import Foundation
+
+/// One launch, analysed once: what every output of `coldstart report` and
+/// `coldstart export` renders.
+///
+/// The pass names every frame once, the samples' and the blocked threads'
+/// together: from the file when `coldstart symbolize` wrote names into it,
+/// else with one `Symbolizer` pass over the modules on disk. From those names
+/// it builds the report (launch, sampled stacks, blocked time) and the
+/// selected samples as stacks; the text, the JSON, the HTML page and the
+/// exporters only render them, so they agree on every name and figure.
+package struct LaunchAnalysis {
+    /// The launch sections, the sampled-stacks sections when the launch was
+    /// sampled, and the blocked time when the off-CPU watcher ran.
+    package let report: LaunchReport
+    /// The samples as the report's selection, in time order; nil when the
+    /// launch was not sampled.
+    package let stacks: SampledStacks?
+
+    /// Analyses `timeline` with `options` (the selection and thresholds of
+    /// the sampled sections). `symbolizer` names the frames when the file
+    /// has no names (by default one over the modules' files on this
+    /// machine). Throws `ProfileError` when `options` select a phase or
+    /// thread the launch does not have, or the sampling rate is unusable.
+    package init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
+                symbolizer: Symbolizer? = nil) throws {
+        let naming = timeline.frameNames(symbolizer ?? Symbolizer(modules: timeline.modules))
+        var profile: ProfileReport?
+        if let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path) {
+            let selected = try analysis.select(options, path: path)
+            profile = analysis.report(selected, options: options, warnings: naming.warnings)
+            stacks = SampledStacks(analysis, selected: selected, warnings: naming.warnings)
+        } else {
+            stacks = nil
+        }
+        report = LaunchReport(timeline, profile: profile) { naming.symbols[$0.key]?.name }
+    }
+}
+
+extension Timeline {
+    /// The name of every distinct frame of the samples and the blocked
+    /// stacks: from the file when it was symbolized, otherwise from one pass
+    /// of `symbolizer`. Nothing is read when there is nothing to name.
+    func frameNames(_ symbolizer: Symbolizer) -> Symbolization {
+        let sampled = sampling != nil ? samples : []
+        let blocked = watch?.stacksAsSamples ?? []
+        if isSymbolized {
+            var symbols = self.symbols
+            var unnamed = 0
+            for sample in sampled {
+                for frame in sample.frames where symbols[frame.key] == nil {
+                    symbols[frame.key] = Symbol(name: Symbolizer.fallbackName(for: frame, modules: modules))
+                    unnamed += 1
+                }
+            }
+            return Symbolization(symbols: symbols, warnings: [], mismatchedFrames: 0, unnamedFrames: unnamed)
+        }
+        if sampled.isEmpty && blocked.isEmpty {
+            return Symbolization(symbols: [:], warnings: [], mismatchedFrames: 0, unnamedFrames: 0)
+        }
+        return symbolizer.symbolize(sampled + blocked)
+    }
+}

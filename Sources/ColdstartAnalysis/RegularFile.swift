@@ -1,0 +1,66 @@
+import Foundation
+
+/// A regular file opened for reading, and only that: a module path or a
+/// timeline path from a hostile file may name a FIFO (an `open` for reading
+/// would wait forever for a writer), a device that never ends, or a
+/// directory. It is opened non-blocking, so opening a FIFO returns at once,
+/// and `fstat` on the open descriptor decides, so the file checked is the
+/// file read.
+struct RegularFile {
+    enum OpenError: Error {
+        case missing
+        case directory
+        /// A FIFO, socket or device.
+        case notRegular
+        case tooLarge(size: UInt64, limit: UInt64)
+        case unreadable(String)
+
+        /// One phrase for an error line: "no such file", "is a directory"…
+        var problem: String {
+            switch self {
+            case .missing: return "no such file"
+            case .directory: return "is a directory"
+            case .notRegular: return "not a regular file (a pipe, socket or device)"
+            case .tooLarge(let size, let limit): return "too large (\(size) bytes; at most \(limit))"
+            case .unreadable(let reason): return "cannot be read (\(reason))"
+            }
+        }
+    }
+
+    let handle: FileHandleBox
+    let size: UInt64
+
+    init(path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw code == ENOENT ? OpenError.missing : OpenError.unreadable(String(cString: strerror(code)))
+        }
+        handle = FileHandleBox(descriptor)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw OpenError.unreadable(String(cString: strerror(errno))) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw OpenError.directory
+        default: throw OpenError.notRegular
+        }
+        size = UInt64(max(0, info.st_size))
+    }
+
+    /// The whole file, read with `pread` until its end; throws when it holds
+    /// more than `limit` bytes (checked before anything is allocated, and
+    /// again while reading, in case the file grows).
+    func readAll(limit: UInt64) throws -> Data {
+        guard size <= limit else { throw OpenError.tooLarge(size: size, limit: limit) }
+        var bytes = [UInt8](repeating: 0, count: Int(size))
+        var done = 0
+        while done < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { pread(handle.descriptor, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if got < 0, errno == EINTR || errno == EAGAIN { continue }
+            guard got >= 0 else { throw OpenError.unreadable(String(cString: strerror(errno))) }
+            if got == 0 { bytes.removeLast(bytes.count - done); break }  // it shrank
+            done += got
+        }
+        return Data(bytes)
+    }
+}

@@ -1,0 +1,318 @@
+import Foundation
+
+/// One pass over a timeline's bytes before `JSONSerialization` sees them.
+///
+/// It checks the JSON syntax, every string's length and the nesting depth
+/// against `TimelineLimits`, and reads `coldstart.samples` (nearly all of a
+/// big timeline) straight from the bytes into `Timeline.Sample`s: through
+/// `JSONSerialization` each number was an `NSNumber` and each row an
+/// `NSArray`, 1.4 GB and 15 s for an 83 MB file. What remains (with
+/// `"samples": []` in their place) is small and goes to `JSONSerialization`.
+struct TimelineScanner {
+    /// Why the bytes are not a timeline; `truncated` when they end mid-value.
+    enum Failure: Error {
+        case syntax(truncated: Bool)
+        case limit(String)
+    }
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var at = 0
+    /// Every `coldstart.samples` value, as byte ranges, and its parsed rows.
+    private(set) var samplesRanges: [Range<Int>] = []
+    private(set) var samples: [Timeline.Sample] = []
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// Scans `data`; returns the samples and the document with every
+    /// `coldstart.samples` value replaced by `[]`.
+    static func scan(_ data: Data) throws -> (samples: [Timeline.Sample], rest: Data) {
+        try data.withUnsafeBytes { raw in
+            var scanner = TimelineScanner(raw.bindMemory(to: UInt8.self))
+            scanner.skipSpace()
+            try scanner.value(depth: 0, context: .root)
+            scanner.skipSpace()
+            guard scanner.at == scanner.bytes.count else { throw Failure.syntax(truncated: false) }
+            guard !scanner.samplesRanges.isEmpty else { return (scanner.samples, data) }
+            var rest = Data()
+            var from = 0
+            for range in scanner.samplesRanges {
+                rest.append(contentsOf: UnsafeBufferPointer(rebasing: scanner.bytes[from..<range.lowerBound]))
+                rest.append(contentsOf: Array("[]".utf8))
+                from = range.upperBound
+            }
+            rest.append(contentsOf: UnsafeBufferPointer(rebasing: scanner.bytes[from...]))
+            return (scanner.samples, rest)
+        }
+    }
+
+    /// Where a value sits: only `coldstart.samples` is read here.
+    private enum Context { case root, section, other }
+
+    private var current: UInt8? { at < bytes.count ? bytes[at] : nil }
+
+    private func fail() -> Failure { .syntax(truncated: at >= bytes.count) }
+
+    private mutating func skipSpace() {
+        while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
+    }
+
+    private mutating func expect(_ byte: UInt8) throws {
+        skipSpace()
+        guard current == byte else { throw fail() }
+        at += 1
+    }
+
+    private mutating func value(depth: Int, context: Context) throws {
+        guard depth < TimelineLimits.maxDepth else {
+            throw Failure.limit("nested more than \(TimelineLimits.maxDepth) levels deep")
+        }
+        skipSpace()
+        switch current {
+        case UInt8(ascii: "{"): try object(depth: depth + 1, context: context)
+        case UInt8(ascii: "["): try array(depth: depth + 1)
+        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: try number()
+        }
+    }
+
+    private mutating func object(depth: Int, context: Context) throws {
+        at += 1
+        skipSpace()
+        if current == UInt8(ascii: "}") { at += 1; return }
+        while true {
+            skipSpace()
+            guard current == UInt8(ascii: "\"") else { throw fail() }
+            let key = try string()
+            try expect(UInt8(ascii: ":"))
+            skipSpace()
+            switch (context, key) {
+            case (.root, "coldstart"):
+                try value(depth: depth, context: .section)
+            case (.section, "samples") where current == UInt8(ascii: "["):
+                let start = at
+                var rows = SampleRows(bytes: bytes, at: at)
+                samples = try rows.parse()
+                at = rows.at
+                samplesRanges.append(start..<at)
+            default:
+                try value(depth: depth, context: .other)
+            }
+            skipSpace()
+            guard let next = current else { throw fail() }
+            at += 1
+            if next == UInt8(ascii: "}") { return }
+            guard next == UInt8(ascii: ",") else { throw fail() }
+        }
+    }
+
+    private mutating func array(depth: Int) throws {
+        at += 1
+        skipSpace()
+        if current == UInt8(ascii: "]") { at += 1; return }
+        while true {
+            try value(depth: depth, context: .other)
+            skipSpace()
+            guard let next = current else { throw fail() }
+            at += 1
+            if next == UInt8(ascii: "]") { return }
+            guard next == UInt8(ascii: ",") else { throw fail() }
+        }
+    }
+
+    /// Skips a string, checking its escapes and length; returns it only when
+    /// it is short enough to be a key this scanner looks for.
+    private mutating func string() throws -> String? {
+        at += 1
+        let start = at
+        var escaped = false
+        while true {
+            guard let byte = current else { throw fail() }
+            if byte == UInt8(ascii: "\"") { break }
+            guard byte >= 0x20 else { throw fail() }
+            if byte == UInt8(ascii: "\\") {
+                escaped = true
+                at += 1
+                guard let kind = current else { throw fail() }
+                if kind == UInt8(ascii: "u") {
+                    guard at + 4 < bytes.count, (1...4).allSatisfy({ Self.isHexDigit(bytes[at + $0]) }) else { throw fail() }
+                    at += 4
+                } else if !"\"\\/bfnrt".utf8.contains(kind) {
+                    throw fail()
+                }
+            }
+            at += 1
+            if at - start > TimelineLimits.maxStringBytes {
+                throw Failure.limit("a string longer than \(TimelineLimits.maxStringBytes) bytes")
+            }
+        }
+        let end = at
+        at += 1
+        guard end - start <= 16 else { return nil }
+        let raw = UnsafeBufferPointer(rebasing: bytes[start - 1...end])
+        if !escaped { return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) }
+        return (try? JSONSerialization.jsonObject(with: Data(raw), options: [.fragmentsAllowed])) as? String
+    }
+
+    private mutating func literal(_ word: String) throws {
+        for byte in word.utf8 {
+            guard current == byte else { throw fail() }
+            at += 1
+        }
+    }
+
+    private mutating func number() throws {
+        let start = at
+        if current == UInt8(ascii: "-") { at += 1 }
+        guard try digits() > 0 else { throw fail() }
+        if current == UInt8(ascii: ".") {
+            at += 1
+            guard try digits() > 0 else { throw fail() }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            at += 1
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { at += 1 }
+            guard try digits() > 0 else { throw fail() }
+        }
+        if at - start > 400 { throw Failure.limit("a number of more than 400 characters") }
+    }
+
+    private mutating func digits() throws -> Int {
+        let start = at
+        while let byte = current, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { at += 1 }
+        return at - start
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
+    }
+}
+
+/// `coldstart.samples` read from the bytes: `[[ns, tid, [module, address, …]], …]`,
+/// every number an integer in range.
+private struct SampleRows {
+    struct Malformed: Error {
+        var row: Int
+        var why: String
+    }
+
+    let bytes: UnsafeBufferPointer<UInt8>
+    var at: Int
+
+    mutating func parse() throws -> [Timeline.Sample] {
+        var samples: [Timeline.Sample] = []
+        at += 1
+        skipSpace()
+        if current == UInt8(ascii: "]") { at += 1; return samples }
+        while true {
+            guard samples.count < TimelineLimits.maxSamples else {
+                throw TimelineScanner.Failure.limit("more than \(TimelineLimits.maxSamples) samples (the recorder writes at most that many)")
+            }
+            samples.append(try row(samples.count))
+            guard let next = separator(samples.count - 1) else { throw TimelineScanner.Failure.syntax(truncated: true) }
+            if next == UInt8(ascii: "]") { return samples }
+        }
+    }
+
+    private var current: UInt8? { at < bytes.count ? bytes[at] : nil }
+
+    private mutating func skipSpace() {
+        while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
+    }
+
+    /// `,` or the closing bracket after an element; nil at the end of the bytes.
+    private mutating func separator(_ row: Int) -> UInt8? {
+        skipSpace()
+        guard let byte = current else { return nil }
+        at += 1
+        return byte
+    }
+
+    private mutating func expect(_ byte: UInt8, _ row: Int) throws {
+        skipSpace()
+        guard current == byte else { throw malformed(row) }
+        at += 1
+    }
+
+    private func malformed(_ row: Int) -> Error {
+        at >= bytes.count ? TimelineScanner.Failure.syntax(truncated: true)
+            : Malformed(row: row, why: "is not [ns, tid, [module, address, …]]")
+    }
+
+    private mutating func row(_ index: Int) throws -> Timeline.Sample {
+        try expect(UInt8(ascii: "["), index)
+        let ns = try integer(index, range: 0...Int64(TimelineLimits.maxOffsetNs), what: "time")
+        try expect(UInt8(ascii: ","), index)
+        let tid = try integer(index, range: Int64(Int32.min)...Int64(Int32.max), what: "thread id")
+        try expect(UInt8(ascii: ","), index)
+        try expect(UInt8(ascii: "["), index)
+        var frames: [Timeline.Frame] = []
+        skipSpace()
+        if current == UInt8(ascii: "]") {
+            at += 1
+        } else {
+            while true {
+                guard frames.count < TimelineLimits.maxFrames else {
+                    throw TimelineScanner.Failure.limit("sample \(index) has more than \(TimelineLimits.maxFrames) frames")
+                }
+                let module = try integer(index, range: -1...Int64(Int32.max), what: "module")
+                try expect(UInt8(ascii: ","), index)
+                let address = try unsigned(index)
+                frames.append(Timeline.Frame(module: Int(module), address: address))
+                guard let next = separator(index) else { throw malformed(index) }
+                if next == UInt8(ascii: "]") { break }
+                guard next == UInt8(ascii: ",") else { throw malformed(index) }
+            }
+        }
+        try expect(UInt8(ascii: "]"), index)
+        return Timeline.Sample(ns: Int64(ns), tid: Int(tid), frames: frames)
+    }
+
+    /// A decimal integer within `range`.
+    private mutating func integer(_ row: Int, range: ClosedRange<Int64>, what: String) throws -> Int64 {
+        skipSpace()
+        let negative = current == UInt8(ascii: "-")
+        if negative { at += 1 }
+        let magnitude = try unsigned(row)
+        guard magnitude <= UInt64(Int64.max) else {
+            throw Malformed(row: row, why: "has a \(what) out of range (\(negative ? "-" : "")\(magnitude))")
+        }
+        let value = negative ? -Int64(magnitude) : Int64(magnitude)
+        guard range.contains(value) else { throw Malformed(row: row, why: "has a \(what) out of range (\(value))") }
+        return value
+    }
+
+    private mutating func unsigned(_ row: Int) throws -> UInt64 {
+        skipSpace()
+        let start = at
+        var value: UInt64 = 0
+        while let byte = current, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { throw Malformed(row: row, why: "has a number over 2^64") }
+            value = sum
+            at += 1
+        }
+        guard at > start else { throw malformed(row) }
+        if let byte = current, byte == UInt8(ascii: ".") || byte | 0x20 == UInt8(ascii: "e") {
+            throw Malformed(row: row, why: "has a number that is not an integer")
+        }
+        return value
+    }
+}
+
+extension TimelineScanner {
+    /// The scan's failure as the one-line problem `TimelineError` carries.
+    static func problem(_ error: Error, data: Data) -> String {
+        switch error {
+        case Failure.limit(let what): return "beyond what coldstart reads: \(what)"
+        case let malformed as SampleRows.Malformed: return "malformed timeline: sample \(malformed.row) \(malformed.why)"
+        case Failure.syntax(let truncated):
+            let looksCut = truncated && data.first == UInt8(ascii: "{")
+            return looksCut ? "truncated JSON (the file ends mid-way)" : "not JSON"
+        default: return "not JSON"
+        }
+    }
+}

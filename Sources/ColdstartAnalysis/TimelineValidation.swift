@@ -1,0 +1,148 @@
+import Foundation
+
+/// The range check of every number the analysis computes with, done once
+/// where the file is decoded: past it, times are offsets in
+/// `0...TimelineLimits.maxOffsetNs`, counters at most `maxCount`, rates
+/// finite and usable, and intervals do not end before they start, so no sum,
+/// difference or conversion downstream can overflow or trap.
+struct TimelineValidator {
+    let fail: (String) -> TimelineError
+
+    private func problem(_ field: String, _ value: String, _ allowed: String) -> TimelineError {
+        fail("malformed timeline: \(field) is \(value), out of range (\(allowed))")
+    }
+
+    func offset(_ value: Int64?, _ field: @autoclosure () -> String) throws {
+        guard let value else { return }
+        guard value >= 0, value <= TimelineLimits.maxOffsetNs else {
+            throw problem(field(), "\(value)", "0 to \(TimelineLimits.maxOffsetNs) ns")
+        }
+    }
+
+    func duration(_ value: UInt64?, _ field: @autoclosure () -> String) throws {
+        guard let value else { return }
+        guard value <= UInt64(TimelineLimits.maxOffsetNs) else {
+            throw problem(field(), "\(value)", "0 to \(TimelineLimits.maxOffsetNs) ns")
+        }
+    }
+
+    func count(_ value: UInt64?, _ field: @autoclosure () -> String) throws {
+        guard let value else { return }
+        guard value <= TimelineLimits.maxCount else { throw problem(field(), "\(value)", "0 to \(TimelineLimits.maxCount)") }
+    }
+
+    func count(_ value: Int?, _ field: @autoclosure () -> String) throws {
+        guard let value else { return }
+        guard value >= 0, UInt64(value) <= TimelineLimits.maxCount else {
+            throw problem(field(), "\(value)", "0 to \(TimelineLimits.maxCount)")
+        }
+    }
+
+    /// 0 (unknown) or a rate one period of which is at most 1000 s.
+    func rate(_ value: Double?, _ field: @autoclosure () -> String) throws {
+        guard let value else { return }
+        guard value == 0 || (value >= 0.001 && value <= TimelineLimits.maxHz) else {
+            throw problem(field(), "\(value) Hz", "0, or 0.001 to \(Int(TimelineLimits.maxHz)) Hz")
+        }
+    }
+
+    func interval(_ start: Int64, _ end: Int64, _ field: @autoclosure () -> String) throws {
+        try offset(start, field() + " start")
+        try offset(end, field() + " end")
+        guard end >= start else { throw fail("malformed timeline: \(field()) ends (\(end) ns) before it starts (\(start) ns)") }
+    }
+
+    func rusage(_ usage: Timeline.Rusage?, _ field: @autoclosure () -> String) throws {
+        guard let usage else { return }
+        try count(usage.minorFaults, field() + ".minorFaults")
+        try count(usage.majorFaults, field() + ".majorFaults")
+        try count(usage.voluntarySwitches, field() + ".voluntarySwitches")
+        try count(usage.involuntarySwitches, field() + ".involuntarySwitches")
+        try duration(usage.userNs, field() + ".userNs")
+        try duration(usage.systemNs, field() + ".systemNs")
+    }
+}
+
+extension Timeline {
+    /// Checks every number of the decoded file (`TimelineValidator`).
+    func validate(_ check: TimelineValidator) throws {
+        for (field, value) in [("mainNs", launch.mainNs), ("endNs", launch.endNs), ("earliestInitNs", launch.earliestInitNs),
+                               ("setupEndNs", launch.setupEndNs), ("readyNs", launch.readyNs)] {
+            try check.offset(value, "launch." + field)
+        }
+        try check.duration(launch.startPrecisionNs, "launch.startPrecisionNs")
+        try check.duration(launch.extendNs, "launch.extendNs")
+        // µs since the epoch: 2^53 µs is the year 2255.
+        try check.duration(launch.startRealtimeUs, "launch.startRealtimeUs")
+        try check.count(dropped.events, "dropped.events")
+        try check.count(dropped.nameBytes, "dropped.nameBytes")
+        for (index, snapshot) in rusage.enumerated() {
+            try check.offset(snapshot.ns, "rusage[\(index)].ns")
+            try check.rusage(snapshot.usage, "rusage[\(index)]")
+        }
+        for (index, phase) in phases.enumerated() {
+            try check.interval(phase.startNs, phase.endNs, "phases[\(index)]")
+            try check.rusage(phase.rusage, "phases[\(index)].rusage")
+        }
+        for (index, mark) in marks.enumerated() {
+            try check.offset(mark.ns, "marks[\(index)].ns")
+            try check.rusage(mark.rusage, "marks[\(index)].rusage")
+        }
+        for (index, span) in spans.enumerated() {
+            try check.interval(span.beginNs, span.endNs, "spans[\(index)]")
+            try check.rusage(span.rusage, "spans[\(index)].rusage")
+        }
+        if let sampling { try validate(sampling, check) }
+        if let watch { try validate(watch, check) }
+    }
+
+    private func validate(_ sampling: Sampling, _ check: TimelineValidator) throws {
+        try check.rate(sampling.requestedHz, "sampling.requestedHz")
+        try check.rate(sampling.effectiveHz, "sampling.effectiveHz")
+        try check.rate(sampling.loweredHz, "sampling.loweredHz")
+        try check.interval(sampling.startNs, sampling.stopNs, "sampling")
+        for (field, value) in [("cpuNs", sampling.cpuNs), ("userNs", sampling.userNs), ("systemNs", sampling.systemNs),
+                               ("coldstartCpuNs", sampling.coldstartCpuNs)] {
+            try check.duration(value, "sampling." + field)
+        }
+        for (field, value) in [("samples", sampling.samples), ("dropped", sampling.dropped), ("maxSamples", sampling.maxSamples),
+                               ("threadsSampled", sampling.threadsSampled), ("threadsMissed", sampling.threadsMissed),
+                               ("unwindFailures", sampling.unwindFailures)] {
+            try check.count(value, "sampling." + field)
+        }
+    }
+
+    private func validate(_ watch: Watch, _ check: TimelineValidator) throws {
+        try check.rate(watch.requestedHz, "watch.requestedHz")
+        try check.rate(watch.effectiveHz, "watch.effectiveHz")
+        try check.interval(watch.startNs, watch.stopNs, "watch")
+        try check.duration(watch.cpuNs, "watch.cpuNs")
+        try check.duration(watch.tickMedianNs, "watch.tickNs.median")
+        try check.duration(watch.tickP99Ns, "watch.tickNs.p99")
+        for (index, thread) in watch.threads.enumerated() {
+            let field = "watch.threads[\(index)]"
+            try check.offset(thread.firstNs, field + ".firstNs")
+            try check.offset(thread.lastNs, field + ".lastNs")
+            for (name, value) in [("cpuBeforeNs", thread.cpuBeforeNs), ("runQueueBeforeNs", thread.runQueueBeforeNs),
+                                  ("cpuNs", thread.cpuNs), ("runQueueNs", thread.runQueueNs)] {
+                try check.duration(value, field + "." + name)
+            }
+            try check.count(thread.switches, field + ".switches")
+        }
+        for (index, stack) in watch.stacks.enumerated() where stack.count > TimelineLimits.maxFrames {
+            throw check.fail("beyond what coldstart reads: watch stack \(index) has more than \(TimelineLimits.maxFrames) frames")
+        }
+        for (index, segment) in watch.segments.enumerated() {
+            let field = "watch.segments[\(index)]"
+            try check.interval(segment.startNs, segment.endNs, field)
+            try check.duration(segment.runNs, field + " runNs")
+            try check.duration(segment.waitNs, field + " waitNs")
+            try check.count(segment.minorFaults, field + " minorFaults")
+            try check.count(segment.majorFaults, field + " majorFaults")
+        }
+        for (index, point) in watch.runnable.enumerated() {
+            try check.offset(point.ns, "watch.runnable[\(index)] ns")
+            try check.count(point.count, "watch.runnable[\(index)] count")
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// Issue 14, the host's side: attacks by another local user and host patterns
+/// (signals, threads, descriptors, exec, fork) that Coldstart must leave as
+/// they are without it. The hosts are HostPatterns modes; the attacks run as
+/// an unprivileged user with setpriv.
+final class HostIntegrityTests: XCTestCase {
+    private var host: String!
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        host = try FixturePrograms.path("HostPatterns")
+        directory = try makeTemporaryDirectory(for: self)
+    }
+
+    private func timelinePath(_ name: String = "timeline.json") -> String { directory.appendingPathComponent(name).path }
+
+    /// The timeline's "coldstart" section as plain JSON, for keys the model does not decode.
+    private func section(_ path: String) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        return try XCTUnwrap(object?["coldstart"] as? [String: Any])
+    }
+
+    private func profiled(_ arguments: [String], _ extra: [String: String?] = [:], timeout: TimeInterval = 60) throws -> ProcessResult {
+        var environment: [String: String?] = ["COLDSTART": timelinePath()]
+        for (key, value) in extra { environment[key] = value }
+        return try runProcess(host, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// Runs a command as user and group 65534 (nobody) with no supplementary groups.
+    private func asNobody(_ command: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
+        try runProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--"] + command, environment: environment)
+    }
+
+    private func requireRootAndSetpriv() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("the attack tests need root (to make a setuid copy and a victim file) and setpriv (util-linux) to act as another user")
+        }
+    }
+
+    /// A world-writable, sticky directory, like /tmp.
+    private func sharedDirectory() throws -> URL {
+        let shared = directory.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
+        chmod(directory.path, 0o755)
+        chmod(shared.path, 0o1777)
+        return shared
+    }
+
+    // MARK: - Security (items 1 and 2)
+
+    func testASetuidHostIgnoresTheCallersColdstart() throws {
+        try requireRootAndSetpriv()
+        let shared = try sharedDirectory()
+        let copy = directory.appendingPathComponent("setuid-host").path
+        try FileManager.default.copyItem(atPath: host, toPath: copy)
+        chmod(copy, 0o4755)
+        let victim = directory.appendingPathComponent("root-only")
+        try Data("secret\n".utf8).write(to: victim)
+        chmod(victim.path, 0o600)
+        // The attack of the report: a planted link at the temporary name, and a
+        // timeline path the caller chose.
+        let target = shared.appendingPathComponent("x.json").path
+        _ = try asNobody(["/bin/ln", "-s", victim.path, target + ".tmp.1"])
+        let result = try asNobody([copy, "int-disposition"], environment: ["COLDSTART": target])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "coldstart: ignoring COLDSTART in a setuid or setgid program; profiling off\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target), "no timeline from a setuid program")
+        XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "secret\n")
+    }
+
+    func testAPlantedSymlinkAtTheTimelinesNameIsReplacedNotFollowed() throws {
+        try requireRootAndSetpriv()
+        let shared = try sharedDirectory()
+        let victim = directory.appendingPathComponent("root-only")
+        try Data("secret\n".utf8).write(to: victim)
+        chmod(victim.path, 0o600)
+        let target = shared.appendingPathComponent("x.json").path
+        XCTAssertEqual(try asNobody(["/bin/ln", "-s", victim.path, target]).status, 0)
+        let result = try runProcess(host, ["int-disposition"], environment: ["COLDSTART": target])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "secret\n", "the root-owned file is untouched")
+        let attributes = try FileManager.default.attributesOfItem(atPath: target)
+        XCTAssertEqual(attributes[.type] as? FileAttributeType, .typeRegular, "the link itself was replaced")
+        XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600, "readable by its owner only")
+        XCTAssertNoThrow(try Timeline(contentsOf: target))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: shared.path), ["x.json"], "no temporary file left")
+    }
+
+    func testADirectorySwappedDuringTheLaunchDoesNotRedirectTheTimeline() throws {
+        try requireRootAndSetpriv()
+        let shared = try sharedDirectory()
+        let sub = shared.appendingPathComponent("sub")
+        try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        chown(sub.path, 65534, 65534)   // the other user's directory, which a root host was told to use
+        let rootOnly = directory.appendingPathComponent("root-only-dir")
+        try FileManager.default.createDirectory(at: rootOnly, withIntermediateDirectories: true)
+        chmod(rootOnly.path, 0o700)
+        let flag = directory.appendingPathComponent("go").path
+        let result = try runProcess(host, ["wait-file", flag], environment: ["COLDSTART": sub.appendingPathComponent("x.json").path]) { _ in
+            usleep(300_000)   // the host is past its start-up
+            // The other user swaps the directory for a link to one only root may write.
+            _ = try? self.asNobody(["/bin/mv", sub.path, sub.path + ".moved"])
+            _ = try? self.asNobody(["/bin/ln", "-s", rootOnly.path, sub.path])
+            _ = FileManager.default.createFile(atPath: flag, contents: nil)
+        }
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: rootOnly.path), [], "nothing written through the swapped link")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: sub.path + ".moved/x.json"), "the timeline is in the directory chosen at start-up")
+    }
+
+    // MARK: - Signals (items 3, 4, 8)
+
+    func testAHostHandlerThatChainsToThePreviousOneKeepsItsGracefulExit() throws {
+        for when in ["before", "after"] {
+            let result = try profiled(["term-chain", when])
+            XCTAssertEqual(result.status, 0, "SIGTERM \(when) ready(): \(result.stderr)")
+            XCTAssertEqual(result.stdout, "graceful: true\n")
+            let launch = try Timeline(contentsOf: timelinePath()).launch
+            XCTAssertEqual(launch.endReason, when == "before" ? "signal" : "ready", "an abandoned launch is still recorded")
+            try FileManager.default.removeItem(atPath: timelinePath())
+        }
+    }
+
+    func testAHostInstallingItsSIGINTHandlerOnlyOverTheDefaultGetsIt() throws {
+        let result = try profiled(["int-if-default"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "installed: true, handled: true\n", "SIG_DFL is back when ready() returns")
+    }
+
+    func testAnIgnoredSIGINTStaysIgnored() throws {
+        let result = try runProcess("/bin/sh", ["-c", "trap '' INT; exec \"$0\" int-disposition", host], environment: ["COLDSTART": timelinePath()])
+        XCTAssertEqual(result.stdout, "ignored\n", "Coldstart installs nothing over the action the host was given")
+    }
+
+    func testTheHostsOwnSIGPROFHandlerNeverSeesColdstartsSignals() throws {
+        let result = try profiled(["prof-handler"], ["COLDSTART_HZ": "10000"])
+        XCTAssertEqual(result.stdout, "host handler calls: 0\n")
+        XCTAssertGreaterThan(try XCTUnwrap(Timeline(contentsOf: timelinePath()).sampling).samples, 100, "and sampling went on")
+    }
+
+    func testAHostTakingTheSamplingSignalStopsSamplingAndTheTimelineSaysWhy() throws {
+        let result = try profiled(["urg-handler"])
+        XCTAssertEqual(result.status, 0)
+        XCTAssertEqual(result.stderr, "coldstart: the program changed SIGURG's action (Coldstart's sampling signal); stack sampling stopped\n")
+        let sampling = try XCTUnwrap(section(timelinePath())["sampling"] as? [String: Any])
+        XCTAssertEqual(sampling["stopReason"] as? String, "signal-taken")
+        let calls = Int(result.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+        XCTAssertTrue((0..<20).contains(calls), "at most one scan period of signals reached the host's handler: \(calls)")
+    }
+
+    func testBlockingResettingAndUnblockingTheSignalsDoesNotKillTheHost() throws {
+        let result = try profiled(["block-reset"], ["COLDSTART_HZ": "10000"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "alive\n")
+    }
+
+    func testAThreadWaitingInSigtimedwaitForEverySignalGetsItsTimeout() throws {
+        for hz in ["1000", "10000"] {
+            let result = try profiled(["sigwait"], ["COLDSTART_HZ": hz])
+            XCTAssertEqual(result.stdout, "timed out\n", "at \(hz) Hz")
+            let sampling = try XCTUnwrap(section(timelinePath())["sampling"] as? [String: Any])
+            XCTAssertEqual(sampling["threadsBlockingSignal"] as? Int, 1, "the waiting thread is left alone")
+        }
+    }
+
+    func testACrashStillGetsTheSwiftBacktraceOfEveryThread() throws {
+        let backtrace = "enable=yes,interactive=no,symbolicate=off"
+        let result = try profiled(["crash"], ["SWIFT_BACKTRACE": backtrace])
+        XCTAssertNotEqual(result.status, 0)
+        guard result.stderr.contains("Program crashed") else {
+            throw XCTSkip("the Swift backtracer did not run here (SWIFT_BACKTRACE=\(backtrace)): \(result.stderr.prefix(200))")
+        }
+        XCTAssertFalse(result.stderr.contains("failed to suspend thread"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("coldstart-watch"), "Coldstart's threads are in the backtrace too")
+    }
+
+    // MARK: - Descriptors, time and memory (items 5, 6, 7)
+
+    func testShortLivedThreadsDoNotKeepDescriptors() throws {
+        let result = try profiled(["short-threads", "300"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let open = Int(result.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+        XCTAssertTrue((0..<64).contains(open), "descriptors open after 300 threads came and went: \(result.stdout)")
+        let sampling = try XCTUnwrap(Timeline(contentsOf: timelinePath()).sampling)
+        XCTAssertGreaterThan(sampling.threadsSampled ?? 0, 100, "they were sampled while they lived")
+    }
+
+    func testANeverReadyHostIsSampledAndWatchedForABoundedTime() throws {
+        let result = try profiled(["never-ready", "1500"], ["COLDSTART_LIMIT_MS": "300"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let coldstart = try section(timelinePath())
+        let sampling = try XCTUnwrap(coldstart["sampling"] as? [String: Any])
+        XCTAssertEqual(sampling["stopReason"] as? String, "time-limit")
+        let window = Double((sampling["stopNs"] as? Int ?? 0) - (sampling["startNs"] as? Int ?? 0)) / 1e6
+        XCTAssertEqual(window, 300, accuracy: 200, "sampled for the limit, not the 1.5 s the host ran")
+        let watch = try XCTUnwrap(coldstart["watch"] as? [String: Any])
+        XCTAssertEqual(watch["stopReason"] as? String, "time-limit")
+        XCTAssertEqual(try Timeline(contentsOf: timelinePath()).launch.endReason, "exit", "the timeline is still written at exit")
+    }
+
+    func testTheBuffersAreGivenBackOnceTheTimelineIsWritten() throws {
+        let result = try profiled(["rss"], ["COLDSTART_MAX_SAMPLES": "1000000"])
+        let numbers = result.stdout.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        XCTAssertEqual(numbers.count, 2, result.stdout)
+        guard numbers.count == 2 else { return }
+        XCTAssertLessThan(numbers[1], numbers[0] - 20_000, "resident kB before ready() and after the write: \(result.stdout)")
+    }
+
+    // MARK: - A second image (item 10)
+
+    func testAnExecOfItselfAfterReadyKeepsTheFirstImagesTimeline() throws {
+        let result = try profiled(["exec-self"])
+        XCTAssertEqual(result.stdout, "second image\n", result.stderr)
+        let first = try Timeline(contentsOf: timelinePath()), second = try Timeline(contentsOf: timelinePath("timeline-2.json"))
+        XCTAssertEqual(first.launch.endReason, "ready")
+        XCTAssertEqual(second.launch.endReason, "ready")
+        XCTAssertEqual(first.process.pid, second.process.pid, "one process, two images, two files")
+
+        let byPid = directory.appendingPathComponent("dir")
+        try FileManager.default.createDirectory(at: byPid, withIntermediateDirectories: true)
+        _ = try runProcess(host, ["exec-self"], environment: ["COLDSTART": "1", "COLDSTART_DIR": byPid.path])
+        let names = try FileManager.default.contentsOfDirectory(atPath: byPid.path).sorted()
+        XCTAssertEqual(names.count, 2, "\(names)")
+        XCTAssertTrue(names.first?.hasSuffix("-2.json") ?? false || names.last?.hasSuffix("-2.json") ?? false, "\(names)")
+    }
+
+    func testADaemonizingForkDoesNotOverwriteTheParentsTimeline() throws {
+        let marker = directory.appendingPathComponent("child-done").path
+        let result = try profiled(["daemonize", marker])
+        XCTAssertEqual(result.status, 0)
+        for _ in 0..<400 where !FileManager.default.fileExists(atPath: marker) { usleep(5_000) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "the daemon ran")
+        usleep(100_000)
+        let timeline = try Timeline(contentsOf: timelinePath())
+        XCTAssertEqual(timeline.launch.endReason, "exit", "the parent's launch")
+        XCTAssertTrue(timeline.marks.isEmpty, "nothing of the child's")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }, ["timeline.json"])
+    }
+}

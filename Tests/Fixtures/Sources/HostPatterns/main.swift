@@ -1,0 +1,242 @@
+// Host patterns Coldstart must leave exactly as they are without it (issue 14):
+// each mode does what a real program does with signals, threads, descriptors
+// or its own image, and prints what it observed on stdout.
+//
+//     HostPatterns term-chain before|after  its SIGTERM handler chains to the previous one; kill itself
+//     HostPatterns int-if-default           after ready(): install a SIGINT handler only over SIG_DFL; raise SIGINT
+//     HostPatterns int-disposition          SIGINT's action at main ("ignored" when the parent ignored it)
+//     HostPatterns prof-handler             its own SIGPROF handler while it burns 300 ms; how many it got
+//     HostPatterns urg-handler              its own SIGURG handler while it burns 300 ms; how many it got
+//     HostPatterns block-reset              block SIGPROF and SIGURG, burn, reset both to default, unblock
+//     HostPatterns sigwait                  a thread with every signal blocked burns, then sigtimedwait(all, 200 ms)
+//     HostPatterns short-threads N          N threads living ~15 ms each, 50 at a time; its open descriptors after
+//     HostPatterns never-ready MS           burn and sleep MS ms without ready(), exit 0
+//     HostPatterns exec-self                ready(), then exec itself ("second" image: ready(), exit)
+//     HostPatterns daemonize PATH           fork before ready(); the parent exits, the child calls ready() and writes PATH
+//     HostPatterns wait-file PATH           ready() never; exit 0 once PATH exists
+//     HostPatterns crash                    a sleeping thread, then a Swift runtime crash
+//     HostPatterns rss                      resident memory (kB) before ready() and the lowest within 5 s after
+//     HostPatterns busy N                   N threads burning CPU until it is killed (never ready())
+import Coldstart
+import Glibc
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let mode = arguments.first ?? ""
+
+func burnCPU(milliseconds: UInt64) {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    let end = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) + milliseconds * 1_000_000
+    var x: UInt64 = 1
+    repeat {
+        for i in 0..<10_000 { x = x &* 6364136223846793005 &+ UInt64(i) }
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    } while UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) < end && x != 0
+}
+
+func handlerAddress(_ signal: Int32) -> Int {
+    var action = sigaction()
+    sigaction(signal, nil, &action)
+    return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self)
+}
+
+func install(_ signal: Int32, _ handler: @escaping @convention(c) (Int32) -> Void, previous: UnsafeMutablePointer<sigaction>? = nil) {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = handler
+    sigemptyset(&action.sa_mask)
+    sigaction(signal, &action, previous)
+}
+
+func startThread(_ body: @escaping () -> Void) -> pthread_t {
+    final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
+    var thread = pthread_t()
+    pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, Unmanaged.passRetained(Box(body)).toOpaque())
+    return thread
+}
+
+nonisolated(unsafe) var previousTerm = sigaction()
+nonisolated(unsafe) var handled: Int32 = 0
+nonisolated(unsafe) var signalCount: Int32 = 0
+
+switch mode {
+case "term-chain":
+    let afterReady = arguments.count > 1 && arguments[1] == "after"
+    if afterReady { Coldstart.ready() }
+    install(SIGTERM, { signal in
+        // Graceful shutdown, then "let the previous handler do its part" as
+        // many servers and frameworks do.
+        let previous = unsafeBitCast(previousTerm.__sigaction_handler.sa_handler, to: Int.self)
+        if previous > 1 { previousTerm.__sigaction_handler.sa_handler?(signal) }
+        handled = 1
+    }, previous: &previousTerm)
+    kill(getpid(), SIGTERM)
+    for _ in 0..<400 where handled == 0 { usleep(5_000) }
+    if !afterReady { Coldstart.ready() }
+    print("graceful: \(handled == 1)")
+    exit(0)
+
+case "int-if-default":
+    Coldstart.ready()
+    let wasDefault = handlerAddress(SIGINT) == 0
+    if wasDefault { install(SIGINT, { _ in handled = 1 }) }
+    raise(SIGINT)
+    print("installed: \(wasDefault), handled: \(handled == 1)")
+    exit(0)
+
+case "int-disposition":
+    let address = handlerAddress(SIGINT)
+    Coldstart.ready()
+    print(address == 1 ? "ignored" : address == 0 ? "default" : "handled")
+
+case "prof-handler", "urg-handler":
+    install(mode == "prof-handler" ? SIGPROF : SIGURG, { _ in signalCount += 1 })
+    burnCPU(milliseconds: 300)
+    Coldstart.ready()
+    print("host handler calls: \(signalCount)")
+
+case "block-reset":
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGPROF)
+    sigaddset(&set, SIGURG)
+    pthread_sigmask(SIG_BLOCK, &set, nil)
+    burnCPU(milliseconds: 100)
+    signal(SIGPROF, SIG_DFL)
+    signal(SIGURG, SIG_DFL)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    burnCPU(milliseconds: 20)
+    Coldstart.ready()
+    print("alive")
+
+case "sigwait":
+    // Created with every signal blocked, like a signal-handling thread.
+    var all = sigset_t()
+    var old = sigset_t()
+    sigfillset(&all)
+    pthread_sigmask(SIG_SETMASK, &all, &old)
+    var result: Int32 = 0
+    let waiter = startThread {
+        burnCPU(milliseconds: 60)
+        var every = sigset_t()
+        sigfillset(&every)
+        var timeout = timespec(tv_sec: 0, tv_nsec: 200_000_000)
+        let got = sigtimedwait(&every, nil, &timeout)
+        result = got < 0 ? -errno : got
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nil)
+    burnCPU(milliseconds: 100)
+    pthread_join(waiter, nil)
+    Coldstart.ready()
+    print(result == -EAGAIN ? "timed out" : "got signal \(result)")
+
+case "short-threads":
+    var limit = rlimit(rlim_cur: 1024, rlim_max: 1024)
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    let total = arguments.count > 1 ? Int(arguments[1]) ?? 300 : 300
+    var started = 0
+    while started < total {
+        var batch: [pthread_t] = []
+        for _ in 0..<min(50, total - started) {
+            batch.append(startThread { burnCPU(milliseconds: 2); usleep(15_000) })
+        }
+        for thread in batch { pthread_join(thread, nil) }
+        started += batch.count
+        usleep(10_000)   // the scan notices they have ended
+    }
+    var open = 0
+    if let directory = opendir("/proc/self/fd") {
+        while readdir(directory) != nil { open += 1 }
+        closedir(directory)
+    }
+    Coldstart.ready()
+    print("threads: \(started), open descriptors: \(open - 3)")   // ".", "..", the listing's own
+
+case "never-ready":
+    let milliseconds = arguments.count > 1 ? UInt64(arguments[1]) ?? 1000 : 1000
+    var elapsed: UInt64 = 0
+    while elapsed < milliseconds {
+        burnCPU(milliseconds: 5)
+        usleep(45_000)
+        elapsed += 50
+    }
+    print("served")
+
+case "exec-self":
+    if arguments.count > 1 && arguments[1] == "second" {
+        burnCPU(milliseconds: 20)
+        Coldstart.ready()
+        print("second image")
+        exit(0)
+    }
+    burnCPU(milliseconds: 20)
+    Coldstart.ready()
+    usleep(200_000)   // the first image's timeline is written by now
+    let path = CommandLine.arguments[0]
+    var argv: [UnsafeMutablePointer<CChar>?] = [strdup(path), strdup("exec-self"), strdup("second"), nil]
+    execv("/proc/self/exe", &argv)
+    print("exec failed")
+    exit(1)
+
+case "daemonize":
+    let marker = arguments.count > 1 ? arguments[1] : "/dev/null"
+    burnCPU(milliseconds: 20)
+    if fork() != 0 { exit(0) }   // the parent: the launch ends here
+    setsid()
+    burnCPU(milliseconds: 30)
+    Coldstart.mark("daemon mark", isPhaseBoundary: true)
+    Coldstart.ready()
+    usleep(200_000)
+    let fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    close(fd)
+    exit(0)
+
+case "wait-file":
+    let path = arguments.count > 1 ? arguments[1] : "/nonexistent"
+    print("waiting")
+    fflush(stdout)
+    for _ in 0..<2000 where access(path, F_OK) != 0 { usleep(5_000) }
+    print("done")
+
+case "crash":
+    _ = startThread { while true { sleep(1) } }
+    burnCPU(milliseconds: 20)
+    let values: [Int] = []
+    print(values[Int(getpid()) % 7 + 1])
+
+case "rss":
+    func residentKB() -> Int {
+        guard let file = fopen("/proc/self/status", "r") else { return -1 }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, 256, file) != nil {
+            let text = String(cString: line)
+            if text.hasPrefix("VmRSS:") { return Int(text.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? -1 }
+        }
+        return -1
+    }
+    burnCPU(milliseconds: 30)
+    usleep(300_000)   // the scan thread has faulted the sample buffers in
+    let before = residentKB()
+    Coldstart.ready()
+    // The writer runs on its own thread: the lowest figure within 5 s.
+    var after = residentKB()
+    for _ in 0..<100 where after > before / 2 {
+        usleep(50_000)
+        after = min(after, residentKB())
+    }
+    print("rss before: \(before), after: \(after)")
+
+case "busy":
+    let count = arguments.count > 1 ? Int(arguments[1]) ?? 8 : 8
+    for _ in 0..<count { _ = startThread { while true { burnCPU(milliseconds: 1000) } } }
+    print("busy")
+    fflush(stdout)
+    while true { burnCPU(milliseconds: 1000) }
+
+default:
+    fputs("unknown mode \(mode)\n", stderr)
+    exit(64)
+}
