@@ -134,7 +134,12 @@ extension LaunchReport.BlockedTime {
     /// The blocked-time section, or nil when the timeline has no watch.
     /// `frameName` names a frame (a symbolizer); by default the timeline's own symbols.
     init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
-        guard let watch = timeline.watch else { return nil }
+        guard var watch = timeline.watch else { return nil }
+        // The capture layer names only the calls it reasons about.
+        let isX86_64 = SyscallNames.isX86_64(timeline)
+        for index in watch.segments.indices {
+            watch.segments[index].syscall = watch.segments[index].syscall.map { SyscallNames.named($0, isX86_64: isX86_64) }
+        }
         let mainTid = timeline.process.pid
         let endNs = timeline.launch.endNs
         let namer = FrameNamer(timeline: timeline, name: frameName)

@@ -18,6 +18,20 @@ enum SyscallNames {
         return name
     }
 
+    /// Whether the launch ran on x86-64: its loader says so, or, with no
+    /// loader recorded, the machine reading the file is one.
+    static func isX86_64(_ timeline: Timeline) -> Bool {
+        let loaders = timeline.modules.map { Symbolizer.moduleName($0.path) }.filter { $0.hasPrefix("ld-linux") }
+        guard !loaders.isEmpty else {
+            #if arch(x86_64)
+            return true
+            #else
+            return false
+            #endif
+        }
+        return loaders.contains { $0.contains("x86-64") }
+    }
+
     /// Linux's x86-64 table (`asm/unistd_64.h`, Linux 6.1), indexed by
     /// number; "" where no call has that number.
     private static let x86_64: [String] = [
