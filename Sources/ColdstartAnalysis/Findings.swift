@@ -23,13 +23,36 @@ package struct Finding: Codable, Sendable, Equatable {
         case exact
         /// Derived from counters (page faults × a measured cost each).
         case estimate
+        /// Seen by the off-CPU watcher's looks at the thread.
+        case watched
 
         package var text: String {
             switch self {
             case .samples(let count): "\(count) sample\(count == 1 ? "" : "s")"
             case .exact: "exact"
             case .estimate: "estimate"
+            case .watched: "watched"
             }
+        }
+
+        // In JSON, the text a person reads: "232 samples", "exact".
+        package init(from decoder: Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            switch text {
+            case "exact": self = .exact
+            case "estimate": self = .estimate
+            case "watched": self = .watched
+            default:
+                guard let count = text.split(separator: " ").first.flatMap({ Int($0) }) else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "certainty '\(text)'"))
+                }
+                self = .samples(count)
+            }
+        }
+
+        package func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
         }
     }
 
@@ -85,10 +108,8 @@ package struct FindingInputs: Sendable {
         package var what: String
         package var ms: Double
         package var phase: String?
-        /// Watcher looks that saw it.
-        package var samples: Int
-        package init(cause: String, what: String, ms: Double, phase: String? = nil, samples: Int) {
-            (self.cause, self.what, self.ms, self.phase, self.samples) = (cause, what, ms, phase, samples)
+        package init(cause: String, what: String, ms: Double, phase: String? = nil) {
+            (self.cause, self.what, self.ms, self.phase) = (cause, what, ms, phase)
         }
     }
 
@@ -197,7 +218,7 @@ extension Finding {
         for wait in inputs.blockingWaits {
             candidates.append(Finding(
                 kind: .blockingWait, title: "blocked in \(wait.cause) on the critical path", ms: wait.ms, percent: percent(wait.ms),
-                location: wait.what + (wait.phase.map { ", phase '\($0)'" } ?? ""), certainty: .samples(wait.samples),
+                location: wait.what + (wait.phase.map { ", phase '\($0)'" } ?? ""), certainty: .watched,
                 advice: blockingAdvice(cause: wait.cause)))
         }
         if let faults = inputs.pageFaults {

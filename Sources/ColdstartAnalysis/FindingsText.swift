@@ -55,3 +55,23 @@ private extension String {
         count >= length ? self : String(repeating: " ", count: length - count) + self
     }
 }
+
+extension RuntimeCostSummary {
+    /// The runtime-costs section: one row per kind (ms, share of the
+    /// critical path's samples, samples), the app frames that led there,
+    /// and what to try.
+    package func lines(width: Int?) -> [String] {
+        let width = max(min(width ?? Finding.defaultWidth, Finding.defaultWidth), 40)
+        var lines = ["Swift runtime costs by kind (main thread's samples until the launch's end; \(totalSamples) samples):"]
+        for row in rows {
+            let figures = String(format: "%8.1f ms %5.1f%%  %d samples", row.ms, row.percent, row.samples)
+            let room = max(width - 2 - figures.count - 1, 10)
+            lines.append("  " + Finding.clipped(row.kind.title, to: room).padding(toLength: room, withPad: " ", startingAt: 0) + " " + figures)
+            for caller in row.callers.prefix(3) {
+                lines.append("      " + Finding.clipped("\(caller.samples) from \(caller.function)", to: width - 6))
+            }
+            lines += Finding.wrapped("→ " + row.kind.advice, width: width - 6, continuation: "  ").map { "      " + $0 }
+        }
+        return lines
+    }
+}

@@ -9,11 +9,17 @@ extension LaunchReport {
     package func text(barWidth: Int? = nil, spanLimit: Int = 10, style: TextStyle = TextStyle()) -> String {
         let width = style.width
         var lines: [String] = []
-        lines += headerLines()
+        // The answer first: the launch in one line, then the findings; the
+        // rest is the evidence.
+        let header = headerLines()
+        lines += header.prefix(1)
+        if let findings { lines += [""] + Finding.lines(findings, width: width) }
+        lines += [""] + header.dropFirst()
         lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
         if !marks.isEmpty { lines += [""] + markLines(width: width) }
         if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0), width: width) }
         if let profile { lines += [""] + profile.lines(width: width) }
+        if let runtimeCosts, !runtimeCosts.rows.isEmpty { lines += [""] + runtimeCosts.lines(width: width) }
         if let blockedTime { lines += [""] + blockedTime.textLines(width: width) }
         lines += [""] + footerLines()
         // Names and paths come from the file: no control character reaches the terminal.

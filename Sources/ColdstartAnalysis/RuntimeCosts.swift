@@ -18,7 +18,7 @@ package struct NamedFrame: Equatable, Sendable {
 
 /// What the Swift runtime, the loader or the kernel was doing in a sample,
 /// grouped by what a developer would change about it.
-package enum RuntimeCostKind: String, CaseIterable, Sendable {
+package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
     case lazyBinding = "lazy-binding"
     case loader
     case conformanceScan = "conformance-scan"
@@ -253,13 +253,13 @@ package enum RuntimeCostClassifier {
 }
 
 /// Samples grouped by runtime-cost kind, with the app frames that led there.
-package struct RuntimeCostSummary: Sendable {
-    package struct Caller: Equatable, Sendable {
+package struct RuntimeCostSummary: Codable, Sendable {
+    package struct Caller: Codable, Equatable, Sendable {
         package var function: String
         package var samples: Int
     }
 
-    package struct Row: Sendable {
+    package struct Row: Codable, Sendable {
         package var kind: RuntimeCostKind
         package var samples: Int
         /// `samples × nsPerSample`, in ms.
