@@ -180,7 +180,7 @@ extension Finding {
     /// 0.5 % and 0.1 ms.
     /// Runtime work already inside a reported lazy global, and the loader's
     /// own kinds, are not counted twice.
-    package static func ranked(_ inputs: FindingInputs, floorPercent: Double = 2) -> [Finding] {
+    package static func ranked(_ inputs: FindingInputs, floorPercent: Double = 1) -> [Finding] {
         let launch = max(inputs.launchMs, 1e-9)
         func percent(_ ms: Double) -> Double { ms * 100 / launch }
         var candidates: [Finding] = []

@@ -11,7 +11,7 @@ extension Finding {
     /// wider than `width` (default `defaultWidth`).
     package static func lines(_ findings: [Finding], width: Int? = nil) -> [String] {
         let width = max(min(width ?? defaultWidth, defaultWidth), 40)
-        guard !findings.isEmpty else { return ["Findings: nothing above 2% of the launch"] }
+        guard !findings.isEmpty else { return ["Findings: nothing above 1% of the launch"] }
         var lines = ["Findings (most time first; % of the launch's wall time):"]
         for (index, finding) in findings.enumerated() {
             // Fixed columns: the figures line up whatever the certainty says.

@@ -70,9 +70,10 @@ extension ProfileAnalysis {
         return name
     }
 
-    /// Frames that are no place to act on: entry points, closures, thunks.
+    /// Frames that are no place to act on: entry points, closures, thunks,
+    /// and frames left unnamed (`module+0x…`: every address its own row).
     static func isPlumbing(_ name: String) -> Bool {
-        name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
+        name.contains("+0x") || name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
             || name.hasPrefix("closure #") || name.hasPrefix("implicit closure #") || name.contains("thunk")
             || name.hasPrefix("partial apply") || name.hasPrefix("__libc_")
     }
