@@ -21,13 +21,13 @@ extension ProfileAnalysis {
             rootedInLoader = rootedInLoader && inLoader
             let callee = functions[stack[position - 1]]
             if inLoader, !loaderModules.contains(callee.module) {
-                let isInit = ["_dl_init", "call_init"].contains(function.name)
+                let isInit = ["_dl_init", "call_init"].contains(function.baseName)
                     || (rootedInLoader && function.name == function.linkageName && function.name.contains("+0x"))
                 if isInit { found.append(position - 1) }
             }
             if libcModules.contains(function.module), function.name == "__libc_start_main" {
                 var constructor = position - 1
-                while constructor > 0, ["call_init", "__libc_csu_init", "_init"].contains(functions[stack[constructor]].name) {
+                while constructor > 0, ["call_init", "__libc_csu_init", "_init"].contains(functions[stack[constructor]].baseName) {
                     constructor -= 1
                 }
                 let candidate = functions[stack[constructor]]

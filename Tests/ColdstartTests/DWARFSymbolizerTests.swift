@@ -185,4 +185,17 @@ final class DWARFSymbolizerTests: XCTestCase {
             }
         }
     }
+
+    func testTheSymbolizerKeepsSymbolTableNamesAndAddsInlinedFramesAndLines() throws {
+        let libc = SymbolizerTests.libc
+        let live = LiveModules()
+        let (index, offset) = live.frame(UInt64(UInt(bitPattern: try XCTUnwrap(dlsym(nil, "malloc")))))
+        guard try DWARFModule(path: libc).debugFilePath != nil else { throw XCTSkip("libc6-dbg is not installed") }
+        let module = Timeline.Module(path: live.modules[index].path, buildId: nil, base: 0, start: 0, end: 0)
+        let symbolizer = Symbolizer(modules: [module])
+        let symbols = (offset..<offset + 400).map { symbolizer.symbol(for: Timeline.Frame(module: 0, address: $0), isReturnAddress: false).0 }
+        XCTAssertTrue(symbols.allSatisfy { $0.name == "malloc" }, "the symbol table's plainest alias, not DWARF's __GI___libc_malloc")
+        XCTAssertTrue(symbols.contains { $0.inlined?.contains { $0.name == "tcache_get" } == true })
+        XCTAssertTrue(symbols.contains { $0.file?.hasSuffix("malloc.c") == true && ($0.line ?? 0) > 0 })
+    }
 }
