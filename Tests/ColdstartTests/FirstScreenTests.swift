@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 import XCTest
 
@@ -39,10 +40,18 @@ final class FirstScreenTests: XCTestCase {
         let path = directory.appendingPathComponent("launch.json").path
         let result = try runProcess(try Products.path("ServiceStartup"), environment: ["COLDSTART": path, "COLDSTART_HZ": "2000"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let screen = try firstScreen(of: Timeline(contentsOf: path))
+        let timeline = try Timeline(contentsOf: path)
+        let screen = try firstScreen(of: timeline)
         XCTAssertTrue(screen.first { $0.hasPrefix(" 1. ") }?.contains("slow lazy global ServiceStartup.routingTable") == true,
                       screen.joined(separator: "\n"))
         assertNamed("dynamic loading before any code runs", in: screen)
         assertNamed("-static-stdlib", in: screen)
+
+        // The HTML page opens on the same findings.
+        let page = HTMLReport.render(try LaunchAnalysis(timeline: timeline), source: path)
+        let findings = try XCTUnwrap(page.range(of: "<section id=\"findings\">"))
+        let waterfall = try XCTUnwrap(page.range(of: "<section id=\"waterfall\""))
+        XCTAssertLessThan(findings.lowerBound, waterfall.lowerBound)
+        XCTAssertTrue(page[findings.upperBound..<waterfall.lowerBound].contains("slow lazy global ServiceStartup.routingTable"))
     }
 }
