@@ -44,6 +44,11 @@ extension LaunchReport {
             var stackUnwinder: String
             /// Things the report may be missing, one sentence each.
             package var notes: [String]
+            /// When the launch had ended: the watcher saw none of it if it
+            /// started later (its rate and CPU per second are then over a
+            /// stretch too short to mean anything, and the tables are empty).
+            package var launchEndMs: Double
+            package var watchedTheLaunch: Bool { startMs < launchEndMs && stopMs > startMs }
         }
 
         /// One phase (or the whole launch) of the main thread.
@@ -171,6 +176,7 @@ extension LaunchReport.BlockedTime.Watcher {
         cpuMs = LaunchReport.milliseconds(watch.cpuNs)
         let seconds = Double(watch.stopNs - watch.startNs) / 1e9
         cpuMsPerSecond = seconds > 0 ? cpuMs / seconds : 0
+        launchEndMs = LaunchReport.milliseconds(launchEndNs)
         tickMedianUs = Double(watch.tickMedianNs) / 1000
         tickP99Us = Double(watch.tickP99Ns) / 1000
         cpus = watch.cpus

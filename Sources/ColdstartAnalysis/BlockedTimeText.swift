@@ -4,6 +4,10 @@ extension LaunchReport.BlockedTime {
     /// The report's "why the main thread was not running" section.
     /// Tables are narrowed to `width` when given.
     func textLines(callSiteLimit: Int = 10, fileLimit: Int = 10, rowsPerPhase: Int = 4, width: Int? = nil) -> [String] {
+        guard watcher.watchedTheLaunch else {
+            return ["Main thread: why it was not running — not known: the watcher started after the launch ended "
+                + "(its first look at \(Self.number(watcher.startMs)) ms, the launch ended at \(Self.number(watcher.launchEndMs)) ms)"]
+        }
         var lines = ["Main thread: why it was not running (CLOCK_MONOTONIC ms; CPU and run-queue"
             + " times are the kernel's schedstat, exact; a cause is known to one look, "
             + Self.number(watcher.lookPeriodMs) + " ms)"]

@@ -11,7 +11,7 @@ enum Fixtures {
 
     static func timeline(_ name: String) throws -> Timeline { try Timeline(contentsOf: path(name)) }
 
-    static func report(_ name: String) throws -> LaunchReport { LaunchReport(try timeline(name)) }
+    static func report(_ name: String) throws -> LaunchReport { try LaunchAnalysis(timeline: timeline(name)).report }
 }
 
 /// A small timeline in the file format, for cases no real run produces.
@@ -226,10 +226,11 @@ final class LaunchReportTests: XCTestCase {
         let report = try Fixtures.report("threads.json")
         let data = try report.jsonData()
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
-        XCTAssertEqual(Set(object.keys), ["reportVersion", "launch", "phases", "marks", "spans"])
+        XCTAssertEqual(Set(object.keys), ["reportVersion", "launch", "findings", "phases", "marks", "spans"])
         XCTAssertEqual(object["reportVersion"] as? Int, 1)
         let decoded = try JSONDecoder().decode(LaunchReport.self, from: data)
         XCTAssertEqual(decoded.phases.map(\.durationMs), report.phases.map(\.durationMs))
+        XCTAssertEqual(decoded.findings, report.findings, "findings round-trip, certainty as its text")
         XCTAssertEqual(decoded.launch.completion, report.launch.completion)
         XCTAssertEqual(try decoded.jsonData(), data, "encoding is deterministic")
     }
