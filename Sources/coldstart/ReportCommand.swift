@@ -12,6 +12,9 @@ enum ReportCommand: Command {
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
     and prints:
+      - first, the launch in one line and its findings: 3 to 7 costs, most
+        time first, each with its ms, share, where it is, how sure, and what
+        to try (everything after them is the evidence);
       - the phase waterfall: each phase's start and wall time in ms from the
         process start, its share of the launch, CPU ms (user+system of all
         threads) against wall, page faults and context switches;
@@ -23,7 +26,10 @@ enum ReportCommand: Command {
         by self and total time, overall and per phase, with the time each was
         first seen; slow initializers (time in each library's constructors and
         the program's own); slow lazy globals (Swift globals initialised on
-        first use); each thread; a call tree. Sampled times are CPU time of
+        first use); each thread; a call tree; Swift runtime costs by kind
+        (conformance scans, type look-ups, casts, reflection, ARC, …) with
+        the app's frames that led there. Inlined functions (from DWARF) are
+        frames of their own, marked "(inlined)". Sampled times are CPU time of
         the sampling clock, samples × period, each with its sample count.
         Names come from the binaries on this machine, or from the file once
         `coldstart symbolize` has written them in;
