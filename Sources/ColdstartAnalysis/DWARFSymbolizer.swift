@@ -108,6 +108,19 @@ final class DWARFModule {
         return found == path ? nil : found
     }
 
+    /// The separate debug file libdw found for the module's DWARF or symbol
+    /// table (by build-id or `.gnu_debuglink`), nil when there is none.
+    var separateDebugFile: String? {
+        var bias: Dwarf_Addr = 0
+        _ = dwfl_module_getdwarf(module, &bias)
+        _ = dwfl_module_getsymtab(module)
+        var debugFile: UnsafePointer<CChar>?
+        _ = dwfl_module_info(module, nil, nil, nil, nil, nil, nil, &debugFile)
+        guard let debugFile else { return nil }
+        let found = String(cString: debugFile)
+        return found == path ? nil : found
+    }
+
     /// True when the module (or its debug file) has DWARF.
     var hasDWARF: Bool {
         var bias: Dwarf_Addr = 0

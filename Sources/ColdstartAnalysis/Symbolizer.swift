@@ -139,12 +139,14 @@ package final class Symbolizer {
         let entry = modules[module]
         let loaded: ModuleFile
         do {
-            let image = try ELFImage(path: entry.path, debugDirectory: debugDirectory)
+            // libdw finds the debug file (build-id, .gnu_debuglink) for both readers.
+            let dwarf = try? DWARFModule(path: entry.path, debugDirectory: debugDirectory)
+            let image = try ELFImage(path: entry.path, debugFile: dwarf?.separateDebugFile)
             if let expected = entry.buildId?.lowercased(), !expected.isEmpty, image.buildID?.lowercased() != expected {
                 loaded = .mismatched(fileBuildID: image.buildID ?? "none")
             } else {
                 // DWARF is an addition: a file libdw cannot read still has its symbol tables.
-                loaded = .usable(image, try? DWARFModule(path: entry.path, debugDirectory: debugDirectory))
+                loaded = .usable(image, dwarf)
             }
         } catch let error as ELFError {
             loaded = .unusable(reason: error.problem)

@@ -76,6 +76,9 @@ final class DWARFSymbolizerTests: XCTestCase {
         XCTAssertEqual(linked.debugFilePath.map { URL(fileURLWithPath: $0).lastPathComponent }, "inline.debug")
         XCTAssertFalse(inlinedStacks(linked, outer: outer).isEmpty, "inlined frames from the debuglink file")
         XCTAssertEqual(linked.frames(at: outer.address).last?.name, "outer", "a local function named only by the debug file")
+        let image = try ELFImage(path: binary, debugDirectory: directory.path)
+        XCTAssertEqual(image.symbol(containing: outer.address + 1)?.name, "outer", "the symbol table reader merges the debuglink file's .symtab")
+        XCTAssertNil(try ELFImage(path: binary, debugDirectory: nil).symbol(containing: outer.address + 1))
 
         // By build-id alone: no debuglink, the file under <dir>/.build-id/.
         XCTAssertEqual(try runProcess(objcopy, ["--remove-section=.gnu_debuglink", binary]).status, 0)
