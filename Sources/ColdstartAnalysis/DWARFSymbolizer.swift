@@ -236,19 +236,17 @@ final class DWARFModule {
         dwfl_errmsg(-1).map { String(cString: $0) } ?? "unknown libdwfl error"
     }
 
-    /// A read-only descriptor for `path`, refused unless it is a regular
-    /// file. `O_NONBLOCK` keeps `open` of a FIFO from waiting for a writer;
-    /// it changes nothing for a regular file.
+    /// A read-only descriptor for `path` that the caller owns (libdwfl
+    /// takes it), refused unless it is a regular file (`RegularFile`).
     fileprivate static func openRegularFile(_ path: String) throws -> Int32 {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            throw ELFError(path: path, problem: errno == ENOENT ? "no such file" : "cannot be read (\(String(cString: strerror(errno))))")
+        let file: RegularFile
+        do {
+            file = try RegularFile(path: path)
+        } catch let error as RegularFile.OpenError {
+            throw ELFError(path: path, problem: error.problem)
         }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            close(descriptor)
-            throw ELFError(path: path, problem: "not a regular file")
-        }
+        let descriptor = fcntl(file.handle.descriptor, F_DUPFD_CLOEXEC, 0)
+        guard descriptor >= 0 else { throw ELFError(path: path, problem: "cannot be read (\(String(cString: strerror(errno))))") }
         return descriptor
     }
 }
