@@ -55,3 +55,21 @@ final class FirstScreenTests: XCTestCase {
         XCTAssertTrue(page[findings.upperBound..<waterfall.lowerBound].contains("slow lazy global ServiceStartup.routingTable"))
     }
 }
+
+extension FirstScreenTests {
+    func testTheDefaultTextIsAFirstLookInOneHundredColumnsAndFullHasTheRest() throws {
+        let path = try KnownProfile.timelinePath()
+        let coldstart = try Products.path("coldstart")
+        let short = try runProcess(coldstart, ["report", path]).stdout
+        let full = try runProcess(coldstart, ["report", "--full", path]).stdout
+        let shortLines = short.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertTrue(shortLines.allSatisfy { $0.count <= 100 }, shortLines.filter { $0.count > 100 }.joined(separator: "\n"))
+        XCTAssertLessThan(shortLines.count, 120, "a screen or two")
+        XCTAssertTrue(short.contains("Findings (most time first"))
+        XCTAssertTrue(short.contains("Top functions by self time"))
+        XCTAssertFalse(short.contains("Call tree"))
+        XCTAssertTrue(short.contains("More with --full: "))
+        XCTAssertTrue(full.contains("Top functions by total time"))
+        XCTAssertFalse(full.contains("More with --full"))
+    }
+}

@@ -318,11 +318,11 @@ final class ReportCommandTests: XCTestCase {
             XCTAssertTrue(result.stdout.contains("Start time: "), name)
             XCTAssertTrue(result.stdout.contains("Launch: "), name)
         }
-        let ready = try coldstart(["report", Fixtures.path("ready.json")]).stdout
+        let ready = try coldstart(["report", "--full", Fixtures.path("ready.json")]).stdout
         XCTAssertTrue(ready.contains("ready"))
         XCTAssertTrue(ready.contains("Launch: completed at ready()"))
         XCTAssertTrue(ready.contains("first request served"))
-        let signalled = try coldstart(["report", Fixtures.path("sigterm.json")]).stdout
+        let signalled = try coldstart(["report", "--full", Fixtures.path("sigterm.json")]).stdout
         XCTAssertTrue(signalled.contains("Launch: NOT completed: abandoned by SIGTERM"))
     }
 
@@ -383,7 +383,7 @@ final class ReportCommandTests: XCTestCase {
     func testHelpDescribesTheCommand() throws {
         let help = try coldstart(["report", "--help"])
         XCTAssertEqual(help.status, 0)
-        XCTAssertTrue(help.stdout.hasPrefix("Usage: coldstart report FILE [--json | --html OUT]"))
+        XCTAssertTrue(help.stdout.hasPrefix("Usage: coldstart report FILE [--full | --json | --html OUT]"))
         let overview = try coldstart(["--help"])
         XCTAssertEqual(overview.status, 0)
         XCTAssertTrue(overview.stdout.contains("report"))
