@@ -28,7 +28,9 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")]
         ),
         .target(name: "Coldstart", dependencies: ["CColdstart", "ColdstartEarly"]),
-        .target(name: "ColdstartAnalysis"),
+        // elfutils' libdw: names, inlined frames and source lines from DWARF.
+        .systemLibrary(name: "CDw", path: "CSupport/CDw", providers: [.apt(["libdw-dev"])]),
+        .target(name: "ColdstartAnalysis", dependencies: ["CDw"]),
         // Files for other tools (HTML page, pprof, folded stacks, speedscope),
         // made from ColdstartAnalysis's reports; never linked by the host.
         .systemLibrary(name: "CZlib", path: "CSupport/CZlib", providers: [.apt(["zlib1g-dev"])]),

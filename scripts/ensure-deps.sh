@@ -2,7 +2,7 @@
 # Installs the Debian packages Coldstart needs when run as root; otherwise says
 # which command to run. Usage: scripts/ensure-deps.sh [extra-package …]
 set -euo pipefail
-packages=(libunwind-dev zlib1g-dev "$@")
+packages=(libunwind-dev zlib1g-dev libdw-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -52,6 +52,11 @@ extension LaunchReport {
             var stackUnwinder: String
             /// Things the report may be missing, one sentence each.
             package var notes: [String]
+            /// When the launch had ended: the watcher saw none of it if it
+            /// started later (its rate and CPU per second are then over a
+            /// stretch too short to mean anything, and the tables are empty).
+            package var launchEndMs: Double
+            package var watchedTheLaunch: Bool { startMs < launchEndMs && stopMs > startMs }
         }
 
         /// One phase (or the whole launch) on the critical path.
@@ -161,7 +166,12 @@ extension LaunchReport.BlockedTime {
     /// The blocked-time section, or nil when the timeline has no watch.
     /// `frameName` names a frame (a symbolizer); by default the timeline's own symbols.
     init?(_ timeline: Timeline, frameName: ((Timeline.Frame) -> String?)? = nil) {
-        guard let watch = timeline.watch else { return nil }
+        guard var watch = timeline.watch else { return nil }
+        // The capture layer names only the calls it reasons about.
+        let isX86_64 = SyscallNames.isX86_64(timeline)
+        for index in watch.segments.indices {
+            watch.segments[index].syscall = watch.segments[index].syscall.map { SyscallNames.named($0, isX86_64: isX86_64) }
+        }
         let mainTid = timeline.process.pid
         let endNs = timeline.launch.endNs
         let namer = FrameNamer(timeline: timeline, name: frameName)
@@ -201,6 +211,7 @@ extension LaunchReport.BlockedTime.Watcher {
         cpuMs = LaunchReport.milliseconds(watch.cpuNs)
         let seconds = Double(watch.stopNs - watch.startNs) / 1e9
         cpuMsPerSecond = seconds > 0 ? cpuMs / seconds : 0
+        launchEndMs = LaunchReport.milliseconds(launchEndNs)
         tickMedianUs = Double(watch.tickMedianNs) / 1000
         tickP99Us = Double(watch.tickP99Ns) / 1000
         cpus = watch.cpus

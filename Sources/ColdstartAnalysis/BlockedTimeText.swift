@@ -4,6 +4,10 @@ extension LaunchReport.BlockedTime {
     /// The report's "why the critical path was not running" section.
     /// Tables are narrowed to `width` when given.
     func textLines(callSiteLimit: Int = 10, fileLimit: Int = 10, rowsPerPhase: Int = 4, width: Int? = nil) -> [String] {
+        guard watcher.watchedTheLaunch else {
+            return ["Critical path: why it was not running — not known: the watcher started after the launch ended "
+                + "(its first look at \(Self.number(watcher.startMs)) ms, the launch ended at \(Self.number(watcher.launchEndMs)) ms)"]
+        }
         let moves = path.contains { $0.tid != mainTid }
         var lines = ["Critical path: why it was not running (" + (moves
             ? "the main thread, then the threads that recorded the launch's marks and spans"

@@ -56,10 +56,18 @@ final class ELFImage {
         var rank: UInt16
     }
 
-    /// Reads `path`. With `debugDirectory` set and the file stripped of
-    /// `.symtab`, `<debugDirectory>/.build-id/xx/yyyy….debug` is merged in
-    /// when its build-id matches.
-    init(path: String, debugDirectory: String? = "/usr/lib/debug") throws {
+    /// Reads `path`, and when the file has no `.symtab`, the `.symtab` of
+    /// the separate debug file libdw finds for it (by build-id under
+    /// `debugDirectory`, or by `.gnu_debuglink`); nil `debugDirectory` reads
+    /// the file alone.
+    convenience init(path: String, debugDirectory: String? = "/usr/lib/debug") throws {
+        let debugFile = debugDirectory == nil ? nil : (try? DWARFModule(path: path, debugDirectory: debugDirectory))?.separateDebugFile
+        try self.init(path: path, debugFile: debugFile)
+    }
+
+    /// Reads `path`, merging in `debugFile`'s `.symtab` when `path` has
+    /// none and the two build-ids match.
+    init(path: String, debugFile debugPath: String?) throws {
         self.path = path
         let file = try ELFFile(path: path)
         let header = try file.header()
@@ -74,19 +82,16 @@ final class ELFImage {
         for table in symtabs + sections.filter({ $0.type == ELFFile.dynsymType }) {
             try load(table, sections: sections, from: file)
         }
-        if !hasSymbolTable, let debugDirectory, let buildID, buildID.count > 2 {
-            let debugPath = "\(debugDirectory)/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
-            if FileManager.default.fileExists(atPath: debugPath),
-               let debug = try? ELFFile(path: debugPath),
-               let debugHeader = try? debug.header(),
-               let debugSections = try? debug.sections(debugHeader),
-               let debugProgramHeaders = try? debug.programHeaders(debugHeader),
-               (try? debug.buildID(programHeaders: debugProgramHeaders, sections: debugSections)) == buildID {
-                for table in debugSections where table.type == ELFFile.symtabType {
-                    try? load(table, sections: debugSections, from: debug)
-                }
-                debugFilePath = debugPath
+        if !hasSymbolTable, let debugPath, let buildID,
+           let debug = try? ELFFile(path: debugPath),
+           let debugHeader = try? debug.header(),
+           let debugSections = try? debug.sections(debugHeader),
+           let debugProgramHeaders = try? debug.programHeaders(debugHeader),
+           (try? debug.buildID(programHeaders: debugProgramHeaders, sections: debugSections)) == buildID {
+            for table in debugSections where table.type == ELFFile.symtabType {
+                try? load(table, sections: debugSections, from: debug)
             }
+            debugFilePath = debugPath
         }
         finishTable()
     }

@@ -26,14 +26,21 @@ package struct LaunchAnalysis {
                 symbolizer: Symbolizer? = nil) throws {
         let naming = timeline.frameNames(symbolizer ?? Symbolizer(modules: timeline.modules))
         var profile: ProfileReport?
-        if let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path) {
+        let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path)
+        if let analysis {
             let selected = try analysis.select(options, path: path)
             profile = analysis.report(selected, options: options, warnings: naming.warnings)
             stacks = SampledStacks(analysis, selected: selected, warnings: naming.warnings)
         } else {
             stacks = nil
         }
-        report = LaunchReport(timeline, profile: profile) { naming.symbols[$0.key]?.name }
+        var report = LaunchReport(timeline, profile: profile) { naming.symbols[$0.key]?.name }
+        // The findings and runtime costs are the whole launch's, whatever
+        // phase or thread `options` select for the evidence.
+        let inputs = FindingInputs(report: report, timeline: timeline, analysis: analysis)
+        report.findings = Finding.ranked(inputs)
+        report.runtimeCosts = inputs.runtimeCosts
+        self.report = report
     }
 }
 

@@ -12,6 +12,12 @@ package struct LaunchReport: Codable, Sendable {
     /// The layout of this report; raised only when a key changes meaning or goes.
     package var reportVersion: Int
     package var launch: Summary
+    /// What made the launch slow and what to try, most time first (3–7);
+    /// everything after is the evidence.
+    package var findings: [Finding]?
+    /// Sampled CPU time of the critical path by Swift-runtime (and loader,
+    /// kernel) kind; absent when the launch was not sampled.
+    package var runtimeCosts: RuntimeCostSummary?
     /// In the timeline's order, which is time order: contiguous, covering the launch.
     package var phases: [PhaseRow]
     /// In time order.

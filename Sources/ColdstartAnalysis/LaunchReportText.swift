@@ -6,14 +6,41 @@ extension LaunchReport {
     /// unit. `barWidth` is the waterfall's width in columns (by default 40, or
     /// what fits `style.width`); `spanLimit` how many spans to list. Tables
     /// are narrowed to `style.width` by clipping their longest names.
-    package func text(barWidth: Int? = nil, spanLimit: Int = 10, style: TextStyle = TextStyle()) -> String {
-        let width = style.width
+    ///
+    /// `full: false` is the first look: the findings, the phases, the top
+    /// functions and the slowest spans in at most `Finding.defaultWidth`
+    /// columns, and one line naming what `--full` adds.
+    package func text(barWidth: Int? = nil, spanLimit: Int = 10, style: TextStyle = TextStyle(), full: Bool = true) -> String {
+        let width = full ? style.width : min(style.width ?? Finding.defaultWidth, Finding.defaultWidth)
         var lines: [String] = []
-        lines += headerLines()
+        // The answer first: the launch in one line, then the findings; the
+        // rest is the evidence.
+        let header = headerLines()
+        lines += header.prefix(1)
+        if let findings { lines += [""] + Finding.lines(findings, width: width) }
+        lines += [""] + header.dropFirst()
         lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
+        guard full else {
+            if !spans.isEmpty { lines += [""] + spanLines(limit: min(max(spanLimit, 0), 5), width: width) }
+            if let profile { lines += [""] + profile.lines(width: width, full: false) }
+            var more = ["marks", "all spans", "functions per phase", "initializers", "lazy globals", "threads", "call tree"]
+            if runtimeCosts != nil { more.append("runtime costs") }
+            if blockedTime != nil { more.append("blocked time") }
+            lines += [""] + footerLines() + ["", "More with --full: " + more.joined(separator: ", ") + "."]
+            // Tables are already narrowed; sentences wrap, keeping their indent.
+            let limit = width ?? Finding.defaultWidth
+            lines = lines.flatMap { line -> [String] in
+                guard line.count > limit else { return [line] }
+                let indent = String(line.prefix { $0 == " " })
+                return Finding.wrapped(String(line.dropFirst(indent.count)), width: limit - indent.count, continuation: "  ")
+                    .map { indent + $0 }
+            }
+            return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
+        }
         if !marks.isEmpty { lines += [""] + markLines(width: width) }
         if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0), width: width) }
         if let profile { lines += [""] + profile.lines(width: width) }
+        if let runtimeCosts, !runtimeCosts.rows.isEmpty { lines += [""] + runtimeCosts.lines(width: width) }
         if let blockedTime { lines += [""] + blockedTime.textLines(width: width) }
         lines += [""] + footerLines()
         // Names and paths come from the file: no control character reaches the terminal.

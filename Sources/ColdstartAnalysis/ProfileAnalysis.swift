@@ -2,9 +2,15 @@
 /// integers, each sample's stack as function ids, each sample's phase.
 struct ProfileAnalysis {
     struct Function {
+        /// As reports show it: an inlined call ends in " (inlined)".
         var name: String
         var linkageName: String
         var module: Int
+        var isInlined = false
+
+        /// The name without the inlined marker, for matching known functions.
+        var baseName: String { isInlined ? String(name.dropLast(Self.inlinedMarker.count)) : name }
+        static let inlinedMarker = " (inlined)"
     }
 
     struct Stack {
@@ -40,22 +46,27 @@ struct ProfileAnalysis {
         }
         phaseNames = timeline.phases.map(\.name) + [Self.afterEndName(timeline)]
         var ids: [String: Int] = [:]
-        var frameIDs: [Timeline.Frame: Int] = [:]
+        var frameIDs: [Timeline.Frame: [Int]] = [:]
         let starts = timeline.phases.map(\.startNs)
         stacks.reserveCapacity(timeline.samples.count)
+        func intern(_ symbol: Timeline.Symbol, module: Int, inlined: Bool) -> Int {
+            // An inlined call is a frame of its own, shown as such.
+            let name = inlined ? symbol.name + Function.inlinedMarker : symbol.name
+            let key = "\(module)\u{1}\(name)"
+            if let id = ids[key] { return id }
+            ids[key] = functions.count
+            functions.append(Function(name: name, linkageName: symbol.system ?? symbol.name, module: module, isInlined: inlined))
+            return functions.count - 1
+        }
         for sample in timeline.samples {
-            let stack = sample.frames.map { frame -> Int in
-                if let id = frameIDs[frame] { return id }
+            let stack = sample.frames.flatMap { frame -> [Int] in
+                if let ids = frameIDs[frame] { return ids }
                 let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.fallbackName(for: frame, modules: timeline.modules))
                 let module = frame.module >= 0 && frame.module < timeline.modules.count ? frame.module : -1
-                let key = "\(module)\u{1}\(symbol.name)"
-                let id = ids[key] ?? functions.count
-                if id == functions.count {
-                    ids[key] = id
-                    functions.append(Function(name: symbol.name, linkageName: symbol.system ?? symbol.name, module: module))
-                }
-                frameIDs[frame] = id
-                return id
+                let expanded = (symbol.inlined ?? []).map { intern($0, module: module, inlined: true) }
+                    + [intern(symbol, module: module, inlined: false)]
+                frameIDs[frame] = expanded
+                return expanded
             }
             stacks.append(Stack(ns: sample.ns, tid: sample.tid, phase: phase(of: sample.ns, starts: starts), functions: stack))
         }

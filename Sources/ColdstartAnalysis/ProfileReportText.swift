@@ -8,10 +8,12 @@ extension ProfileReport {
 
     /// Header (clock, rate, precision), functions overall and per phase, slow
     /// initializers, slow lazy globals, threads, call tree; tables and tree
-    /// lines narrowed to `width` when given.
-    func lines(width: Int?) -> [String] {
+    /// lines narrowed to `width` when given. Not `full`: the header and the
+    /// top functions by self time only.
+    func lines(width: Int?, full: Bool = true) -> [String] {
         var lines = headerLines()
         lines += [""] + functionLines(overall, title: "Top functions by self time, \(scope)", order: \.bySelf, width: width)
+        guard full else { return lines }
         lines += [""] + functionLines(overall, title: "Top functions by total time, \(scope)", order: \.byTotal, width: width)
         lines += [""] + phaseLines(width: width)
         lines += [""] + initializerLines(width: width)

@@ -21,13 +21,13 @@ extension ProfileAnalysis {
             rootedInLoader = rootedInLoader && inLoader
             let callee = functions[stack[position - 1]]
             if inLoader, !loaderModules.contains(callee.module) {
-                let isInit = ["_dl_init", "call_init"].contains(function.name)
+                let isInit = ["_dl_init", "call_init"].contains(function.baseName)
                     || (rootedInLoader && function.name == function.linkageName && function.name.contains("+0x"))
                 if isInit { found.append(position - 1) }
             }
             if libcModules.contains(function.module), function.name == "__libc_start_main" {
                 var constructor = position - 1
-                while constructor > 0, ["call_init", "__libc_csu_init", "_init"].contains(functions[stack[constructor]].name) {
+                while constructor > 0, ["call_init", "__libc_csu_init", "_init"].contains(functions[stack[constructor]].baseName) {
                     constructor -= 1
                 }
                 let candidate = functions[stack[constructor]]
@@ -85,13 +85,12 @@ extension ProfileAnalysis {
     // MARK: Lazy globals
 
     /// The global a Swift one-time initialization function (`…WZ`) sets up,
-    /// as `Module.global`; nil for any other function.
+    /// as `Module.Type.global` (`Module.global` at the top level), so
+    /// same-named statics of different types stay apart; nil for any other
+    /// function.
     func lazyGlobalName(_ function: Function) -> String? {
-        guard function.linkageName.hasSuffix("WZ"), Demangler.isSwiftMangled(function.linkageName) else { return nil }
-        let prefix = "one-time initialization function for "
-        let global = function.name.hasPrefix(prefix) ? String(function.name.dropFirst(prefix.count)) : function.name
-        guard let module = Self.swiftModuleName(function.linkageName) else { return global }
-        return "\(module).\(global)"
+        guard let global = LazyGlobalName(linkageName: function.linkageName) else { return nil }
+        return "\(global.module).\(global.name)"
     }
 
     /// The runtime's once, which calls a lazy global's initializer on first

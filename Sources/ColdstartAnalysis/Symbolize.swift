@@ -30,12 +30,15 @@ extension Timeline {
         let symbolization = Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples + blockedStacks)
         var root = document
         var section = root["coldstart"] as? [String: Any] ?? [:]
-        section["symbols"] = symbolization.symbols.mapValues { symbol -> [String: Any] in
+        func encoded(_ symbol: Symbol) -> [String: Any] {
             var entry: [String: Any] = ["name": symbol.name]
             if let system = symbol.system { entry["system"] = system }
             if let file = symbol.file { entry["file"] = file }
+            if let line = symbol.line { entry["line"] = line }
+            if let inlined = symbol.inlined { entry["inlined"] = inlined.map(encoded) }
             return entry
         }
+        section["symbols"] = symbolization.symbols.mapValues(encoded)
         section["symbolized"] = true
         root["coldstart"] = section
         let slices = flameChart(symbols: symbolization.symbols)

@@ -31,7 +31,7 @@ package final class Symbolizer {
     package private(set) var framesLookedUp = 0
 
     private enum ModuleFile {
-        case usable(ELFImage)
+        case usable(ELFImage, DWARFModule?)
         case mismatched(fileBuildID: String)
         case unusable(reason: String)
     }
@@ -89,11 +89,19 @@ package final class Symbolizer {
             return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
         }
         switch file(for: frame.module) {
-        case .usable(let image):
+        case .usable(let image, let dwarf):
             let lookup = isReturnAddress && frame.address > 0 ? frame.address - 1 : frame.address
-            if let found = image.symbol(containing: lookup), !found.name.isEmpty {
-                let display = displayName(found.name)
-                return (Timeline.Symbol(name: display, system: display == found.name ? nil : found.name), true)
+            // The symbol table names the function (its plainest alias);
+            // DWARF adds what it inlined there, the source line, and names
+            // the functions the symbol tables lack.
+            let sourceFrames = dwarf?.frames(at: lookup) ?? []
+            let outer = sourceFrames.last { !$0.isInlined }
+            let linkageName = image.symbol(containing: lookup).map(\.name).flatMap { $0.isEmpty ? nil : $0 } ?? outer?.name
+            if let linkageName {
+                var symbol = self.symbol(linkageName, file: outer?.file, line: outer?.line)
+                let inlined = sourceFrames.filter(\.isInlined).map { self.symbol($0.name, file: $0.file, line: $0.line) }
+                if !inlined.isEmpty { symbol.inlined = inlined }
+                return (symbol, true)
             }
         case .mismatched:
             return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules) + " (build-id mismatch)"), false)
@@ -101,6 +109,11 @@ package final class Symbolizer {
             break
         }
         return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
+    }
+
+    private func symbol(_ linkageName: String, file: String?, line: Int?) -> Timeline.Symbol {
+        let display = displayName(linkageName)
+        return Timeline.Symbol(name: display, system: display == linkageName ? nil : linkageName, file: file, line: line)
     }
 
     /// `libfoo.so+0x1a2b` inside a module, `0x7f…` outside every module.
@@ -126,11 +139,14 @@ package final class Symbolizer {
         let entry = modules[module]
         let loaded: ModuleFile
         do {
-            let image = try ELFImage(path: entry.path, debugDirectory: debugDirectory)
+            // libdw finds the debug file (build-id, .gnu_debuglink) for both readers.
+            let dwarf = try? DWARFModule(path: entry.path, debugDirectory: debugDirectory)
+            let image = try ELFImage(path: entry.path, debugFile: dwarf?.separateDebugFile)
             if let expected = entry.buildId?.lowercased(), !expected.isEmpty, image.buildID?.lowercased() != expected {
                 loaded = .mismatched(fileBuildID: image.buildID ?? "none")
             } else {
-                loaded = .usable(image)
+                // DWARF is an addition: a file libdw cannot read still has its symbol tables.
+                loaded = .usable(image, dwarf)
             }
         } catch let error as ELFError {
             loaded = .unusable(reason: error.problem)

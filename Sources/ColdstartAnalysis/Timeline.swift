@@ -215,7 +215,16 @@ package struct Timeline: Sendable {
         package var name: String
         /// Mangled (linkage) name, when it differs.
         package var system: String?
+        /// Source file and line of the address, from DWARF.
         package var file: String?
+        package var line: Int?
+        /// Functions the compiler inlined at this address, innermost first
+        /// (from DWARF); `name` is the function they were inlined into.
+        package var inlined: [Symbol]?
+
+        package init(name: String, system: String? = nil, file: String? = nil, line: Int? = nil, inlined: [Symbol]? = nil) {
+            (self.name, self.system, self.file, self.line, self.inlined) = (name, system, file, line, inlined)
+        }
     }
 }
 

@@ -43,11 +43,13 @@ struct HTMLPage {
         out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         out += "<title>\(e("Launch of \(name): \(ms(launch.totalMs))"))</title>\n<style>\(HTMLAssets.style)</style></head>\n<body>\n"
         header()
+        findingsSection()
         waterfall()
         if let profile = report.profile, let stacks {
             flameSections(profile, stacks)
             functionSections(profile)
         }
+        runtimeCostsSection()
         if let blocked = report.blockedTime { blockedSection(blocked) }
         if !report.marks.isEmpty { marksTable() }
         if !report.spans.isEmpty { spansTable() }
@@ -86,8 +88,8 @@ struct HTMLPage {
                 + "\(profile.selection.samples) samples = \(ms(profile.selection.ms)).</p>\n"
         }
         for warning in report.profile?.warnings ?? [] { out += "<p class=\"warn\">warning: \(e(warning))</p>\n" }
-        out += "<nav>" + [("waterfall", "Waterfall"), ("flamechart", "Flame chart"), ("flamegraph", "Flame graph"),
-                          ("functions", "Functions"), ("initializers", "Initializers"), ("globals", "Lazy globals"),
+        out += "<nav>" + [("findings", "Findings"), ("waterfall", "Waterfall"), ("flamechart", "Flame chart"), ("flamegraph", "Flame graph"),
+                          ("functions", "Functions"), ("runtime", "Runtime costs"), ("initializers", "Initializers"), ("globals", "Lazy globals"),
                           ("threads", "Threads"), ("blocked", "Blocked time"), ("marks", "Marks"), ("spans", "Spans"),
                           ("metadata", "Metadata")]
             .map { "<a href=\"#\($0.0)\">\($0.1)</a>" }.joined(separator: " ") + "</nav></header>\n"

@@ -7,11 +7,14 @@ enum ReportCommand: Command {
     static let name = "report"
     static let summary = "Print where a launch's time went: phases, marks, spans, sampled functions"
     static let help = """
-    Usage: coldstart report FILE [--json | --html OUT] [--min-ms MS] [--min-percent P]
+    Usage: coldstart report FILE [--full | --json | --html OUT] [--min-ms MS] [--min-percent P]
                                  [--top N] [--phase NAME] [--thread NAME|TID] [--tree-depth N]
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
     and prints:
+      - first, the launch in one line and its findings: 3 to 7 costs, most
+        time first, each with its ms, share, where it is, how sure, and what
+        to try (everything after them is the evidence);
       - the phase waterfall: each phase's start and wall time in ms from the
         process start, its share of the launch, CPU ms (user+system of all
         threads) against wall, page faults and context switches;
@@ -23,7 +26,10 @@ enum ReportCommand: Command {
         by self and total time, overall and per phase, with the time each was
         first seen; slow initializers (time in each library's constructors and
         the program's own); slow lazy globals (Swift globals initialised on
-        first use); each thread; a call tree. Sampled times are CPU time of
+        first use); each thread; a call tree; Swift runtime costs by kind
+        (conformance scans, type look-ups, casts, reflection, ARC, …) with
+        the app's frames that led there. Inlined functions (from DWARF) are
+        frames of their own, marked "(inlined)". Sampled times are CPU time of
         the sampling clock, samples × period, each with its sample count.
         Names come from the binaries on this machine, or from the file once
         `coldstart symbolize` has written them in;
@@ -36,7 +42,12 @@ enum ReportCommand: Command {
     Phase and span times are CLOCK_MONOTONIC. On a terminal the report fits its
     width (or COLUMNS) and is coloured, unless NO_COLOR is set.
 
+    Without --full the text is the first look, in at most 100 columns: the
+    findings, the phases, the 5 slowest spans, the top functions by self time.
+
     Options:
+      --full             Print every section below, at the terminal's width
+                         (or unclipped into a file or a pipe).
       --json             Print the same report as JSON (keys: docs/report.md).
       --html OUT         Write the same report as one self-contained page: the
                          waterfall, a flame chart of the main thread in time
@@ -59,6 +70,7 @@ enum ReportCommand: Command {
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let json = arguments.flag("--json")
+        let full = arguments.flag("--full")
         var options = ProfileOptions()
         options.minMs = try arguments.number("--min-ms", in: 0...1e9) ?? options.minMs
         options.minPercent = try arguments.number("--min-percent", in: 0...100) ?? options.minPercent
@@ -93,7 +105,7 @@ enum ReportCommand: Command {
                 throw CommandError(message: "\(path): cannot encode the report as JSON (\(error))")
             }
         } else {
-            output = Data(report.text(style: Terminal.style()).utf8)
+            output = Data(report.text(style: Terminal.style(), full: full).utf8)
         }
         FileHandle.standardOutput.write(output)
         return ExitStatus.success

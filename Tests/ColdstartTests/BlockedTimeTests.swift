@@ -156,6 +156,26 @@ final class BlockedTimeTests: XCTestCase {
         XCTAssertTrue(blocked.watcher.notes.contains { $0.contains("not watched") })
     }
 
+    func testAWatcherThatStartedAfterTheLaunchSaysSoInsteadOfARate() throws {
+        let timeline = try timeline(
+            phases: [("loader", 0, 10_000_000), ("main → ready", 10_000_000, 20_000_000)],
+            segments: [], watchStartNs: 20_000_000)
+        let blocked = try XCTUnwrap(LaunchReport.BlockedTime(timeline))
+        XCTAssertFalse(blocked.watcher.watchedTheLaunch)
+        XCTAssertEqual(blocked.textLines(), [
+            "Main thread: why it was not running — not known: the watcher started after the launch ended "
+                + "(its first look at 20.00 ms, the launch ended at 20.00 ms)",
+        ])
+    }
+
+    func testUnnamedSystemCallsAreNamed() throws {
+        let timeline = try timeline(
+            phases: [("p", 0, 10_000_000)],
+            segments: [[42, 0, 10_000_000, "S", "other", "syscall 298", 0, 0, 0, 0, -1, -1, noArgs]],
+            modules: ["/usr/bin/app", "/lib64/ld-linux-x86-64.so.2"])
+        XCTAssertEqual(try XCTUnwrap(LaunchReport.BlockedTime(timeline)?.phases.first).blocked.map(\.what), ["syscall perf_event_open"])
+    }
+
     func testAWatcherThatStoppedEarlySaysWhyAndLeavesTheRestNotWatched() throws {
         var root = try timeline(
             phases: [("main → ready", 0, 100_000_000)],

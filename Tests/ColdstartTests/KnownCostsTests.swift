@@ -169,7 +169,7 @@ final class KnownCostsTests: XCTestCase {
         XCTAssertEqual(run.report.sampling.threadsMissed, 0)
         XCTAssertEqual(run.report.sampling.unwindFailures, failures)
         XCTAssertEqual(run.report.sampling.maxSamples, 10000)
-        let text = try runProcess(try Products.path("coldstart"), ["report", run.timelinePath]).stdout
+        let text = try runProcess(try Products.path("coldstart"), ["report", "--full", run.timelinePath]).stdout
         XCTAssertTrue(text.contains("  threads: 1 sampled, 0 missed; unwind failures: \(failures)"), text)
         XCTAssertTrue(text.contains("; buffer: 10000 samples\n"), text)
         XCTAssertTrue(text.contains("(\(sampling.dropped) dropped; unwinder libunwind)"), text)

@@ -11,7 +11,7 @@ enum Fixtures {
 
     static func timeline(_ name: String) throws -> Timeline { try Timeline(contentsOf: path(name)) }
 
-    static func report(_ name: String) throws -> LaunchReport { LaunchReport(try timeline(name)) }
+    static func report(_ name: String) throws -> LaunchReport { try LaunchAnalysis(timeline: timeline(name)).report }
 }
 
 /// A small timeline in the file format, for cases no real run produces.
@@ -226,10 +226,11 @@ final class LaunchReportTests: XCTestCase {
         let report = try Fixtures.report("threads.json")
         let data = try report.jsonData()
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
-        XCTAssertEqual(Set(object.keys), ["reportVersion", "launch", "phases", "marks", "spans"])
+        XCTAssertEqual(Set(object.keys), ["reportVersion", "launch", "findings", "phases", "marks", "spans"])
         XCTAssertEqual(object["reportVersion"] as? Int, 1)
         let decoded = try JSONDecoder().decode(LaunchReport.self, from: data)
         XCTAssertEqual(decoded.phases.map(\.durationMs), report.phases.map(\.durationMs))
+        XCTAssertEqual(decoded.findings, report.findings, "findings round-trip, certainty as its text")
         XCTAssertEqual(decoded.launch.completion, report.launch.completion)
         XCTAssertEqual(try decoded.jsonData(), data, "encoding is deterministic")
     }
@@ -317,11 +318,11 @@ final class ReportCommandTests: XCTestCase {
             XCTAssertTrue(result.stdout.contains("Start time: "), name)
             XCTAssertTrue(result.stdout.contains("Launch: "), name)
         }
-        let ready = try coldstart(["report", Fixtures.path("ready.json")]).stdout
+        let ready = try coldstart(["report", "--full", Fixtures.path("ready.json")]).stdout
         XCTAssertTrue(ready.contains("ready"))
         XCTAssertTrue(ready.contains("Launch: completed at ready()"))
         XCTAssertTrue(ready.contains("first request served"))
-        let signalled = try coldstart(["report", Fixtures.path("sigterm.json")]).stdout
+        let signalled = try coldstart(["report", "--full", Fixtures.path("sigterm.json")]).stdout
         XCTAssertTrue(signalled.contains("Launch: NOT completed: abandoned by SIGTERM"))
     }
 
@@ -382,7 +383,7 @@ final class ReportCommandTests: XCTestCase {
     func testHelpDescribesTheCommand() throws {
         let help = try coldstart(["report", "--help"])
         XCTAssertEqual(help.status, 0)
-        XCTAssertTrue(help.stdout.hasPrefix("Usage: coldstart report FILE [--json | --html OUT]"))
+        XCTAssertTrue(help.stdout.hasPrefix("Usage: coldstart report FILE [--full | --json | --html OUT]"))
         let overview = try coldstart(["--help"])
         XCTAssertEqual(overview.status, 0)
         XCTAssertTrue(overview.stdout.contains("report"))

@@ -67,7 +67,7 @@ final class TextStyleTests: XCTestCase {
         XCTAssertTrue(terminal.contains("\u{1B}[1m"), "a terminal gets colour")
         let noColor = try onTerminal(["report", path], environment: ["COLUMNS": "120", "NO_COLOR": "1", "TERM": "xterm"])
         XCTAssertFalse(noColor.contains("\u{1B}["), "NO_COLOR is honoured")
-        let piped = try runProcess(try Products.path("coldstart"), ["report", path], environment: ["TERM": "xterm", "NO_COLOR": nil])
+        let piped = try runProcess(try Products.path("coldstart"), ["report", "--full", path], environment: ["TERM": "xterm", "NO_COLOR": nil])
         XCTAssertFalse(piped.stdout.contains("\u{1B}["), "a pipe gets no colour")
         XCTAssertTrue(piped.stdout.contains("ColdstartTests.knownProfileHashIndex() -> Array<UInt64>"), "a pipe gets whole names")
         let narrow = try runProcess(try Products.path("coldstart"), ["report", path], environment: ["COLUMNS": "100"])

@@ -1,0 +1,278 @@
+import Foundation
+
+/// A cost a developer can act on: what it is, how long it took, where it
+/// is, how sure the figure is, and what to try. A report opens with the
+/// launch's findings, most milliseconds first.
+package struct Finding: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable, CaseIterable {
+        case slowFunction = "slow-function"
+        case slowLazyGlobal = "slow-lazy-global"
+        case slowInitializer = "slow-initializer"
+        case blockingWait = "blocking-wait"
+        case loader
+        case pageFaults = "page-faults"
+        case runtimeCost = "runtime-cost"
+        case profilerCost = "profiler-cost"
+    }
+
+    /// How the figure was obtained.
+    package enum Certainty: Codable, Sendable, Equatable {
+        /// Counted from CPU samples: known to about ± one sample.
+        case samples(Int)
+        /// Timed exactly (spans, phase boundaries, the loader's statistics).
+        case exact
+        /// Derived from counters (page faults × a measured cost each).
+        case estimate
+        /// Seen by the off-CPU watcher's looks at the thread.
+        case watched
+
+        package var text: String {
+            switch self {
+            case .samples(let count): "\(count) sample\(count == 1 ? "" : "s")"
+            case .exact: "exact"
+            case .estimate: "estimate"
+            case .watched: "watched"
+            }
+        }
+
+        // In JSON, the text a person reads: "232 samples", "exact".
+        package init(from decoder: Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            switch text {
+            case "exact": self = .exact
+            case "estimate": self = .estimate
+            case "watched": self = .watched
+            default:
+                guard let count = text.split(separator: " ").first.flatMap({ Int($0) }) else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "certainty '\(text)'"))
+                }
+                self = .samples(count)
+            }
+        }
+
+        package func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        }
+    }
+
+    package var kind: Kind
+    /// What it is, in a few words: `slow lazy global ServiceStartup.routingTable`.
+    package var title: String
+    package var ms: Double
+    /// Of the launch's wall time.
+    package var percent: Double
+    /// Where: function, library, global, file, phase.
+    package var location: String
+    package var certainty: Certainty
+    /// One line, grounded in what was measured.
+    package var advice: String
+}
+
+/// What findings are made from: figures the analysis already has, in plain
+/// values, so the ranking is tested without a timeline.
+package struct FindingInputs: Sendable {
+    /// Process start to the launch's end (`ready()` or exit), wall ms.
+    package var launchMs: Double
+
+    /// A function or a lazy global: a named cost in a module.
+    package struct NamedCost: Sendable {
+        /// A function's display name, or a global's `Type.global`.
+        package var name: String
+        package var module: String
+        package var ms: Double
+        package var samples: Int
+        package var phase: String?
+        package init(name: String, module: String, ms: Double, samples: Int, phase: String? = nil) {
+            (self.name, self.module, self.ms, self.samples, self.phase) = (name, module, ms, samples, phase)
+        }
+    }
+
+    package struct Initializer: Sendable {
+        package var module: String
+        /// The program's own preinit functions and constructors.
+        package var isExecutable: Bool
+        package var ms: Double
+        package var samples: Int
+        /// The constructor with most samples.
+        package var function: String?
+        package init(module: String, isExecutable: Bool, ms: Double, samples: Int, function: String? = nil) {
+            (self.module, self.isExecutable, self.ms, self.samples, self.function) = (module, isExecutable, ms, samples, function)
+        }
+    }
+
+    package struct BlockingWait: Sendable {
+        /// What the thread waited in: `read`, `futex`, `nanosleep`, `page fault`.
+        package var cause: String
+        /// On what: a file, a lock, the caller's function.
+        package var what: String
+        package var ms: Double
+        package var phase: String?
+        package init(cause: String, what: String, ms: Double, phase: String? = nil) {
+            (self.cause, self.what, self.ms, self.phase) = (cause, what, ms, phase)
+        }
+    }
+
+    package struct Loader: Sendable {
+        /// Process start to the first user code (the loader phase).
+        package var ms: Double
+        package var libraryCount: Int
+        /// Relocations processed, when known (`LD_DEBUG=statistics`).
+        package var relocations: Int?
+        /// libswiftCore.so was loaded: the Swift runtime is linked dynamically.
+        package var swiftRuntimeIsShared: Bool
+        package var usesFoundation: Bool
+        package init(ms: Double, libraryCount: Int, relocations: Int? = nil, swiftRuntimeIsShared: Bool, usesFoundation: Bool) {
+            (self.ms, self.libraryCount, self.relocations, self.swiftRuntimeIsShared, self.usesFoundation) =
+                (ms, libraryCount, relocations, swiftRuntimeIsShared, usesFoundation)
+        }
+    }
+
+    package struct PageFaults: Sendable {
+        package var minor: UInt64
+        package var major: UInt64
+        /// Time the faults took, when measured (the watcher's page-fault
+        /// waits, kernel samples) or estimated.
+        package var ms: Double
+        package var certainty: Finding.Certainty
+        package init(minor: UInt64, major: UInt64, ms: Double, certainty: Finding.Certainty) {
+            (self.minor, self.major, self.ms, self.certainty) = (minor, major, ms, certainty)
+        }
+    }
+
+    package struct ProfilerCost: Sendable {
+        /// Coldstart's set-up phase, exact.
+        package var setupMs: Double
+        /// CPU time its sampling took (signal handlers, watcher), measured.
+        package var samplingMs: Double
+        package init(setupMs: Double, samplingMs: Double) {
+            (self.setupMs, self.samplingMs) = (setupMs, samplingMs)
+        }
+    }
+
+    /// Time on the critical path (the thread that reaches `ready()`) with
+    /// the function on the stack, outside every lazy global and initializer
+    /// (those have findings of their own).
+    package var functions: [NamedCost] = []
+    package var lazyGlobals: [NamedCost] = []
+    package var initializers: [Initializer] = []
+    package var blockingWaits: [BlockingWait] = []
+    package var loader: Loader?
+    package var pageFaults: PageFaults?
+    package var runtimeCosts: RuntimeCostSummary?
+    package var profilerCost: ProfilerCost?
+
+    package init(launchMs: Double) {
+        self.launchMs = launchMs
+    }
+}
+
+extension Finding {
+    /// At most this many findings lead a report.
+    package static let limit = 7
+
+    /// At least this many when there are candidates of any size.
+    package static let minimum = 3
+
+    /// The launch's findings, most milliseconds first: every candidate of
+    /// at least `floorPercent` of the launch (and 0.5 ms), at most `limit`;
+    /// fewer than `minimum` are topped up with the next largest of at least
+    /// 0.5 % and 0.1 ms.
+    /// Runtime work already inside a reported lazy global, and the loader's
+    /// own kinds, are not counted twice.
+    package static func ranked(_ inputs: FindingInputs, floorPercent: Double = 1) -> [Finding] {
+        let launch = max(inputs.launchMs, 1e-9)
+        func percent(_ ms: Double) -> Double { ms * 100 / launch }
+        var candidates: [Finding] = []
+
+        if let loader = inputs.loader {
+            candidates.append(Finding(
+                kind: .loader, title: "dynamic loading before any code runs", ms: loader.ms, percent: percent(loader.ms),
+                location: "\(loader.libraryCount) shared librar\(loader.libraryCount == 1 ? "y" : "ies")"
+                    + (loader.relocations.map { ", \($0) relocations" } ?? ""),
+                certainty: .exact, advice: loaderAdvice(loader)))
+        }
+        for global in inputs.lazyGlobals {
+            candidates.append(Finding(
+                kind: .slowLazyGlobal, title: "slow lazy global \(global.name)", ms: global.ms, percent: percent(global.ms),
+                location: "module \(global.module)" + (global.phase.map { ", phase '\($0)'" } ?? ""),
+                certainty: .samples(global.samples),
+                advice: "its initializer ran on first use, on the critical path; make it cheaper, or touch it after ready()"))
+        }
+        for initializer in inputs.initializers {
+            let title = initializer.isExecutable ? "the program's own constructors" : "slow library initializer \(initializer.module)"
+            candidates.append(Finding(
+                kind: .slowInitializer, title: title, ms: initializer.ms, percent: percent(initializer.ms),
+                location: initializer.function ?? initializer.module, certainty: .samples(initializer.samples),
+                advice: initializer.isExecutable
+                    ? "runs before main on every launch; move the work to first use"
+                    : "runs before main whether the app uses the library or not; load it later (dlopen) or drop it"))
+        }
+        for function in inputs.functions {
+            candidates.append(Finding(
+                kind: .slowFunction, title: "slow function \(function.name)", ms: function.ms, percent: percent(function.ms),
+                location: "module \(function.module)" + (function.phase.map { ", phase '\($0)'" } ?? ""),
+                certainty: .samples(function.samples),
+                advice: "on the critical path to ready(); defer it, run it concurrently, or make it cheaper"))
+        }
+        for wait in inputs.blockingWaits {
+            candidates.append(Finding(
+                kind: .blockingWait, title: "blocked in \(wait.cause) on the critical path", ms: wait.ms, percent: percent(wait.ms),
+                location: wait.what + (wait.phase.map { ", phase '\($0)'" } ?? ""), certainty: .watched,
+                advice: blockingAdvice(cause: wait.cause)))
+        }
+        if let faults = inputs.pageFaults {
+            candidates.append(Finding(
+                kind: .pageFaults, title: "page faults", ms: faults.ms, percent: percent(faults.ms),
+                location: "\(faults.minor) minor, \(faults.major) major", certainty: faults.certainty,
+                advice: faults.major > 0
+                    ? "major faults read pages from disk: a cold cache; fewer or smaller libraries, or read files sequentially"
+                    : "each first touch of a page costs a fault; allocate and touch less memory before ready()"))
+        }
+        if let costs = inputs.runtimeCosts {
+            let counted: Set<RuntimeCostKind> = [.lazyGlobal, .loader, .kernel]
+            for row in costs.rows where !counted.contains(row.kind) {
+                let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2).map(\.function)
+                candidates.append(Finding(
+                    kind: .runtimeCost, title: row.kind.title.prefix(1).lowercased() + row.kind.title.dropFirst(),
+                    ms: row.ms, percent: percent(row.ms),
+                    location: callers.isEmpty ? "no frame of the app above it" : "called from " + callers.joined(separator: "; "),
+                    certainty: .samples(row.samples), advice: row.kind.advice))
+            }
+        }
+        if let cost = inputs.profilerCost {
+            let ms = cost.setupMs + cost.samplingMs
+            candidates.append(Finding(
+                kind: .profilerCost, title: "Coldstart's own cost", ms: ms, percent: percent(ms),
+                location: String(format: "set-up %.1f ms, sampling %.1f ms CPU", cost.setupMs, cost.samplingMs), certainty: .exact,
+                advice: "subtract it from the launch; a lower COLDSTART_HZ costs less"))
+        }
+        let sorted = candidates.sorted { ($0.ms, $1.title) > ($1.ms, $0.title) }
+        let kept = sorted.filter { $0.ms >= 0.5 && $0.percent >= floorPercent }
+        if kept.count >= minimum { return Array(kept.prefix(limit)) }
+        return Array(sorted.filter { $0.ms >= 0.1 && $0.percent >= 0.5 }.prefix(minimum))
+    }
+
+    private static func loaderAdvice(_ loader: FindingInputs.Loader) -> String {
+        if loader.swiftRuntimeIsShared {
+            // Measured: a Foundation "hello" started in ~3 ms with
+            // -static-stdlib, ~13 ms without (docs/performance.md).
+            return "the Swift runtime\(loader.usesFoundation ? " and Foundation" : "") are shared libraries; "
+                + "-static-stdlib removes most of this (a Foundation hello: ~13 → ~3 ms)"
+        }
+        return "the loader maps and relocates each library before main; link fewer libraries"
+    }
+
+    private static func blockingAdvice(cause: String) -> String {
+        switch cause {
+        case "futex", "lock", "pthread_mutex_lock", "pthread_cond_wait":
+            "the thread waited for a lock or another thread; find who holds it, or do not wait before ready()"
+        case "nanosleep", "clock_nanosleep", "sleep", "usleep":
+            "the thread slept; remove the sleep or move it off the critical path"
+        case "page fault":
+            "the thread waited for a page from disk: a cold cache"
+        default:
+            "the thread waited for I/O; read less, read in the background, or after ready()"
+        }
+    }
+}

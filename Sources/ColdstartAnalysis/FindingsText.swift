@@ -1,0 +1,77 @@
+import Foundation
+
+extension Finding {
+    /// The width the findings are laid out for when the output has none (a
+    /// file, a pipe): they lead the report and should read in a 100-column
+    /// terminal as they do in a file.
+    package static let defaultWidth = 100
+
+    /// The findings for a terminal, three lines each: rank, what, ms, share
+    /// of the launch and how sure; where; what to try (wrapped). Nothing is
+    /// wider than `width` (default `defaultWidth`).
+    package static func lines(_ findings: [Finding], width: Int? = nil) -> [String] {
+        let width = max(min(width ?? defaultWidth, defaultWidth), 40)
+        guard !findings.isEmpty else { return ["Findings: nothing above 1% of the launch"] }
+        var lines = ["Findings (most time first; % of the launch's wall time):"]
+        for (index, finding) in findings.enumerated() {
+            // Fixed columns: the figures line up whatever the certainty says.
+            let figures = String(format: "%8.1f ms %4.0f%%  ", finding.ms, finding.percent)
+                + finding.certainty.text.padding(toLength: 12, withPad: " ", startingAt: 0)
+            let rank = "\(index + 1). ".leftPadded(to: 4)
+            let titleRoom = max(width - rank.count - figures.count - 1, 10)
+            let title = clipped(finding.title, to: titleRoom).padding(toLength: titleRoom, withPad: " ", startingAt: 0)
+            lines.append(String((rank + title + " " + figures).reversed().drop { $0 == " " }.reversed()))
+            lines.append("    " + clipped(finding.location, to: width - 4))
+            lines += wrapped("→ " + finding.advice, width: width - 4, continuation: "  ").map { "    " + $0 }
+        }
+        return lines
+    }
+
+    /// `text` shortened to `limit` characters, ending in "…" when cut.
+    static func clipped(_ text: String, to limit: Int) -> String {
+        text.count <= limit ? text : String(text.prefix(max(limit - 1, 0))) + "…"
+    }
+
+    /// Words of `text` in lines of at most `width` (a longer word is clipped).
+    static func wrapped(_ text: String, width: Int, continuation: String) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            let candidate = line.isEmpty ? String(word) : line + " " + word
+            if candidate.count <= width || line.isEmpty {
+                line = clipped(candidate, to: width)
+            } else {
+                lines.append(line)
+                line = clipped(continuation + word, to: width)
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
+}
+
+private extension String {
+    func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: " ", count: length - count) + self
+    }
+}
+
+extension RuntimeCostSummary {
+    /// The runtime-costs section: one row per kind (ms, share of the
+    /// critical path's samples, samples), the app frames that led there,
+    /// and what to try.
+    package func lines(width: Int?) -> [String] {
+        let width = max(min(width ?? Finding.defaultWidth, Finding.defaultWidth), 40)
+        var lines = ["Swift runtime costs by kind (main thread's samples until the launch's end; \(totalSamples) samples):"]
+        for row in rows {
+            let figures = String(format: "%8.1f ms %5.1f%%  %d samples", row.ms, row.percent, row.samples)
+            let room = max(width - 2 - figures.count - 1, 10)
+            lines.append("  " + Finding.clipped(row.kind.title, to: room).padding(toLength: room, withPad: " ", startingAt: 0) + " " + figures)
+            for caller in row.callers.prefix(3) {
+                lines.append("      " + Finding.clipped("\(caller.samples) from \(caller.function)", to: width - 6))
+            }
+            lines += Finding.wrapped("→ " + row.kind.advice, width: width - 6, continuation: "  ").map { "      " + $0 }
+        }
+        return lines
+    }
+}

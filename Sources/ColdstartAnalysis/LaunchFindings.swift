@@ -1,0 +1,118 @@
+import Foundation
+
+extension ProfileAnalysis {
+    /// The samples of the critical path: the thread that reaches `ready()`
+    /// (the main thread), up to the launch's end.
+    func criticalPathSamples() -> [Int] {
+        let main = timeline.process.pid
+        return stacks.indices.filter { stacks[$0].tid == main && stacks[$0].phase < timeline.phases.count }
+    }
+
+    /// A stack as the runtime-cost table reads it.
+    func namedFrames(_ index: Int) -> [NamedFrame] {
+        stacks[index].functions.map { id in
+            let function = functions[id]
+            return NamedFrame(
+                function: Self.shortName(function.name), linkageName: function.linkageName == function.name ? nil : function.linkageName,
+                module: moduleName(function.module))
+        }
+    }
+
+    /// Runtime costs by kind over `indices`.
+    func runtimeCosts(_ indices: [Int]) -> RuntimeCostSummary {
+        let app = Set(executableModules.map(moduleName))
+        return RuntimeCostSummary(stacks: indices.map(namedFrames), nsPerSample: nsPerSample, isAppModule: { app.contains($0) })
+    }
+
+    /// The app's own functions that cost most on the critical path, by
+    /// total time, leaving out the samples other findings explain (a lazy
+    /// global's or an initializer's, runtime work of a kind in the table),
+    /// closures and thunks, and the frames nearly every sample passes
+    /// through (`main`, a wrapper such as `Coldstart.span`): those name no
+    /// place to act on.
+    func slowFunctions(_ indices: [Int], limit: Int) -> [FindingInputs.NamedCost] {
+        var cache: [RuntimeCostClassifier.FrameKey: Int] = [:]
+        let globals = functions.map { lazyGlobalName($0) != nil }
+        let own = indices.filter { index in
+            let stack = stacks[index].functions
+            return !stack.contains { globals[$0] } && initializerFrames(stack).isEmpty
+                && RuntimeCostClassifier.classify(namedFrames(index), cache: &cache) == nil
+        }
+        guard !own.isEmpty else { return [] }
+        var totals: [Int: Int] = [:]
+        var firstPhase: [Int: Int] = [:]
+        for index in own {
+            for id in Set(stacks[index].functions) where executableModules.contains(functions[id].module) {
+                totals[id, default: 0] += 1
+                if firstPhase[id] == nil { firstPhase[id] = stacks[index].phase }
+            }
+        }
+        let everywhere = Double(own.count) * 0.9
+        let candidates = totals.filter { id, count in
+            let name = functions[id].name
+            return Double(count) < everywhere && !Self.isPlumbing(name)
+        }.sorted { ($0.value, functions[$1.key].name) > ($1.value, functions[$0.key].name) }
+        return candidates.prefix(limit).map { id, count in
+            let phase = firstPhase[id].map { phaseNames[$0] }
+            return .init(name: Self.shortName(functions[id].name), module: moduleName(functions[id].module), ms: ms(count),
+                         samples: count, phase: phase)
+        }
+    }
+
+    /// A function's name as a finding's title shows it: without the
+    /// optimiser's specialisation prefixes or `static`.
+    static func shortName(_ name: String) -> String {
+        var name = name
+        for prefix in ["function signature specialization ", "generic specialization "] where name.hasPrefix(prefix) {
+            if let of = name.range(of: "> of ") { name = String(name[of.upperBound...]) }
+        }
+        if name.hasPrefix("static ") { name.removeFirst("static ".count) }
+        return name
+    }
+
+    /// Frames that are no place to act on: entry points, closures, thunks,
+    /// and frames left unnamed (`module+0x…`: every address its own row).
+    static func isPlumbing(_ name: String) -> Bool {
+        name.contains("+0x") || name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
+            || name.hasPrefix("closure #") || name.hasPrefix("implicit closure #") || name.contains("thunk")
+            || name.hasPrefix("partial apply") || name.hasPrefix("__libc_")
+    }
+}
+
+extension FindingInputs {
+    /// The findings' inputs from one analysed launch: the report's figures,
+    /// and for a sampled launch the critical path's functions and runtime costs.
+    init(report: LaunchReport, timeline: Timeline, analysis: ProfileAnalysis?) {
+        self.init(launchMs: report.launch.totalMs)
+        let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
+        if let phase = report.phases.first(where: { $0.kind == "loader" }) {
+            loader = Loader(
+                ms: phase.durationMs,
+                libraryCount: modules.filter { $0.contains(".so") && !$0.hasPrefix("ld-linux") && !$0.hasPrefix("linux-vdso") }.count,
+                swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
+                usesFoundation: modules.contains { $0.hasPrefix("libFoundation") })
+        }
+        if let profile = report.profile {
+            lazyGlobals = profile.lazyGlobals.map {
+                NamedCost(name: $0.name, module: $0.name.split(separator: ".").first.map(String.init) ?? "", ms: $0.ms,
+                          samples: $0.samples, phase: $0.phases.first)
+            }
+            initializers = profile.initializers.libraries.map {
+                Initializer(module: $0.module, isExecutable: $0.isExecutable, ms: $0.ms, samples: $0.samples, function: $0.constructors.first?.name)
+            }
+        }
+        if let analysis {
+            let critical = analysis.criticalPathSamples()
+            functions = analysis.slowFunctions(critical, limit: Finding.limit)
+            runtimeCosts = analysis.runtimeCosts(critical)
+        }
+        if let blocked = report.blockedTime {
+            blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" }.map {
+                BlockingWait(cause: $0.cause, what: $0.what, ms: $0.ms)
+            }
+        }
+        let setup = report.launch.profilerSetupMs ?? 0
+        let sampling = (timeline.sampling?.coldstartCpuNs).map { Double($0) / 1e6 } ?? 0
+        if setup + sampling > 0 { profilerCost = ProfilerCost(setupMs: setup, samplingMs: sampling) }
+    }
+}

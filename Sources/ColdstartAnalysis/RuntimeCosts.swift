@@ -1,0 +1,298 @@
+import Foundation
+
+/// One frame of a symbolized stack, as the runtime-cost table matches it.
+package struct NamedFrame: Equatable, Sendable {
+    /// The name a report shows (demangled, shortened).
+    package var function: String
+    /// The linkage name when it differs (`$s…`, `_Z…`); perf prints these.
+    package var linkageName: String?
+    /// The file name of the module (`libswiftCore.so`, `[kernel.kallsyms]`).
+    package var module: String
+
+    package init(function: String, linkageName: String? = nil, module: String) {
+        self.function = function
+        self.linkageName = linkageName
+        self.module = module
+    }
+}
+
+/// What the Swift runtime, the loader or the kernel was doing in a sample,
+/// grouped by what a developer would change about it.
+package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
+    case lazyBinding = "lazy-binding"
+    case loader
+    case conformanceScan = "conformance-scan"
+    case metadataLookup = "metadata-lookup"
+    case dynamicCast = "dynamic-cast"
+    case reflection
+    case foundationInit = "foundation-init"
+    case arcAndAllocation = "arc-allocation"
+    case lazyGlobal = "lazy-global"
+    case kernel
+
+    package var title: String {
+        switch self {
+        case .lazyBinding: "Loader: lazy symbol binding after main"
+        case .loader: "Loader: loading and relocating libraries"
+        case .conformanceScan: "Protocol-conformance scans"
+        case .metadataLookup: "Type metadata and type-by-name look-ups"
+        case .dynamicCast: "Dynamic casts (as?, as!, is)"
+        case .reflection: "Reflection (Mirror, String(describing:))"
+        case .foundationInit: "Foundation and ICU initialisation"
+        case .arcAndAllocation: "ARC and allocation"
+        case .lazyGlobal: "Lazy global initialisation (swift_once)"
+        case .kernel: "Kernel (system calls, page faults)"
+        }
+    }
+
+    /// What to try, in one line; the report puts the measured figures and
+    /// the app frames in front of it.
+    package var advice: String {
+        switch self {
+        case .lazyBinding:
+            "first calls into shared libraries resolve symbols on demand; fewer libraries or static linking (-static-stdlib) remove it"
+        case .loader:
+            "the loader maps and relocates every library before any code runs; link fewer libraries, or the Swift runtime statically (-static-stdlib)"
+        case .conformanceScan:
+            "each first `as? Protocol`, `is`, generic requirement or `String(describing:)` on a type scans every conformance record; test concrete types, or cache the result"
+        case .metadataLookup:
+            "types built from mangled names or generic arguments at first use; fewer generic instantiations on the start-up path, or specialise them (@inlinable, concrete types)"
+        case .dynamicCast:
+            "casts that cannot be decided at compile time; cast to a concrete type or keep the static type"
+        case .reflection:
+            "Mirror walks a value's fields through metadata; avoid `String(describing:)`, `print(value)` or `dump` of non-CustomStringConvertible values at start-up"
+        case .foundationInit:
+            "Foundation's and ICU's one-time set-up (locales, calendars, collation); defer formatters and locale-dependent work until after ready"
+        case .arcAndAllocation:
+            "retain/release and heap allocation; fewer class instances and copies on the start-up path, or reserve capacity"
+        case .lazyGlobal:
+            "a global's initializer ran on first use; make it cheaper, or move its first use off the critical path"
+        case .kernel:
+            "time in the kernel on the program's behalf: system calls and page faults (touching new memory and file pages)"
+        }
+    }
+}
+
+/// How one table entry recognises a frame.
+package enum FramePattern: Sendable {
+    /// The function's display or linkage name is exactly this.
+    case name(String)
+    /// The function's display or linkage name starts with this.
+    case prefix(String)
+    /// The display or linkage name contains this.
+    case contains(String)
+    /// The linkage name ends with this (Swift mangling suffixes: `WZ`).
+    case linkageSuffix(String)
+    /// The module's file name starts with this.
+    case module(String)
+
+    func matches(_ frame: NamedFrame) -> Bool {
+        switch self {
+        case .name(let text):
+            frame.function == text || frame.linkageName == text
+        case .prefix(let text):
+            frame.function.hasPrefix(text) || frame.linkageName?.hasPrefix(text) == true
+        case .contains(let text):
+            frame.function.contains(text) || frame.linkageName?.contains(text) == true
+        case .linkageSuffix(let text):
+            (frame.linkageName ?? frame.function).hasPrefix("$s") && (frame.linkageName ?? frame.function).hasSuffix(text)
+        case .module(let text):
+            frame.module.hasPrefix(text)
+        }
+    }
+}
+
+/// One row of the table.
+package struct RuntimeCostRule: Sendable {
+    package var kind: RuntimeCostKind
+    package var patterns: [FramePattern]
+    /// Matches only the sampled frame itself (the loader's own code, which
+    /// also sits at the root of every stack through `_dl_init`).
+    package var leafOnly = false
+    /// The frame that names the cost is the innermost match (a global's own
+    /// initializer, inside `swift_once`), not the outermost (the runtime
+    /// entry point the app called).
+    package var innermostNamesIt = false
+}
+
+/// Classifies a sample's stack by the table `rules`: the sample is the
+/// kind of the first rule in the table that matches any of its frames.
+///
+/// The order is a precedence, most specific cost first: a conformance scan
+/// under a type-by-name look-up, or under `Mirror`, counts as a scan; an
+/// allocation under `Mirror` counts as reflection; a page fault under any
+/// of them counts as that; a global's initializer (which runs the app's own
+/// code) only when nothing else matched inside it.
+package enum RuntimeCostClassifier {
+    /// The table, in precedence order (see the type's comment).
+    package static let rules: [RuntimeCostRule] = [
+        RuntimeCostRule(kind: .lazyBinding, patterns: [.prefix("_dl_runtime_resolve"), .prefix("_dl_fixup"), .prefix("_dl_profile_fixup")]),
+        RuntimeCostRule(kind: .loader, patterns: [
+            // Not `_dl_start_user`: it calls the constructors.
+            .name("_dl_start"), .name("_dl_start_final"), .prefix("_dl_sysdep_start"), .prefix("dl_main"), .prefix("_dl_relocate_object"),
+            .prefix("_dl_map_object"), .prefix("dlopen"), .prefix("_dl_open"), .prefix("dl_open_worker"),
+        ]),
+        RuntimeCostRule(kind: .conformanceScan, patterns: [
+            .prefix("swift_conformsToProtocol"), .contains("swift::_conformsToProtocol"), .contains("swift::_checkGenericRequirements"),
+            .contains("ConformanceState"), .contains("searchInConformanceCache"), .contains("_registerProtocolConformances"),
+        ]),
+        RuntimeCostRule(kind: .metadataLookup, patterns: [
+            .prefix("swift_getTypeByMangledName"), .contains("swift::_getTypeByMangledName"), .prefix("swift_getTypeByMangledNode"),
+            .prefix("swift_instantiateConcreteTypeFromMangledName"), .prefix("__swift_instantiateConcreteTypeFromMangledName"),
+            .contains("swift_getGenericMetadata"), .contains("swift_instantiateGenericMetadata"),
+            .contains("swift_instantiateCanonicalPrespecializedGenericMetadata"), .prefix("swift_getCanonicalSpecializedMetadata"), .prefix("swift_checkMetadataState"),
+            .prefix("swift_getTupleTypeMetadata"), .prefix("swift_getFunctionTypeMetadata"), .prefix("swift_getExistentialTypeMetadata"),
+            .prefix("swift_initClassMetadata"), .prefix("swift_initStructMetadata"), .prefix("swift_initEnumMetadata"),
+            .prefix("swift_allocateGenericClassMetadata"), .prefix("swift_allocateGenericValueMetadata"),
+            .prefix("swift_getWitnessTable"), .prefix("swift_getAssociatedTypeWitness"), .prefix("swift_getAssociatedConformanceWitness"),
+            .prefix("swift_getForeignTypeMetadata"), .prefix("swift_getTypeName"), .prefix("swift_getMangledTypeName"),
+            .contains("swift::TypeDecoder"), .contains("swift::Demangle::"),
+        ]),
+        RuntimeCostRule(kind: .dynamicCast, patterns: [
+            .prefix("swift_dynamicCast"), .contains("swift::tryCast"), .prefix("tryCast"),
+            // Emitted into the app by the compiler for `as? any P`.
+            .prefix("dynamic_cast_existential"),
+        ]),
+        RuntimeCostRule(kind: .reflection, patterns: [
+            .prefix("swift_reflectionMirror"), .prefix("Mirror."), .prefix("Mirror("), .prefix("$ss6MirrorV"),
+            .prefix("_adHocPrint_unlocked"), .prefix("$sSS10describing"), .prefix("String.init<A>(describing:"), .prefix("$ss20_adHocPrint_unlocked"), .prefix("dump<"), .prefix("$ss4dump"),
+        ]),
+        RuntimeCostRule(kind: .foundationInit, patterns: [
+            .module("lib_FoundationICU"), .module("libicu"), .prefix("__CFInitialize"), .prefix("__CFStringInitialize"),
+        ]),
+        RuntimeCostRule(kind: .arcAndAllocation, patterns: [
+            .prefix("swift_retain"), .prefix("swift_release"), .prefix("swift_bridgeObjectRetain"), .prefix("swift_bridgeObjectRelease"),
+            .prefix("swift_unknownObjectRetain"), .prefix("swift_unknownObjectRelease"), .prefix("_swift_release_dealloc"),
+            .prefix("swift_allocObject"), .prefix("swift_deallocObject"), .prefix("swift_deallocClassInstance"),
+            .prefix("swift_allocBox"), .prefix("swift_slowAlloc"), .prefix("swift_slowDealloc"), .prefix("swift_arrayInitWithCopy"),
+            .prefix("swift_arrayDestroy"), .name("malloc"), .name("free"), .name("calloc"), .name("realloc"),
+            .prefix("_int_malloc"), .prefix("_int_free"), .prefix("_int_realloc"), .name("malloc_consolidate"),
+            .contains("__libc_malloc"), .contains("__libc_free"), .contains("__libc_calloc"), .contains("__libc_realloc"), .name("cfree"),
+            .prefix("operator new"), .prefix("operator delete"), .prefix("_Znwm"), .prefix("_ZdlPv"),
+        ]),
+        // The loader's other work (TLS look-ups, `_dl_init` calling a
+        // constructor) when nothing above matched.
+        RuntimeCostRule(kind: .loader, patterns: [.module("ld-linux"), .module("ld.so"), .module("ld64.so")], leafOnly: true),
+        RuntimeCostRule(kind: .kernel, patterns: [.module("[kernel"), .prefix("entry_SYSCALL"), .prefix("asm_exc_page_fault")]),
+        RuntimeCostRule(kind: .lazyGlobal, patterns: [
+            // Not the runtime's own `once_slow`: libraries use it for their
+            // internal one-time set-up too.
+            .prefix("swift_once"), .prefix("one-time initialization function for "), .linkageSuffix("WZ"),
+        ], innermostNamesIt: true),
+    ]
+
+    /// A classified stack: the kind and the index (leaf first) of the frame
+    /// that decided it.
+    package struct Match: Equatable, Sendable {
+        package var kind: RuntimeCostKind
+        package var depth: Int
+    }
+
+    /// The kind of a stack (leaf first), or nil when it is the app's own
+    /// work (or a library's, outside every rule).
+    package static func classify(_ stack: [NamedFrame]) -> Match? {
+        var cache: [FrameKey: Int] = [:]
+        return classify(stack, cache: &cache)
+    }
+
+    /// A frame as far as the table cares: the same key, the same rule.
+    struct FrameKey: Hashable {
+        var function: String
+        var linkageName: String?
+        var module: String
+        var isLeaf: Bool
+    }
+
+    /// `classify`, remembering each distinct frame's rule in `cache` (a
+    /// launch has many samples but few distinct frames).
+    static func classify(_ stack: [NamedFrame], cache: inout [FrameKey: Int]) -> Match? {
+        var best = rules.count
+        var depthOfBest = 0
+        for depth in stack.indices {
+            let frame = stack[depth]
+            let key = FrameKey(function: frame.function, linkageName: frame.linkageName, module: frame.module, isLeaf: depth == 0)
+            let rule: Int
+            if let cached = cache[key] {
+                rule = cached
+            } else {
+                rule = rules.firstIndex { ($0.leafOnly ? depth == 0 : true) && $0.patterns.contains { $0.matches(frame) } } ?? rules.count
+                cache[key] = rule
+            }
+            // Leaf first: the last match kept is the outermost, unless the
+            // rule is named by its innermost frame.
+            if rule < best || (rule == best && rule < rules.count && !rules[rule].innermostNamesIt) {
+                best = rule
+                depthOfBest = depth
+            }
+        }
+        return best < rules.count ? Match(kind: rules[best].kind, depth: depthOfBest) : nil
+    }
+
+    /// The app's frame that led to the matched one: the nearest frame at
+    /// or above it (towards the root) in one of the app's own modules that
+    /// is not itself runtime work (`__swift_instantiateConcreteTypeFromMangledName`
+    /// is emitted into every binary).
+    package static func appFrame(in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool) -> NamedFrame? {
+        var cache: [FrameKey: Int] = [:]
+        return appFrame(in: stack, from: depth, isAppModule: isAppModule, cache: &cache)
+    }
+
+    static func appFrame(
+        in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool, cache: inout [FrameKey: Int]
+    ) -> NamedFrame? {
+        guard depth < stack.count else { return nil }
+        for index in depth..<stack.count where isAppModule(stack[index].module) {
+            let frame = stack[index]
+            let key = FrameKey(function: frame.function, linkageName: frame.linkageName, module: frame.module, isLeaf: false)
+            let rule = cache[key] ?? rules.firstIndex { !$0.leafOnly && $0.patterns.contains { $0.matches(frame) } } ?? rules.count
+            cache[key] = rule
+            if rule == rules.count || rules[rule].innermostNamesIt { return frame }
+        }
+        return nil
+    }
+}
+
+/// Samples grouped by runtime-cost kind, with the app frames that led there.
+package struct RuntimeCostSummary: Codable, Sendable {
+    package struct Caller: Codable, Equatable, Sendable {
+        package var function: String
+        package var samples: Int
+    }
+
+    package struct Row: Codable, Sendable {
+        package var kind: RuntimeCostKind
+        package var samples: Int
+        /// `samples × nsPerSample`, in ms.
+        package var ms: Double
+        /// Of all the samples given, in %.
+        package var percent: Double
+        /// The app frames that led there, most samples first (at most five).
+        package var callers: [Caller]
+    }
+
+    /// Kinds with at least one sample, most samples first.
+    package var rows: [Row]
+    package var totalSamples: Int
+
+    /// `stacks` are the samples (leaf first), each standing for
+    /// `nsPerSample` of CPU time.
+    package init(stacks: [[NamedFrame]], nsPerSample: Double, isAppModule: (String) -> Bool) {
+        var samples: [RuntimeCostKind: Int] = [:]
+        var callers: [RuntimeCostKind: [String: Int]] = [:]
+        var cache: [RuntimeCostClassifier.FrameKey: Int] = [:]
+        for stack in stacks {
+            guard let match = RuntimeCostClassifier.classify(stack, cache: &cache) else { continue }
+            samples[match.kind, default: 0] += 1
+            let caller = RuntimeCostClassifier.appFrame(in: stack, from: match.depth, isAppModule: isAppModule, cache: &cache)
+            callers[match.kind, default: [:]][caller?.function ?? "(no frame in the app)", default: 0] += 1
+        }
+        totalSamples = stacks.count
+        let total = Double(max(stacks.count, 1))
+        rows = samples.map { kind, count in
+            Row(
+                kind: kind, samples: count, ms: Double(count) * nsPerSample / 1e6, percent: Double(count) * 100 / total,
+                callers: (callers[kind] ?? [:]).map { Caller(function: $0.key, samples: $0.value) }
+                    .sorted { ($0.samples, $1.function) > ($1.samples, $0.function) }.prefix(5).map { $0 })
+        }.sorted { ($0.samples, $1.kind.rawValue) > ($1.samples, $0.kind.rawValue) }
+    }
+}

@@ -1,0 +1,84 @@
+@testable import ColdstartAnalysis
+import XCTest
+
+final class FindingsTests: XCTestCase {
+    /// The bundled example's figures, as a release build measured them: a
+    /// 45 ms launch, 28 ms of it in `routingTable`'s initializer.
+    private var example: FindingInputs {
+        var inputs = FindingInputs(launchMs: 45)
+        inputs.loader = .init(ms: 9.5, libraryCount: 21, swiftRuntimeIsShared: true, usesFoundation: true)
+        inputs.lazyGlobals = [.init(name: "routingTable", module: "ServiceStartup", ms: 28.1, samples: 262, phase: "warm cache")]
+        inputs.initializers = [
+            .init(module: "libswiftCore.so", isExecutable: false, ms: 0.4, samples: 4, function: "_GLOBAL__sub_I_Backtrace.cpp"),
+        ]
+        inputs.functions = [.init(name: "ServiceStartup.Store.open(recordCount:)", module: "ServiceStartup", ms: 4.2, samples: 39, phase: "open store")]
+        inputs.profilerCost = .init(setupMs: 0.2, samplingMs: 0.1)
+        return inputs
+    }
+
+    func testTheLargestCostsLeadWithWhereAndHowSure() throws {
+        let findings = Finding.ranked(example)
+        XCTAssertEqual(findings.map(\.kind), [.slowLazyGlobal, .loader, .slowFunction])
+        let global = findings[0]
+        XCTAssertEqual(global.title, "slow lazy global routingTable")
+        XCTAssertEqual(global.percent, 28.1 * 100 / 45, accuracy: 1e-9)
+        XCTAssertEqual(global.location, "module ServiceStartup, phase 'warm cache'")
+        XCTAssertEqual(global.certainty, .samples(262))
+        XCTAssertEqual(findings[1].location, "21 shared libraries")
+        XCTAssertTrue(findings[1].advice.contains("-static-stdlib"), "the Swift runtime is a shared library here")
+        XCTAssertFalse(findings.contains { $0.kind == .profilerCost }, "0.3 ms of 45 is under the 1% floor")
+    }
+
+    func testAtMostSevenAtLeastThree() {
+        var inputs = FindingInputs(launchMs: 100)
+        inputs.functions = (1...12).map { .init(name: "f\($0)", module: "App", ms: Double($0), samples: $0 * 10) }
+        let findings = Finding.ranked(inputs)
+        XCTAssertEqual(findings.count, Finding.limit)
+        XCTAssertEqual(findings.map(\.title).first, "slow function f12")
+        XCTAssertEqual(findings.map(\.ms), findings.map(\.ms).sorted(by: >))
+
+        // Small costs only: the three largest that are not noise.
+        var quiet = FindingInputs(launchMs: 100)
+        quiet.functions = [0.05, 0.6, 0.7, 0.8, 0.9].map { .init(name: "g\($0)", module: "App", ms: $0, samples: 1) }
+        XCTAssertEqual(Finding.ranked(quiet).map(\.ms), [0.9, 0.8, 0.7])
+        XCTAssertEqual(Finding.ranked(FindingInputs(launchMs: 10)), [])
+    }
+
+    func testRuntimeCostsNameTheAppCallersAndAreNotCountedTwice() throws {
+        let core = "libswiftCore.so"
+        let scan = [
+            NamedFrame(function: "swift_conformsToProtocolMaybeInstantiateSuperclasses", module: core),
+            NamedFrame(function: "swift_dynamicCast", module: core),
+            NamedFrame(function: "ParsableCommand._commandName.getter", module: "tool"),
+            NamedFrame(function: "tool_main", module: "tool"),
+        ]
+        let global = [
+            NamedFrame(function: "one-time initialization function for table", module: "tool"), NamedFrame(function: "swift_once", module: core),
+        ]
+        let loading = [NamedFrame(function: "_dl_relocate_object", module: "ld-linux-x86-64.so.2")]
+        var inputs = FindingInputs(launchMs: 10)
+        inputs.runtimeCosts = RuntimeCostSummary(
+            stacks: Array(repeating: scan, count: 18) + Array(repeating: global, count: 10) + Array(repeating: loading, count: 40),
+            nsPerSample: 100_000, isAppModule: { $0 == "tool" })
+        let findings = Finding.ranked(inputs)
+        XCTAssertEqual(findings.map(\.kind), [.runtimeCost], "the global and the loader have findings of their own")
+        XCTAssertEqual(findings[0].title, "protocol-conformance scans")
+        XCTAssertEqual(findings[0].ms, 1.8, accuracy: 1e-9)
+        XCTAssertEqual(findings[0].location, "called from ParsableCommand._commandName.getter")
+        XCTAssertEqual(findings[0].certainty, .samples(18))
+    }
+
+    func testTextFitsOneHundredColumnsAndWrapsAdvice() {
+        var inputs = example
+        inputs.lazyGlobals[0].name = "AVeryLongTypeName.WithAnotherNestedTypeName.andAGlobalWhoseNameGoesOnAndOnAndOnForAWhile"
+        let lines = Finding.lines(Finding.ranked(inputs))
+        XCTAssertEqual(lines.count, 1 + 3 * 3 + 2, "a title, three lines each, two advice lines wrapped: \(lines.joined(separator: "\n"))")
+        XCTAssertTrue(lines.allSatisfy { $0.count <= 100 }, lines.filter { $0.count > 100 }.joined(separator: "\n"))
+        XCTAssertTrue(lines[1].hasPrefix(" 1. slow lazy global AVeryLong"))
+        XCTAssertTrue(lines[1].contains("…"))
+        XCTAssertTrue(lines[1].hasSuffix("28.1 ms   62%  262 samples"), lines[1])
+        let msColumn = lines.filter { $0.contains(" ms ") }.map { $0.range(of: " ms ")!.lowerBound.utf16Offset(in: $0) }
+        XCTAssertEqual(Set(msColumn).count, 1, "the figures line up")
+        XCTAssertTrue(Finding.lines(Finding.ranked(inputs), width: 60).allSatisfy { $0.count <= 60 })
+    }
+}
