@@ -114,6 +114,8 @@ static bool choose_destination(const char *value, const char *dir_env) {
 static void arm(char **argv, char **envp, bool from_preinit) {
     uint64_t now = cs_monotonic_ns();
     if (!cs_config_read(envp)) return;
+    // Estimated even when a launcher gave the start, so that both are in the file.
+    if (from_preinit) cs_estimate_start();
     cs_g.proc.pid = (int)syscall(SYS_getpid);
     // Growing the descriptor table to reach a high range waits for an RCU
     // grace period once the process has a second thread (8–14 ms measured):
