@@ -112,9 +112,11 @@ static bool choose_destination(const char *value, const char *dir_env) {
     return true;
 }
 
-static void arm(char **argv, char **envp, bool from_preinit) {
+static void arm(char **envp, bool from_preinit) {
     uint64_t now = cs_monotonic_ns();
     if (!cs_config_read(envp)) return;
+    // Estimated even when a launcher gave the start, so that both are in the file.
+    if (from_preinit) cs_estimate_start();
     cs_g.proc.pid = (int)syscall(SYS_getpid);
     // Growing the descriptor table to reach a high range waits for an RCU
     // grace period once the process has a second thread (8–14 ms measured):
@@ -136,7 +138,7 @@ static void arm(char **argv, char **envp, bool from_preinit) {
     atomic_store(&cs_g.state, CS_RECORDING);
     // The watcher first: it then also watches the sampler's own set-up.
     cs_watch_start();
-    cs_sampler_start(argv, envp);
+    cs_sampler_start();
     if (from_preinit) {
         cs_g.launch.t_setup_end = cs_monotonic_ns();
         cs_rusage_now(&cs_g.launch.ru_setup_end);
@@ -145,8 +147,9 @@ static void arm(char **argv, char **envp, bool from_preinit) {
 
 void cs_preinit(int argc, char **argv, char **envp) {
     (void)argc;
+    (void)argv;
     cs_g.proc.preinit_ran = true;
-    arm(argv, envp, true);
+    arm(envp, true);
 }
 
 void cs_before_main(void) {
@@ -155,7 +158,7 @@ void cs_before_main(void) {
         // Linked where .preinit_array does not run (a shared library): arm now,
         // without an earliest-init time.
         extern char **environ;
-        arm(NULL, environ, false);
+        arm(environ, false);
     }
     if (atomic_load(&cs_g.state) != CS_RECORDING) return;
     cs_watch_main_started();

@@ -2,7 +2,8 @@
 // mutable state (`cs_g`), and the functions its files share. The files call
 // each other in one direction only (docs/ARCHITECTURE.md, "The capture
 // layer"; no file calls back into a file that calls it):
-//   core → config, end, sampler, watcher      end → watcher, sampler, timeline, outfile
+//   core → config, end, sampler, watcher, procstat
+//   end → watcher, sampler, timeline, outfile
 //   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
 //   config → labels
 //   sampler → smpthreads, smpclock, unwind    smpthreads → smpclock
@@ -111,6 +112,11 @@ struct cs_global {
         struct cs_rusage ru_earliest, ru_setup_end, ru_main, ru_end;
         enum cs_end_reason end_reason;
         int end_status;                 // exit status or signal number
+        // The start estimated in .preinit_array (procstat.c; 0: none), and the
+        // main thread's voluntary context switches then: 0 means it never
+        // slept, so the estimate misses no time.
+        uint64_t start_estimate;
+        uint64_t start_estimate_nvcsw;
     } launch;
 
     // The marks and spans the host records (core.c): an append-only log.
@@ -218,9 +224,20 @@ struct utsname;
 void cs_labels_write(struct cs_jw *w, const struct utsname *uts);
 
 // ---- procstat.c ----
-/// Reads the process start (CLOCK_MONOTONIC ns) and its precision.
-/// Async-signal-safe (open/read/close/clock_gettime).
-int cs_process_start(uint64_t *start_mono_ns, uint64_t *precision_ns,
-                     uint64_t *boot_minus_mono_ns, bool *from_spawn_env);
+/// A process start: CLOCK_MONOTONIC ns, how far from the truth it may be, and
+/// where it came from ("spawn-env", "thread-cpu", "proc-stat").
+struct cs_start {
+    uint64_t ns, precision_ns;
+    const char *source;
+};
+/// Estimates the start from the calling (main) thread's CPU time and
+/// run-queue wait into cs_g.launch; from .preinit_array, where the main
+/// thread has done nothing but load. Async-signal-safe (raw syscalls).
+void cs_estimate_start(void);
+/// The process start; when a launcher gave it, *without_launcher is what
+/// Coldstart would have found on its own (source NULL if nothing), else
+/// source NULL. -1 if no start at all. Async-signal-safe
+/// (open/read/close/clock_gettime).
+int cs_process_start(struct cs_start *start, struct cs_start *without_launcher, uint64_t *boot_minus_mono_ns);
 
 #endif

@@ -169,7 +169,11 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     uint32_t stride = atomic_load(&S->stride);
     cs_jw_raw(w, ",\n\"sampling\":{\"clock\":\""); cs_jw_raw(w, clock_name());
     cs_jw_raw(w, "\",\"unwinder\":\""); cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : "frame-pointer");
-    cs_jw_raw(w, "\",\"requestedHz\":"); cs_jw_u64(w, S->requested_hz);
+    cs_jw_raw(w, "\"");
+    if (atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
+        cs_jw_raw(w, ",\"unwinderReadyNs\":"); cs_jw_i64(w, (int64_t)S->unw_ready_ns - (int64_t)start_ns);
+    }
+    cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, S->requested_hz);
     cs_jw_raw(w, ",\"effectiveHz\":");
     cs_jw_milli(w, counted ? (int64_t)((recorded + dropped) * 1000000000000ull / counted) : 0);
     cs_jw_raw(w, ",\"loweredHz\":");

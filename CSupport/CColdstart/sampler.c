@@ -200,10 +200,8 @@ static bool open_clock(enum cs_smp_clock clock) {
     return false;
 }
 
-void cs_sampler_start(char **argv, char **envp) {
+void cs_sampler_start(void) {
 #if !defined(__x86_64__)
-    (void)argv;
-    (void)envp;
     if (cs_g.cfg.sampler_set) cs_warn("stack sampling supports x86_64 only; sampling off", NULL);
     return;
 #else
@@ -246,7 +244,9 @@ void cs_sampler_start(char **argv, char **envp) {
     struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
     main_slot->tcb = cs_fs_base();
     cs_smp_index_tcb(main_slot->tcb, main_slot);
-    if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_load(argv, envp)) S->unwinder = CS_UNW_FP;
+    // libunwind is loaded by the scan thread once main runs (~0.6 ms the host's
+    // main thread no longer waits for); samples before that walk frame pointers.
+    if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_usable()) S->unwinder = CS_UNW_FP;
 
     S->cookie = ((uint64_t)(uintptr_t)&cs_g ^ cs_monotonic_ns()) | 1;
     struct sigaction sa;
@@ -325,6 +325,9 @@ static void *scan_loop(void *arg) {
         if (!faulted && cs_g.proc.before_main_ran) {
             prefault_buffers(false);
             faulted = true;
+            // Not before: a dlopen during the host's library initializers
+            // could run libc's initializers a second time, concurrently.
+            if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_load()) S->unwinder = CS_UNW_FP;
         }
         cs_sleep_ns(CS_SMP_SCAN_NS);
         const char *why = early_stop_reason();

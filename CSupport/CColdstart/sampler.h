@@ -138,6 +138,7 @@ struct cs_sampler {
     cs_access_mem_fn real_access_mem;   // libunwind's local memory reader, now behind ours
     _Atomic uint32_t access_checks;     // reads our reader vetted (proves it is in use)
     _Atomic int unw_verified;         // the dl_iterate_phdr redirection checked out
+    uint64_t unw_ready_ns;            // when (CLOCK_MONOTONIC): earlier samples walked frame pointers
     _Atomic int unw_verify_failed;
     bool can_read_safely;             // process_vm_readv works on this process
     uint64_t dead_tls[4];             // TLS for threads without a slot: "cache destroyed"
@@ -149,9 +150,10 @@ struct cs_sampler {
 };
 
 // ---- sampler.c ----
-/// Starts sampling as cs_g.cfg says (`envp` only for libunwind's loading). Runs from cs_preinit (before libc's constructors) or the first
-/// constructor. Not async-signal-safe (dlopen); never called from a handler.
-void cs_sampler_start(char **argv, char **envp);
+/// Starts sampling as cs_g.cfg says. Runs from cs_preinit (before libc's
+/// constructors) or the first constructor. Not async-signal-safe; never
+/// called from a handler.
+void cs_sampler_start(void);
 /// Stops taking samples and closes every clock source; waits (bounded) for
 /// running handlers. Idempotent. Async-signal-safe.
 void cs_sampler_stop(void);
@@ -204,10 +206,14 @@ static inline uintptr_t cs_fs_base(void) {
 
 // ---- unwind.c ----
 /// Loads libunwind privately and redirects its loader and TLS calls (see the
-/// file comment). `argv`/`envp` are the process's when called before libc's
-/// constructors ran (NULL otherwise). Returns false, having said why on
-/// stderr, when unusable. Not async-signal-safe.
-bool cs_unwind_load(char **argv, char **envp);
+/// file comment), on the scan thread once main runs; sets unw_verified and
+/// unw_ready_ns when the handler may use it. Returns false, having said why
+/// on stderr, when unusable. Not async-signal-safe.
+bool cs_unwind_load(void);
+/// Whether the host itself already has libunwind.so.8 loaded (then it is not
+/// ours to patch: false, said on stderr). From .preinit_array, cheap
+/// (RTLD_NOLOAD). Not async-signal-safe.
+bool cs_unwind_usable(void);
 /// Fills `out` with the interrupted thread's stack, leaf first (the PC in
 /// `uc`); returns the frame count (≥ 1). Async-signal-safe.
 int cs_unwind(void *uc, struct cs_smp_thread *self, uint64_t *out, int cap);

@@ -118,7 +118,9 @@ static void phase_name(struct cs_jw *w, const struct boundary *b, size_t p) {
 struct plan {
     uint64_t start, precision, boot_off;
     uint64_t start_realtime_us;  // 0 when CLOCK_REALTIME could not be read
-    bool from_env, has_earliest, completed;
+    const char *source;
+    struct cs_start without_launcher;
+    bool has_earliest, completed;
     bool detail;                 // sampling and watch data fit under COLDSTART_MAX_BYTES
     uint32_t nev;
     struct boundary b[CS_MAX_BOUNDARIES + 5];   // + start, earliest, set-up, main, end
@@ -129,10 +131,16 @@ struct plan {
 };
 
 static void make_plan(struct plan *pl) {
-    if (cs_process_start(&pl->start, &pl->precision, &pl->boot_off, &pl->from_env) != 0) {
+    struct cs_start st;
+    if (cs_process_start(&st, &pl->without_launcher, &pl->boot_off) == 0) {
+        pl->start = st.ns;
+        pl->precision = st.precision_ns;
+        pl->source = st.source;
+    } else {
         cs_warn("cannot read the process start from /proc/self/stat; the launch starts at the earliest init", NULL);
         pl->start = cs_g.launch.t_earliest ? cs_g.launch.t_earliest : cs_g.launch.t_main;
         pl->precision = 0;
+        pl->source = "proc-stat";
     }
     // Wall clock of the process start, for tools that want a date (pprof's
     // time_nanos): the realtime clock now, less the monotonic time since.
@@ -215,7 +223,7 @@ static void write_metadata(struct cs_jw *w, const struct plan *pl) {
     cs_jw_cstr(w, pl->exe);
     cs_jw_raw(w, ",\"pid\":"); cs_jw_i64(w, cs_g.proc.pid);
     cs_jw_raw(w, ",\"clock\":\"CLOCK_MONOTONIC\",\"startSource\":\"");
-    cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
+    cs_jw_raw(w, pl->source);
     cs_jw_raw(w, "\",\"startPrecisionMs\":"); cs_jw_milli(w, (int64_t)(pl->precision / 1000));
     cs_jw_raw(w, ",\"kernelRelease\":"); cs_jw_cstr(w, pl->uts.release);
     cs_jw_raw(w, ",\"swiftVersion\":"); cs_jw_cstr(w, cs_g.proc.swift_version[0] ? cs_g.proc.swift_version : "unknown");
@@ -317,8 +325,15 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     const struct cs_event *ev = cs_g.log.events;
     const struct boundary *b = pl->b;
     cs_jw_raw(w, ",\n\"coldstart\":{\"version\":1,\n\"launch\":{\"startNs\":"); cs_jw_u64(w, pl->start);
-    cs_jw_raw(w, ",\"startSource\":\""); cs_jw_raw(w, pl->from_env ? "spawn-env" : "proc-stat");
+    cs_jw_raw(w, ",\"startSource\":\""); cs_jw_raw(w, pl->source);
     cs_jw_raw(w, "\",\"startPrecisionNs\":"); cs_jw_u64(w, pl->precision);
+    if (pl->without_launcher.source) {
+        // What the start would have been without the launcher, to check it.
+        cs_jw_raw(w, ",\"withoutLauncher\":{\"startNs\":"); cs_jw_i64(w, OFFSET(pl, pl->without_launcher.ns));
+        cs_jw_raw(w, ",\"startSource\":\""); cs_jw_raw(w, pl->without_launcher.source);
+        cs_jw_raw(w, "\",\"startPrecisionNs\":"); cs_jw_u64(w, pl->without_launcher.precision_ns);
+        cs_jw_raw(w, "}");
+    }
     cs_jw_raw(w, ",\"bootMinusMonotonicNs\":"); cs_jw_u64(w, pl->boot_off);
     if (pl->start_realtime_us) { cs_jw_raw(w, ",\"startRealtimeUs\":"); cs_jw_u64(w, pl->start_realtime_us); }
     cs_jw_raw(w, ",\"clockTicksPerSecond\":"); cs_jw_u64(w, cs_g.proc.ticks_per_second);

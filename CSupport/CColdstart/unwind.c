@@ -229,29 +229,22 @@ static bool fail(const char *why, const char *detail) {
     return false;
 }
 
-bool cs_unwind_load(char **argv, char **envp) {
+bool cs_unwind_usable(void) {
+    // Asked at start-up, before anything of ours could have loaded it (the
+    // watcher's remote unwinder depends on it).
+    void *already = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!already) return true;
+    dlclose(already);
+    return fail("the program already uses libunwind.so.8, so Coldstart cannot make it signal-safe; unwinding with frame pointers", NULL);
+}
+
+bool cs_unwind_load(void) {
 #if !defined(__x86_64__)
-    (void)argv; (void)envp;
     return fail("libunwind sampling needs x86_64; using frame pointers", NULL);
 #else
-    void *already = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (already) {
-        dlclose(already);
-        return fail("the program already uses libunwind.so.8, so Coldstart cannot make it signal-safe; unwinding with frame pointers", NULL);
-    }
-    // Before libc's own constructor has run (we are in .preinit_array),
-    // dlopen runs it for libunwind's sake, with the arguments libc knows so
-    // far: none. It would leave `environ` NULL and the program name empty for
-    // every later initializer and for main. Give libc what it would have had.
-    extern char **environ;
-    bool libc_uninitialised = environ == NULL && envp != NULL;
-    if (libc_uninitialised) environ = envp;
+    // On the scan thread after the library initializers: libc is set up, and
+    // the host's main thread does not wait for the load (~0.6 ms).
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (libc_uninitialised && argv && argv[0] && (!program_invocation_name || !*program_invocation_name)) {
-        char *slash = strrchr(argv[0], '/');
-        program_invocation_name = argv[0];
-        program_invocation_short_name = slash ? slash + 1 : argv[0];
-    }
     if (!h) return fail("cannot load libunwind.so.8 (Debian: apt-get install libunwind8); unwinding with frame pointers", NULL);
     S->unw_handle = h;
     S->unw_backtrace = (cs_unw_backtrace_fn)dlsym(h, "unw_backtrace");
@@ -279,6 +272,7 @@ bool cs_unwind_load(char **argv, char **envp) {
         pthread_key_delete(probe);
         if (probe >= 32) return fail("too many pthread keys before start-up for a signal-safe libunwind; unwinding with frame pointers", NULL);
     }
+    S->unw_ready_ns = cs_monotonic_ns();
     atomic_store_explicit(&S->unw_verified, 1, memory_order_release);
     return true;
 #endif

@@ -30,6 +30,9 @@
 #define CS_WATCH_UNWIND_PAGES 16      // own-memory page cache of the unwinder
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
+#define CS_WATCH_MAX_PERIOD_NS 4000000ull   // looks that find nothing new back off to this
+#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task is listed this often
+#define CS_WATCH_BUSY_SLACK_NS 20000ull     // "busy all along": run + wait within this of the interval
 
 // Syscall number of a runnable thread (its syscall file said "running").
 #define CS_NR_RUNNING (-2)
@@ -132,13 +135,15 @@ struct cs_watch {
     _Atomic int looking;       // it set itself up and took its first look
     _Atomic int stop;          // the writer asks it to stop
     _Atomic int main_started;  // cs_before_main ran: dlopen is safe now
-    uint64_t period_ns;
+    uint64_t period_ns;                  // the base look period (COLDSTART_HZ, at most 1 kHz)
+    uint64_t max_period_ns;              // what it backs off to while nothing changes
+    bool changed;                        // this look began or ended a segment or a thread
     int cpus;                            // CPUs the process may run on
     uint64_t requested_hz;
     uint64_t start_ns, stop_ns;          // absolute CLOCK_MONOTONIC
     const char *stop_reason;             // "writer", "time-limit" or "buffer-full"
     uint64_t cpu_ns;                     // the watcher thread's CPU time
-    uint64_t ticks, missed_ticks, rescan_every;
+    uint64_t ticks, missed_ticks, next_rescan_ns;
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;

@@ -1,9 +1,10 @@
 // The off-CPU watcher: why threads were not running, without signalling them.
 //
-// A thread of ours wakes at the sampling rate, at most 1 kHz, and for every
+// A thread of ours wakes at the sampling rate, at most 1 kHz (less often, down
+// to CS_WATCH_MAX_PERIOD_NS, while its looks find nothing new), and for every
 // thread of the process re-reads (pread on files kept open) /proc/self/task/<tid>/schedstat
-// — CPU time and run-queue wait, exact — and, when the thread has run or is
-// runnable, its `syscall` file: "running", or the syscall it is blocked in
+// — CPU time and run-queue wait, exact — and, when the thread has been off the
+// CPU since the last look, its `syscall` file: "running", or the syscall it is blocked in
 // with arguments, user stack pointer and program counter (the kernel fills it
 // in only for a thread that is off the CPU, and never interrupts it). `stat`
 // is read only when the observation changes (state letter, fault counts).
@@ -87,6 +88,7 @@ static int32_t blocked_stack(struct cs_watch_live *slot, const struct cs_task_sy
 static void thread_gone(struct cs_watch_live *slot) {
     struct cs_watch_thread *t = &cs_g.watch.buf->threads[slot->thread];
     close_segment(&slot->cur);
+    cs_g.watch.changed = true;
     t->exited = true;
     cs_watch_close_slot_files(slot);
     slot->thread = -1;
@@ -164,6 +166,16 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     t->last_ns = now;
     uint64_t last = slot->last_ns;
     slot->last_ns = now;
+    if (cur->nr == CS_NR_RUNNING && drun + dwait + CS_WATCH_BUSY_SLACK_NS >= now - last) {
+        // On a CPU or queued for all of the interval: still running. Its
+        // syscall file is read only once it has been off the CPU; should it
+        // have blocked just now, the next look places that exactly (the
+        // counters say how long it ran first).
+        cur->end_ns = now;
+        cur->run_ns += drun;
+        cur->wait_ns += dwait;
+        return;
+    }
     struct cs_task_syscall sc;
     char text[sizeof slot->text];
     ssize_t len = -1;
@@ -190,6 +202,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
         return;
     }
 
+    cs_g.watch.changed = true;
     // A new observation. The interval (last, now] holds the end of the old one
     // and the start of the new one; schedstat says how long the thread was
     // busy in it, which places the boundary: a thread that blocked ran first,
@@ -279,6 +292,7 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
     if (len > 0 && cs_parse_task_syscall(slot->text, (size_t)len, &sc) == 0 && !sc.running) slot->text_len = (uint16_t)len;
     else sc.running = true, sc.nr = CS_NR_RUNNING;
     atomic_store_explicit(&wt->nthreads, ti + 1, memory_order_release);
+    wt->changed = true;
     begin_segment(slot, &sc, state, now, now, unwind_budget);
     return true;
 }
@@ -342,7 +356,10 @@ static void tick(uint64_t tick_no, bool last) {
     struct cs_watch_buffers *b = wt->buf;
     uint64_t now = cs_monotonic_ns();
     int unwind_budget = 1;   // stacks of threads other than main, per tick
-    if (tick_no % wt->rescan_every == 0) rescan(now, &unwind_budget);
+    if (!last && now >= wt->next_rescan_ns) {
+        rescan(now, &unwind_budget);
+        wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;   // new threads within ~5 ms
+    }
     uint32_t runnable = 0;
     for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
         struct cs_watch_live *slot = &b->live[i];
@@ -410,9 +427,17 @@ static void *watch_main(void *arg) {
     uint64_t cpu0 = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t next = wt->start_ns = cs_monotonic_ns();
     atomic_store_explicit(&wt->looking, 1, memory_order_release);
+    uint64_t period = wt->period_ns;
     for (uint64_t n = 0; !atomic_load_explicit(&wt->stop, memory_order_acquire); n++) {
+        wt->changed = false;
         tick(n, false);
-        next += wt->period_ns;
+        // Looks that find nothing new come less often, down to one per
+        // max_period_ns; anything new brings the base rate back at once. A
+        // boundary the counters place (a thread that blocked after running,
+        // or that woke and is on a CPU) stays exact; others are known to
+        // half a period (docs/performance.md).
+        period = wt->changed ? wt->period_ns : period * 2 < wt->max_period_ns ? period * 2 : wt->max_period_ns;
+        next += period;
         uint64_t now = cs_monotonic_ns();
         // A host that never calls ready() (a server) would otherwise pay for
         // the watcher until it exits.
@@ -420,9 +445,9 @@ static void *watch_main(void *arg) {
         if (atomic_load_explicit(&wt->dropped_segments, memory_order_relaxed) > 0) { wt->stop_reason = "buffer-full"; break; }
         if (next <= now) {
             // Late (the machine is busy): skip the missed ticks, no bursts.
-            uint64_t behind = (now - next) / wt->period_ns + 1;
+            uint64_t behind = (now - next) / period + 1;
             wt->missed_ticks += behind;
-            next += behind * wt->period_ns;
+            next += behind * period;
         }
         // Until the next tick, or until the writer asks it to stop: then at once.
         while (!atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < next)
@@ -461,7 +486,7 @@ void cs_watch_start(void) {
     if (hz > CS_WATCH_MAX_HZ) hz = CS_WATCH_MAX_HZ;
     wt->requested_hz = hz;
     wt->period_ns = 1000000000ull / hz;
-    wt->rescan_every = hz / 200 ? hz / 200 : 1;   // new threads within ~5 ms
+    wt->max_period_ns = wt->period_ns > CS_WATCH_MAX_PERIOD_NS ? wt->period_ns : CS_WATCH_MAX_PERIOD_NS;
 
     wt->task_dirfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (wt->task_dirfd < 0) {

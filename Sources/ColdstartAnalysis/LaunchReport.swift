@@ -49,7 +49,8 @@ package struct LaunchReport: Codable, Sendable {
         /// The executable's first constructor ran, just before `main`.
         package var mainMs: Double
         package var readyMs: Double?
-        /// "spawn-env" (launcher timestamp) or "proc-stat" (clock ticks).
+        /// "spawn-env" (launcher timestamp), "thread-cpu" (estimated from the main
+        /// thread's CPU and run-queue time) or "proc-stat" (clock ticks).
         package var startSource: String
         /// How early the recorded start may be; 0 when exact.
         package var startPrecisionMs: Double
@@ -259,6 +260,9 @@ extension LaunchReport.Summary {
     static func describePrecision(source: String, precisionMs: Double) -> String {
         if source == "spawn-env" { return "exact (launcher timestamp)" }
         let figure = LaunchReport.format(precisionMs, decimals: precisionMs.rounded() == precisionMs ? 0 : 2)
+        if source == "thread-cpu" {
+            return "±\(figure) ms: estimated from the main thread's CPU and run-queue time (no launcher timestamp)"
+        }
         if source == "proc-stat" && precisionMs > 0 {
             return "±\(figure) ms: /proc starttime is in clock ticks, so the start may be up to \(figure) ms early"
         }

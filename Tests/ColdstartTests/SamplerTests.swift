@@ -181,8 +181,13 @@ final class SamplerTests: XCTestCase {
         let plain = try runProcess(host, ["maps"])
         XCTAssertEqual(plain.stdout, "libunwind mapped: no\n", "profiling off: libunwind is not loaded")
         XCTAssertEqual(plain.stderr, "")
-        let (profiledRun, _) = try profiled(["maps"])
+        let (profiledRun, timeline) = try profiled(["maps"])
         XCTAssertEqual(profiledRun.stdout, "libunwind mapped: yes\n", "profiling on: libunwind is loaded, privately")
+        // By Coldstart's scan thread once main runs, not on the host's main
+        // thread before its library initializers.
+        let sampling = try XCTUnwrap((timeline.document["coldstart"] as? [String: Any])?["sampling"] as? [String: Any])
+        let ready = try XCTUnwrap((sampling["unwinderReadyNs"] as? NSNumber)?.int64Value, "when libunwind became usable")
+        XCTAssertGreaterThan(ready, timeline.launch.mainNs)
 
         let exitPlain = try runProcess(host, ["exit", "3"])
         let path = directory.appendingPathComponent("exit.json").path

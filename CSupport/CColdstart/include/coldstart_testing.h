@@ -23,6 +23,16 @@ uint64_t cs_ticks_to_ns(uint64_t ticks, uint64_t ticks_per_second);
 /// (CLOCK_BOOTTIME − CLOCK_MONOTONIC) now; saturates at 0.
 uint64_t cs_boottime_to_monotonic(uint64_t boottime_ns, uint64_t boot_minus_mono_ns);
 
+/// The start Coldstart records without a launcher, from the /proc tick start
+/// (CLOCK_MONOTONIC; the truth lies in [tick_ns, tick_ns + tick_len_ns)) and
+/// the estimate "now − thread CPU time − run-queue wait" taken in
+/// .preinit_array (0: none) with the main thread's voluntary context switches
+/// then. true: the estimate, clamped to the tick, with its stated precision;
+/// false: the thread slept, so the estimate is only an upper bound: the tick,
+/// with how early it may be narrowed by the estimate.
+bool cs_start_from_estimate(uint64_t tick_ns, uint64_t tick_len_ns, uint64_t estimate_ns,
+                            uint64_t voluntary_switches, uint64_t *start_ns, uint64_t *precision_ns);
+
 /// Parses a decimal unsigned integer that fills the whole string; -1 if not.
 int cs_parse_u64(const char *s, uint64_t *out);
 

@@ -6,7 +6,7 @@
 //     SamplerHost exception N       throw and catch N C++ exceptions and N Swift errors
 //     SamplerHost threads           three threads, started one after another, each burning 100 ms
 //     SamplerHost stress SECONDS    dlopen/dlclose, dl_iterate_phdr, malloc/free, throwing, thread churn
-//     SamplerHost maps              whether libunwind is mapped into this process
+//     SamplerHost maps              whether libunwind is mapped into this process (within 300 ms of main)
 //     SamplerHost disposition       SIGURG's handler (the sampler's signal) during the launch and once the timeline is written
 //     SamplerHost exit CODE         print a line and exit(CODE) before ready()
 import Coldstart
@@ -118,7 +118,14 @@ case "stress":
     print("stress done: \(counts.allSatisfy { $0 > 0 })")
 
 case "maps":
-    let maps = (try? String(decoding: readAll("/proc/self/maps"), as: UTF8.self)) ?? ""
+    // Coldstart's scan thread loads libunwind after main starts: give it 300 ms.
+    var maps = ""
+    for _ in 0..<60 {
+        maps = (try? String(decoding: readAll("/proc/self/maps"), as: UTF8.self)) ?? ""
+        if maps.contains("libunwind") { break }
+        usleep(5_000)
+    }
+    usleep(50_000)   // mapped is not yet checked and usable: let it finish
     Coldstart.ready()
     print("libunwind mapped: \(maps.contains("libunwind") ? "yes" : "no")")
 
