@@ -47,7 +47,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ColdstartTests",
-            dependencies: ["ColdstartAnalysis", "ColdstartExport", "CColdstart"],
+            dependencies: ["ColdstartAnalysis", "ColdstartExport", "CColdstart", "CLauncher"],
             resources: [.copy("Fixtures")]
         ),
     ]

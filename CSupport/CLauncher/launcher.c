@@ -41,6 +41,17 @@ uint64_t cs_launch_boottime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int cs_launch_keep_perf_warm(void) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return (int)perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 static void base_attr(struct perf_event_attr *a, int inherit) {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;

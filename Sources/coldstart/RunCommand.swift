@@ -1,3 +1,4 @@
+import CLauncher
 import ColdstartAnalysis
 import Foundation
 
@@ -175,6 +176,11 @@ private struct Session {
         // this process stops after the launch they ended.
         let oldInt = signal(SIGINT, SIG_IGN), oldQuit = signal(SIGQUIT, SIG_IGN)
         defer { signal(SIGINT, oldInt); signal(SIGQUIT, oldQuit) }
+        // Every launch then sees a warm kernel: its sampler's first perf
+        // event does not pay the kernel's one-time switch, as a launch on a
+        // quiet machine does (the report's "Coldstart set-up" phase).
+        let warmKernel = cs_launch_keep_perf_warm()
+        defer { if warmKernel >= 0 { close(warmKernel) } }
 
         var evictionList: [String] = []
         var evictionNote: String?

@@ -163,7 +163,7 @@ final class BlockedTimeTests: XCTestCase {
         let blocked = try XCTUnwrap(LaunchReport.BlockedTime(timeline))
         XCTAssertFalse(blocked.watcher.watchedTheLaunch)
         XCTAssertEqual(blocked.textLines(), [
-            "Main thread: why it was not running — not known: the watcher started after the launch ended "
+            "Critical path: why it was not running — not known: the watcher started after the launch ended "
                 + "(its first look at 20.00 ms, the launch ended at 20.00 ms)",
         ])
     }

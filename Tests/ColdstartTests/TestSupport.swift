@@ -1,3 +1,4 @@
+import CLauncher
 import Foundation
 import XCTest
 
@@ -108,8 +109,16 @@ func makeTemporaryDirectory(for test: XCTestCase) throws -> URL {
 
 /// The fixture programs of Tests/Fixtures, built once by `make fixtures`.
 enum FixturePrograms {
+    /// A perf event held for the whole test run, as `coldstart run` holds one
+    /// for its batch: the fixtures' samplers then open their clocks in
+    /// microseconds instead of the kernel's 6–25 ms one-time switch, which
+    /// would leave the start of their library initializers unsampled and
+    /// make the accuracy tests depend on how long the machine was quiet.
+    private static let warmKernel = cs_launch_keep_perf_warm()
+
     /// The fixtures' bin directory, from COLDSTART_FIXTURES (set by `make test`).
     static func path(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        _ = warmKernel
         guard let directory = ProcessInfo.processInfo.environment["COLDSTART_FIXTURES"], !directory.isEmpty else {
             XCTFail("COLDSTART_FIXTURES is not set: run the tests with `make test` (it builds Tests/Fixtures and sets it)", file: file, line: line)
             throw CocoaError(.fileNoSuchFile)

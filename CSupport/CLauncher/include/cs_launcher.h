@@ -87,6 +87,17 @@ void cs_records_free(cs_records *r);
  */
 int cs_file_contains(const char *path, const char *needle);
 
+/*
+ * Opens a counting (never sampling) task-clock event on the calling thread
+ * and returns its descriptor, or -1. While any task-bound perf event exists
+ * the kernel keeps its scheduler hooks switched on, so a profiled child's
+ * first perf_event_open costs microseconds instead of the 6-25 ms a quiet
+ * machine charges (docs/performance.md): `coldstart run` holds one for its
+ * whole batch. Close the descriptor to let it go. Async-signal-safe (one
+ * system call), though only the CLI and the tests call it.
+ */
+int cs_launch_keep_perf_warm(void);
+
 /* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns, as the rest of the launcher reads
  * them. Async-signal-safe (clock_gettime). */
 uint64_t cs_launch_monotonic_ns(void);
