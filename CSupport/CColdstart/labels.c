@@ -75,7 +75,6 @@ bool cs_parse_fraction(const char *s, uint32_t *ppm) {
 // The executable's GNU build-id as hex, from its program headers in memory
 // (AT_PHDR: the executable is mapped for the whole life of the process).
 static size_t executable_build_id(char *hex, size_t cap) {
-    static const char digits[] = "0123456789abcdef";
     const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
     size_t phnum = (size_t)getauxval(AT_PHNUM);
     if (!ph) return 0;
@@ -88,23 +87,12 @@ static size_t executable_build_id(char *hex, size_t cap) {
     if (!known) return 0;
     for (size_t i = 0; i < phnum; i++) {
         if (ph[i].p_type != PT_NOTE) continue;
-        const char *notes = (const char *)(bias + ph[i].p_vaddr);
-        for (size_t off = 0; off + sizeof(ElfW(Nhdr)) <= ph[i].p_memsz;) {
-            ElfW(Nhdr) nh;
-            memcpy(&nh, notes + off, sizeof nh);
-            size_t name_at = off + sizeof nh, desc_at = name_at + ((nh.n_namesz + 3) & ~3u);
-            if (desc_at + nh.n_descsz > ph[i].p_memsz) break;
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(notes + name_at, "GNU", 4) == 0) {
-                size_t n = nh.n_descsz * 2 < cap ? nh.n_descsz : (cap - 1) / 2;
-                for (size_t b = 0; b < n; b++) {
-                    unsigned char c = (unsigned char)notes[desc_at + b];
-                    hex[2 * b] = digits[c >> 4];
-                    hex[2 * b + 1] = digits[c & 15];
-                }
-                hex[2 * n] = 0;
-                return 2 * n;
-            }
-            off = desc_at + ((nh.n_descsz + 3) & ~3u);
+        uint8_t id[32];
+        size_t n = cs_note_build_id((const char *)(bias + ph[i].p_vaddr), ph[i].p_memsz, id,
+                                    (cap - 1) / 2 < sizeof id ? (cap - 1) / 2 : sizeof id);
+        if (n) {
+            cs_hex(id, n, hex);
+            return 2 * n;
         }
     }
     return 0;

@@ -51,18 +51,8 @@ static void read_build_id(struct cs_module *m, const ElfW(Phdr) *ph, int phnum) 
         char notes[512];
         size_t len = ph[i].p_memsz < sizeof notes ? ph[i].p_memsz : sizeof notes;
         if (!cs_safe_read(m->base + ph[i].p_vaddr, notes, len)) continue;
-        for (size_t off = 0; off + sizeof(ElfW(Nhdr)) <= len;) {
-            ElfW(Nhdr) nh;
-            memcpy(&nh, notes + off, sizeof nh);
-            size_t name_at = off + sizeof nh, desc_at = name_at + ((nh.n_namesz + 3) & ~3u);
-            if (desc_at + nh.n_descsz > len) break;
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(notes + name_at, "GNU", 4) == 0) {
-                m->build_id_len = (uint8_t)(nh.n_descsz < sizeof m->build_id ? nh.n_descsz : sizeof m->build_id);
-                memcpy(m->build_id, notes + desc_at, m->build_id_len);
-                return;
-            }
-            off = desc_at + ((nh.n_descsz + 3) & ~3u);
-        }
+        m->build_id_len = (uint8_t)cs_note_build_id(notes, len, m->build_id, sizeof m->build_id);
+        if (m->build_id_len) return;
     }
 }
 
@@ -202,7 +192,6 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
 }
 
 void cs_modules_write(struct cs_jw *w) {
-    static const char hex[] = "0123456789abcdef";
     cs_jw_raw(w, ",\n\"modules\":[");
     for (uint32_t i = 0; i < S->nmodules; i++) {
         const struct cs_module *m = &S->modules[i];
@@ -211,10 +200,7 @@ void cs_modules_write(struct cs_jw *w) {
         cs_jw_raw(w, ",\"buildId\":");
         if (m->build_id_len) {
             char id[2 * sizeof m->build_id + 1];
-            for (size_t k = 0; k < m->build_id_len; k++) {
-                id[2 * k] = hex[m->build_id[k] >> 4];
-                id[2 * k + 1] = hex[m->build_id[k] & 15];
-            }
+            cs_hex(m->build_id, m->build_id_len, id);
             cs_jw_str(w, id, 2 * (size_t)m->build_id_len);
         } else {
             cs_jw_raw(w, "null");

@@ -2,7 +2,9 @@
 // call nothing else of Coldstart's.
 #include "internal.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -187,4 +189,29 @@ uint64_t cs_own_cpu_ns(void) {
         sum += ns;
     }
     return sum;
+}
+
+size_t cs_note_build_id(const char *notes, size_t len, uint8_t *out, size_t cap) {
+    for (size_t off = 0; off + sizeof(ElfW(Nhdr)) <= len;) {
+        ElfW(Nhdr) nh;
+        memcpy(&nh, notes + off, sizeof nh);
+        size_t name_at = off + sizeof nh, desc_at = name_at + ((nh.n_namesz + 3) & ~3u);
+        if (desc_at + nh.n_descsz > len) break;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(notes + name_at, "GNU", 4) == 0) {
+            size_t n = nh.n_descsz < cap ? nh.n_descsz : cap;
+            memcpy(out, notes + desc_at, n);
+            return n;
+        }
+        off = desc_at + ((nh.n_descsz + 3) & ~3u);
+    }
+    return 0;
+}
+
+void cs_hex(const uint8_t *bytes, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = 0;
 }

@@ -13,6 +13,14 @@ struct cs_rusage {
     uint64_t minflt, majflt, nvcsw, nivcsw, utime_ns, stime_ns;
 };
 
+/// The GNU build-id in the bytes of a PT_NOTE segment: copies at most `cap`
+/// bytes of it to `out` and returns how many, 0 when the notes hold none.
+/// Reads only notes[0, len). Async-signal-safe (pure).
+size_t cs_note_build_id(const char *notes, size_t len, uint8_t *out, size_t cap);
+/// Writes `n` bytes as 2n lowercase hex digits and a NUL to `out` (which
+/// holds 2n + 1 bytes). Async-signal-safe (pure).
+void cs_hex(const uint8_t *bytes, size_t n, char *out);
+
 /// Prints "coldstart: <msg><detail>" on stderr with one write(2).
 /// Async-signal-safe.
 void cs_warn(const char *msg, const char *detail);
