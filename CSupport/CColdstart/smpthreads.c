@@ -83,6 +83,27 @@ struct cs_smp_thread *cs_sampler_current_thread(void) {
 
 // ---- discovering threads ----
 
+uint32_t cs_smp_drop_alt_threads(void) {
+    uint32_t dropped = 0;
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        struct cs_smp_thread *t = &S->threads[i];
+        if (atomic_load(&t->tid) == 0 || !atomic_load(&t->armed) || t->signo != CS_SMP_ALT_SIGNAL) continue;
+        cs_smp_silence_thread(t);
+        if (!t->blocking) atomic_fetch_add(&S->threads_blocking, 1);
+        t->blocking = true;
+        dropped++;
+    }
+    // A handler that began before the host's sigaction may still be reading
+    // a ring: free only once none runs (bounded; otherwise the stop frees).
+    for (int i = 0; i < 4000 && dropped && atomic_load(&S->in_flight) > 0; i++) cs_sleep_ns(50000);
+    if (atomic_load(&S->in_flight) > 0) return dropped;
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        struct cs_smp_thread *t = &S->threads[i];
+        if (atomic_load(&t->tid) != 0 && t->signo == CS_SMP_ALT_SIGNAL && !atomic_load(&t->armed)) cs_smp_free_thread(t);
+    }
+    return dropped;
+}
+
 void cs_sampler_scan_threads(void) {
     if (!atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
     int expected = 0;
@@ -106,7 +127,8 @@ void cs_sampler_scan_threads(void) {
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
                 t->seen = gen;
                 if (atomic_load(&t->armed) || t->fd == -2) continue;
-                if (cs_smp_blocks_signal(tid)) {
+                int signo = cs_smp_signal_for(tid);
+                if (signo == 0) {
                     // A signal of ours would wait for it, or be taken by its
                     // sigwait/sigtimedwait: not now. (A thread blocks every
                     // signal for its first instants in pthread_create too, so
@@ -115,7 +137,8 @@ void cs_sampler_scan_threads(void) {
                     t->blocking = true;
                     continue;
                 }
-                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid) != 0) {
+                if (t->fd >= 0) cs_smp_free_thread(t);   // dropped from the other signal, not freed then
+                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid, signo) != 0) {
                     // Gone already (ESRCH), out of descriptors, or at our
                     // share of them: do not retry.
                     cs_smp_disarm_thread(t);
