@@ -220,8 +220,9 @@ static inline uintptr_t cs_fs_base(void) {
 // ---- unwind.c ----
 /// Loads libunwind privately and redirects its loader and TLS calls (see the
 /// file comment). `argv`/`envp` are the process's when called before libc's
-/// constructors ran (NULL otherwise). Returns false, having said why on
-/// stderr, when unusable. Not async-signal-safe.
+/// constructors ran (NULL otherwise). Returns false when unusable, having
+/// said why on stderr, except in a statically linked program (frame pointers
+/// are then the only way). Not async-signal-safe.
 bool cs_unwind_load(char **argv, char **envp);
 /// Fills `out` with the interrupted thread's stack, leaf first (the PC in
 /// `uc`); returns the frame count (≥ 1). Async-signal-safe.
