@@ -259,6 +259,7 @@ void cs_sampler_start(char **argv, char **envp) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
+    S->handler = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&sa.sa_mask);   // one sample at a time per thread; no reentry
     if (sigaction(CS_SMP_SIGNAL, &sa, NULL) != 0) {
@@ -296,7 +297,7 @@ void cs_sampler_start(char **argv, char **envp) {
 
 static bool handler_holds(int sig) {
     struct sigaction cur;
-    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal;
+    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == S->handler;
 }
 
 // The host changed SIGPROF's action (its own profiler, a reset): the threads

@@ -128,6 +128,7 @@ struct cs_sampler {
     // ---- signal ownership ----
     bool owns_signal;                 // our handler is installed on CS_SMP_SIGNAL
     _Atomic bool owns_alt;            // ... and on CS_SMP_ALT_SIGNAL (cleared when the host takes it)
+    void (*handler)(int, siginfo_t *, void *); // ours, to recognise it in sigaction's answer
     bool released;
 
     // ---- the window, for the effective rate ----

@@ -32,8 +32,12 @@ int cs_smp_signal_for(int tid) {
     if (k <= 0) return CS_SMP_SIGNAL;
     uint64_t blocked = cs_status_mask(status, (size_t)k, "SigBlk");
     if (!(blocked & (1ull << (CS_SMP_SIGNAL - 1)))) return CS_SMP_SIGNAL;
-    if (!(blocked & (1ull << (CS_SMP_ALT_SIGNAL - 1))) && atomic_load(&S->owns_alt)) return CS_SMP_ALT_SIGNAL;
-    return 0;
+    if ((blocked & (1ull << (CS_SMP_ALT_SIGNAL - 1))) || !atomic_load(&S->owns_alt)) return 0;
+    // The host may have taken SIGPROF since the scan thread last looked.
+    struct sigaction cur;
+    if (sigaction(CS_SMP_ALT_SIGNAL, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != S->handler)
+        return 0;
+    return CS_SMP_ALT_SIGNAL;
 }
 
 // Opens the task-clock event of `tid` and points its overflow signal at that

@@ -123,6 +123,10 @@ void cs_sampler_scan_threads(void) {
                 off += d->d_reclen;
                 int tid = cs_dirent_tid(d);
                 if (tid == 0 || cs_own_thread(tid, true)) continue;   // Coldstart's own: never sampled
+                // A stop that gave up waiting for this scan (preempted for
+                // 100 ms on a loaded machine) has silenced every clock: arm
+                // none again.
+                if (!atomic_load(&S->active)) continue;
                 struct cs_smp_thread *t = cs_sampler_thread(tid, true);
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
                 t->seen = gen;
@@ -144,6 +148,10 @@ void cs_sampler_scan_threads(void) {
                     cs_smp_disarm_thread(t);
                     t->fd = -2;
                     atomic_fetch_add(&S->thread_overflow, 1);
+                } else if (!atomic_load(&S->active)) {
+                    // The stop came in between: no signal after it. (Its
+                    // descriptor stays open: a handler may be reading its ring.)
+                    cs_smp_silence_thread(t);
                 }
             }
         }
