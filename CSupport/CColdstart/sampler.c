@@ -305,8 +305,14 @@ static bool handler_holds(int sig) {
 // signals reached its handler), as are those that block SIGURG.
 static void drop_alt_if_taken(void) {
     if (!atomic_load(&S->owns_alt) || handler_holds(CS_SMP_ALT_SIGNAL)) return;
+    // Not while a scan arms threads (it could arm one with SIGPROF after the
+    // drop): then at the next period.
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
     atomic_store(&S->owns_alt, false);
-    if (cs_smp_drop_alt_threads() > 0)
+    uint32_t dropped = cs_smp_drop_alt_threads();
+    atomic_store(&S->scanning, 0);
+    if (dropped > 0)
         cs_warn("the program changed SIGPROF's action; threads that block SIGURG (dispatch workers) are no longer sampled", NULL);
 }
 

@@ -189,9 +189,9 @@ struct cs_smp_thread *cs_sampler_current_thread(void);
 /// that thread. Lock-free, async-signal-safe.
 void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t);
 /// Stops the clocks of the threads sampled with CS_SMP_ALT_SIGNAL (the host
-/// took that signal), frees them once no handler runs; they count as blocking
-/// from now on. Returns how many there were. Async-signal-safe; called by the
-/// scan thread only.
+/// took that signal); they count as blocking from now on, and their
+/// descriptors are closed at the stop. Returns how many there were. Call with
+/// the scan flag held. Async-signal-safe.
 uint32_t cs_smp_drop_alt_threads(void);
 
 // ---- smpclock.c (all async-signal-safe: system calls only) ----

@@ -93,14 +93,6 @@ uint32_t cs_smp_drop_alt_threads(void) {
         t->blocking = true;
         dropped++;
     }
-    // A handler that began before the host's sigaction may still be reading
-    // a ring: free only once none runs (bounded; otherwise the stop frees).
-    for (int i = 0; i < 4000 && dropped && atomic_load(&S->in_flight) > 0; i++) cs_sleep_ns(50000);
-    if (atomic_load(&S->in_flight) > 0) return dropped;
-    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        struct cs_smp_thread *t = &S->threads[i];
-        if (atomic_load(&t->tid) != 0 && t->signo == CS_SMP_ALT_SIGNAL && !atomic_load(&t->armed)) cs_smp_free_thread(t);
-    }
     return dropped;
 }
 
@@ -130,7 +122,9 @@ void cs_sampler_scan_threads(void) {
                 struct cs_smp_thread *t = cs_sampler_thread(tid, true);
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
                 t->seen = gen;
-                if (atomic_load(&t->armed) || t->fd == -2) continue;
+                // -2: arming failed; a descriptor: dropped from SIGPROF (it
+                // goes at the stop, once no handler can read its ring).
+                if (atomic_load(&t->armed) || t->fd != -1) continue;
                 int signo = cs_smp_signal_for(tid);
                 if (signo == 0) {
                     // A signal of ours would wait for it, or be taken by its
@@ -141,7 +135,6 @@ void cs_sampler_scan_threads(void) {
                     t->blocking = true;
                     continue;
                 }
-                if (t->fd >= 0) cs_smp_free_thread(t);   // dropped from the other signal, not freed then
                 if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid, signo) != 0) {
                     // Gone already (ESRCH), out of descriptors, or at our
                     // share of them: do not retry.

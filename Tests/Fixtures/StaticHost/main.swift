@@ -1,5 +1,5 @@
 // Built by StaticExecutableTests with `swiftc -static-executable` (not a
-// SwiftPM target): burns 50 ms of CPU, then ready().
+// SwiftPM target): burns 200 ms of CPU, then ready().
 import Coldstart
 import Glibc
 
@@ -13,6 +13,6 @@ import Glibc
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
     } while UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) < end && x != 0
 }
-burn(50)
+burn(200)
 Coldstart.ready()
 print("static done")
