@@ -1,6 +1,7 @@
 // The stack sampler: a CPU-time clock per thread raises CS_SMP_SIGNAL
-// (SIGURG, sampler.h says why) on the thread that consumed the time, and the
-// handler records that thread's stack.
+// (SIGURG), or CS_SMP_ALT_SIGNAL (SIGPROF) on a thread that blocks SIGURG but
+// not SIGPROF (libdispatch's workers; sampler.h says why), on the thread that
+// consumed the time, and the handler records that thread's stack.
 //
 // Clock (docs/performance.md, "Why per-thread perf events"): a software
 // PERF_COUNT_SW_TASK_CLOCK event per thread (user time only), whose overflow
@@ -164,14 +165,20 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
 }
 
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
-    (void)sig;
     int saved = errno;
     int code = si->si_code;
     bool ours = code == POLL_HUP || code == POLL_IN
         || (code == SI_TIMER && si->si_value.sival_ptr == (void *)(uintptr_t)S->cookie);
-    // Another sender's SIGURG (a socket's urgent data, a kill): its default
-    // action is to be ignored, which is what returning does.
     if (!ours) {
+        // Another sender's SIGPROF (a kill, an ITIMER_PROF): its default
+        // action ends the process, as it would have without us. The signal is
+        // blocked in here (sa_mask), so it is delivered once we return.
+        if (sig == CS_SMP_ALT_SIGNAL) {
+            cs_restore_default(sig);
+            raise(sig);
+        }
+        // Another sender's SIGURG (a socket's urgent data, a kill): its
+        // default action is to be ignored, which is what returning does.
         errno = saved;
         return;
     }
@@ -186,7 +193,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
 static bool open_clock(enum cs_smp_clock clock) {
     S->clock = clock;
     struct cs_smp_thread *t = cs_sampler_thread(S->main_tid, true);
-    int e = cs_smp_arm_thread(t, S->main_tid);
+    int e = cs_smp_arm_thread(t, S->main_tid, CS_SMP_SIGNAL);
     if (e == 0) return true;
     cs_smp_disarm_thread(t);
     t->fd = -1;
@@ -223,7 +230,7 @@ void cs_sampler_start(void) {
         cs_warn("SIGURG already has a handler in this program; stack sampling off", NULL);
         return;
     }
-    if (cs_smp_blocks_signal(cs_gettid())) {
+    if (cs_smp_signal_for(cs_gettid()) != CS_SMP_SIGNAL) {
         cs_warn("the main thread blocks SIGURG (inherited signal mask); stack sampling off", NULL);
         return;
     }
@@ -252,6 +259,7 @@ void cs_sampler_start(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
+    S->handler = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&sa.sa_mask);   // one sample at a time per thread; no reentry
     if (sigaction(CS_SMP_SIGNAL, &sa, NULL) != 0) {
@@ -259,6 +267,13 @@ void cs_sampler_start(void) {
         return;
     }
     S->owns_signal = true;
+    // SIGPROF too, for the threads that block SIGURG, if nothing of the
+    // host's holds it: here, before any of the host's code has run, nothing
+    // can race us for it. A host that installs its handler later gets it
+    // back within a scan period (drop_alt).
+    if (sigaction(CS_SMP_ALT_SIGNAL, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL
+        && sigaction(CS_SMP_ALT_SIGNAL, &sa, NULL) == 0)
+        atomic_store(&S->owns_alt, true);
     S->started = true;
     S->t_start = cs_monotonic_ns();
     S->cpu_start = cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -280,6 +295,27 @@ void cs_sampler_start(void) {
 
 // ---- the scanning thread ----
 
+static bool handler_holds(int sig) {
+    struct sigaction cur;
+    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == S->handler;
+}
+
+// The host changed SIGPROF's action (its own profiler, a reset): the threads
+// sampled with it are left alone from now on (at most one scan period of our
+// signals reached its handler), as are those that block SIGURG.
+static void drop_alt_if_taken(void) {
+    if (!atomic_load(&S->owns_alt) || handler_holds(CS_SMP_ALT_SIGNAL)) return;
+    // Not while a scan arms threads (it could arm one with SIGPROF after the
+    // drop): then at the next period.
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
+    atomic_store(&S->owns_alt, false);
+    uint32_t dropped = cs_smp_drop_alt_threads();
+    atomic_store(&S->scanning, 0);
+    if (dropped > 0)
+        cs_warn("the program changed SIGPROF's action; threads that block SIGURG (dispatch workers) are no longer sampled", NULL);
+}
+
 // Why sampling must end before the launch does, or NULL.
 static const char *early_stop_reason(void) {
     // A host that never calls ready() (a server) is sampled for a bounded time.
@@ -288,9 +324,7 @@ static const char *early_stop_reason(void) {
     if (atomic_load(&S->dropped) > 0) return "buffer-full";
     // The host took the signal over: stop at once, so that as few of our
     // signals as possible reach its handler (at most one scan period's).
-    struct sigaction cur;
-    if (sigaction(CS_SMP_SIGNAL, NULL, &cur) == 0 && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal))
-        return "signal-taken";
+    if (!handler_holds(CS_SMP_SIGNAL)) return "signal-taken";
     return NULL;
 }
 
@@ -330,6 +364,7 @@ static void *scan_loop(void *arg) {
             if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_load()) S->unwinder = CS_UNW_FP;
         }
         cs_sleep_ns(CS_SMP_SCAN_NS);
+        drop_alt_if_taken();
         const char *why = early_stop_reason();
         if (why) {
             if (atomic_load(&S->active)) {
@@ -396,9 +431,20 @@ void cs_sampler_release(void) {
     if (!S->owns_signal || S->released) return;
     // A signal of ours still pending on a thread that blocks it is discarded
     // under SIG_DFL (SIGURG's default action is to ignore it).
-    struct sigaction cur;
-    if (sigaction(CS_SMP_SIGNAL, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal)
-        cs_restore_default(CS_SMP_SIGNAL);
+    if (handler_holds(CS_SMP_SIGNAL)) cs_restore_default(CS_SMP_SIGNAL);
+    // SIGPROF's default action ends the process, so a signal of ours still
+    // pending (raised just before its clock stopped, on a thread that was not
+    // running then) must not meet it: SIG_IGN discards every pending SIGPROF
+    // of every thread (POSIX; Linux flushes them in sigaction), then the
+    // default. The clocks are stopped by now, so no new one comes. (One sent
+    // by someone else in between is dropped rather than ending the process.)
+    if (atomic_exchange(&S->owns_alt, false) && handler_holds(CS_SMP_ALT_SIGNAL)) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(CS_SMP_ALT_SIGNAL, &ign, NULL);
+        cs_restore_default(CS_SMP_ALT_SIGNAL);
+    }
     S->owns_signal = false;
     S->released = true;
 }

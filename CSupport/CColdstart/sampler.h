@@ -21,11 +21,16 @@
 #define CS_SMP_MAX_MODULES 512
 #define CS_SMP_PATH 256
 #define CS_SMP_COST_BUCKETS 4096      // handler-cost histogram, 10 ns buckets
-// SIGURG, not SIGPROF: its default action is to be ignored, so a signal of
-// ours still pending when the host resets the action (or blocks and unblocks
-// it) is harmless, and the host's own SIGPROF profilers and timers, and the
-// Swift crash handler's SIGPROF, never see our signals.
+// The signal is chosen per thread (F_SETSIG per perf event, sigev_signo per
+// timer). SIGURG where the thread leaves it unblocked: its default action is
+// to be ignored, so a signal of ours still pending when the host resets the
+// action (or blocks and unblocks it) is harmless, and the host's own SIGPROF
+// profilers and timers, and the Swift crash handler's SIGPROF, never see our
+// signals. libdispatch's workers block every signal but SIGPROF and the
+// synchronous fault signals (so that profilers work): they get SIGPROF, only
+// while our handler holds it (the host installed none).
 #define CS_SMP_SIGNAL SIGURG
+#define CS_SMP_ALT_SIGNAL SIGPROF
 
 enum cs_smp_clock { CS_CLOCK_NONE, CS_CLOCK_PERF, CS_CLOCK_POSIX, CS_CLOCK_WALL };
 enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP };
@@ -51,7 +56,8 @@ struct cs_smp_thread {
     _Atomic int sampled;              // 1 once it was armed (listed in "threads")
     _Atomic int in_handler;           // 1 while this thread runs the sampling handler
     uint32_t seen;                    // the last scan that listed it (scan_gen)
-    bool blocking;                    // it was seen blocking the signal (counted once)
+    bool blocking;                    // it was seen blocking both signals (counted once)
+    int signo;                        // the signal its clock raises (set when armed)
     int fd;                           // perf event, or -1
     struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
@@ -121,6 +127,8 @@ struct cs_sampler {
 
     // ---- signal ownership ----
     bool owns_signal;                 // our handler is installed on CS_SMP_SIGNAL
+    _Atomic bool owns_alt;            // ... and on CS_SMP_ALT_SIGNAL (cleared when the host takes it)
+    void (*handler)(int, siginfo_t *, void *); // ours, to recognise it in sigaction's answer
     bool released;
 
     // ---- the window, for the effective rate ----
@@ -182,13 +190,21 @@ struct cs_smp_thread *cs_sampler_current_thread(void);
 /// Makes `t` the slot of the thread whose %fs base is `tcb`; called only by
 /// that thread. Lock-free, async-signal-safe.
 void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t);
+/// Stops the clocks of the threads sampled with CS_SMP_ALT_SIGNAL (the host
+/// took that signal); they count as blocking from now on, and their
+/// descriptors are closed at the stop. Returns how many there were. Call with
+/// the scan flag held. Async-signal-safe.
+uint32_t cs_smp_drop_alt_threads(void);
 
 // ---- smpclock.c (all async-signal-safe: system calls only) ----
-/// True when thread `tid` blocks CS_SMP_SIGNAL (its /proc status SigBlk): a
-/// signal of ours would then wait for it, or be taken by its sigwait.
-bool cs_smp_blocks_signal(int tid);
-/// Starts thread `tid`'s clock source (S->clock) into slot `t`; 0 or an errno.
-int cs_smp_arm_thread(struct cs_smp_thread *t, int tid);
+/// The signal to sample thread `tid` with, from its /proc status SigBlk:
+/// CS_SMP_SIGNAL if it leaves that unblocked, else CS_SMP_ALT_SIGNAL if it
+/// leaves that unblocked and our handler holds it, else 0 (a signal of ours
+/// would wait for it, or be taken by its sigwait).
+int cs_smp_signal_for(int tid);
+/// Starts thread `tid`'s clock source (S->clock), raising `signo`, into slot
+/// `t`; 0 or an errno.
+int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo);
 /// Stops the thread's clock: no new signal after this returns.
 void cs_smp_silence_thread(struct cs_smp_thread *t);
 /// Closes its event and unmaps its ring: only once no handler can touch them.

@@ -19,17 +19,25 @@ static void mark_armed(struct cs_smp_thread *t) {
     if (!atomic_exchange(&t->armed, 1)) atomic_fetch_add(&S->threads_live, 1);
 }
 
-bool cs_smp_blocks_signal(int tid) {
+int cs_smp_signal_for(int tid) {
     char path[64] = "/proc/self/task/";
     size_t n = strlen(path);
     n += cs_format_u64((uint64_t)tid, path + n);
     memcpy(path + n, "/status", 8);
     char status[4096];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;   // gone: arming it fails anyway
+    if (fd < 0) return CS_SMP_SIGNAL;   // gone: arming it fails anyway
     ssize_t k = read(fd, status, sizeof status);
     close(fd);
-    return k > 0 && (cs_status_mask(status, (size_t)k, "SigBlk") & (1ull << (CS_SMP_SIGNAL - 1)));
+    if (k <= 0) return CS_SMP_SIGNAL;
+    uint64_t blocked = cs_status_mask(status, (size_t)k, "SigBlk");
+    if (!(blocked & (1ull << (CS_SMP_SIGNAL - 1)))) return CS_SMP_SIGNAL;
+    if ((blocked & (1ull << (CS_SMP_ALT_SIGNAL - 1))) || !atomic_load(&S->owns_alt)) return 0;
+    // The host may have taken SIGPROF since the scan thread last looked.
+    struct sigaction cur;
+    if (sigaction(CS_SMP_ALT_SIGNAL, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != S->handler)
+        return 0;
+    return CS_SMP_ALT_SIGNAL;
 }
 
 // Opens the task-clock event of `tid` and points its overflow signal at that
@@ -49,7 +57,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     if (fd < 0) return errno;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     uint64_t id = 0;
-    if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, CS_SMP_SIGNAL) != 0
+    if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, t->signo) != 0
         || fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
         int e = errno;
         close(fd);
@@ -75,7 +83,7 @@ static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
     ev.sigev_notify = SIGEV_THREAD_ID;
-    ev.sigev_signo = CS_SMP_SIGNAL;
+    ev.sigev_signo = t->signo;
     ev.sigev_value.sival_ptr = (void *)(uintptr_t)S->cookie;
     ev._sigev_un._tid = tid;
     int kid = -1;
@@ -91,7 +99,8 @@ static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
     return 0;
 }
 
-int cs_smp_arm_thread(struct cs_smp_thread *t, int tid) {
+int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo) {
+    t->signo = signo;
     int e;
     switch (S->clock) {
     case CS_CLOCK_PERF: e = arm_perf(t, tid); break;

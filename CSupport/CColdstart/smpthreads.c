@@ -83,6 +83,19 @@ struct cs_smp_thread *cs_sampler_current_thread(void) {
 
 // ---- discovering threads ----
 
+uint32_t cs_smp_drop_alt_threads(void) {
+    uint32_t dropped = 0;
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        struct cs_smp_thread *t = &S->threads[i];
+        if (atomic_load(&t->tid) == 0 || !atomic_load(&t->armed) || t->signo != CS_SMP_ALT_SIGNAL) continue;
+        cs_smp_silence_thread(t);
+        if (!t->blocking) atomic_fetch_add(&S->threads_blocking, 1);
+        t->blocking = true;
+        dropped++;
+    }
+    return dropped;
+}
+
 void cs_sampler_scan_threads(void) {
     if (!atomic_load(&S->active) || S->clock == CS_CLOCK_WALL) return;
     int expected = 0;
@@ -102,11 +115,18 @@ void cs_sampler_scan_threads(void) {
                 off += d->d_reclen;
                 int tid = cs_dirent_tid(d);
                 if (tid == 0 || cs_own_thread(tid, true)) continue;   // Coldstart's own: never sampled
+                // A stop that gave up waiting for this scan (preempted for
+                // 100 ms on a loaded machine) has silenced every clock: arm
+                // none again.
+                if (!atomic_load(&S->active)) continue;
                 struct cs_smp_thread *t = cs_sampler_thread(tid, true);
                 if (!t) { atomic_fetch_add(&S->thread_overflow, 1); continue; }
                 t->seen = gen;
-                if (atomic_load(&t->armed) || t->fd == -2) continue;
-                if (cs_smp_blocks_signal(tid)) {
+                // -2: arming failed; a descriptor: dropped from SIGPROF (it
+                // goes at the stop, once no handler can read its ring).
+                if (atomic_load(&t->armed) || t->fd != -1) continue;
+                int signo = cs_smp_signal_for(tid);
+                if (signo == 0) {
                     // A signal of ours would wait for it, or be taken by its
                     // sigwait/sigtimedwait: not now. (A thread blocks every
                     // signal for its first instants in pthread_create too, so
@@ -115,12 +135,16 @@ void cs_sampler_scan_threads(void) {
                     t->blocking = true;
                     continue;
                 }
-                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid) != 0) {
+                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid, signo) != 0) {
                     // Gone already (ESRCH), out of descriptors, or at our
                     // share of them: do not retry.
                     cs_smp_disarm_thread(t);
                     t->fd = -2;
                     atomic_fetch_add(&S->thread_overflow, 1);
+                } else if (!atomic_load(&S->active)) {
+                    // The stop came in between: no signal after it. (Its
+                    // descriptor stays open: a handler may be reading its ring.)
+                    cs_smp_silence_thread(t);
                 }
             }
         }

@@ -188,6 +188,52 @@ final class HostIntegrityTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("coldstart-watch"), "Coldstart's threads are in the backtrace too")
     }
 
+    /// Samples of threads other than the main one.
+    private func workerSamples(_ path: String) throws -> Int {
+        let samples = try XCTUnwrap(section(path)["samples"] as? [[Any]])
+        let pid = try Timeline(contentsOf: path).process.pid
+        return samples.filter { ($0[1] as? Int) != pid }.count
+    }
+
+    func testAThreadWithLibdispatchsSignalMaskIsSampledWithSIGPROF() throws {
+        let result = try profiled(["dispatch-mask", "plain"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "alive, host handler calls: 0\n")
+        let sampling = try XCTUnwrap(section(timelinePath())["sampling"] as? [String: Any])
+        XCTAssertEqual(sampling["threadsBlockingSignal"] as? Int, 0, "it blocks SIGURG but not SIGPROF")
+        XCTAssertGreaterThan(try workerSamples(timelinePath()), 100, "its 200 ms of CPU at 1 kHz")
+    }
+
+    func testWithTheHostsOwnSIGPROFHandlerSuchAThreadIsLeftAlone() throws {
+        let result = try profiled(["dispatch-mask", "prof"], ["COLDSTART_HZ": "10000"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "alive, host handler calls: 0\n")
+        let sampling = try XCTUnwrap(section(timelinePath())["sampling"] as? [String: Any])
+        XCTAssertEqual(sampling["threadsBlockingSignal"] as? Int, 1)
+        XCTAssertEqual(try workerSamples(timelinePath()), 0)
+    }
+
+    func testAHostInstallingItsSIGPROFHandlerWhileSuchAThreadIsSampledGetsItBack() throws {
+        let result = try profiled(["dispatch-mask", "late-prof"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "coldstart: the program changed SIGPROF's action; threads that block SIGURG (dispatch workers) are no longer sampled\n")
+        let calls = Int(result.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+        XCTAssertTrue((0..<20).contains(calls), "at most one scan period of signals reached the host's handler: \(calls)")
+        let sampling = try XCTUnwrap(section(timelinePath())["sampling"] as? [String: Any])
+        XCTAssertEqual(sampling["threadsBlockingSignal"] as? Int, 1, "left alone from then on")
+        XCTAssertEqual(sampling["stopReason"] as? String, "launch-end", "the other threads are still sampled")
+    }
+
+    func testSamplingStoppingWhileSuchAThreadBurnsLeavesNoSIGPROFToKillIt() throws {
+        for _ in 0..<5 {
+            let result = try profiled(["dispatch-mask", "busy-ready"], ["COLDSTART_HZ": "10000"])
+            XCTAssertEqual(result.status, 0, "a pending SIGPROF of ours met SIG_DFL: \(result.stderr)")
+            XCTAssertEqual(result.stdout, "alive, host handler calls: 0\n")
+            XCTAssertGreaterThan(try workerSamples(timelinePath()), 100)
+            try FileManager.default.removeItem(atPath: timelinePath())
+        }
+    }
+
     // MARK: - Descriptors, time and memory (items 5, 6, 7)
 
     func testShortLivedThreadsDoNotKeepDescriptors() throws {

@@ -155,7 +155,7 @@ final class SamplerTests: XCTestCase {
     func testTheSignalIsOursOnlyWhileSampling() throws {
         XCTAssertEqual(try runProcess(host, ["disposition"]).stdout, "during: default, after: default\n", "not profiled: untouched")
         let (result, _) = try profiled(["disposition"])
-        XCTAssertEqual(result.stdout, "during: handled, after: default\n", "SIGURG is given back once sampling is over")
+        XCTAssertEqual(result.stdout, "during: handled, after: default\n", "SIGURG and SIGPROF are given back once sampling is over")
     }
 
     func testStressDlopenMallocAndThrowingNeitherCrashesNorHangs() throws {

@@ -9,6 +9,9 @@
 //     HostPatterns urg-handler              its own SIGURG handler while it burns 300 ms; how many it got
 //     HostPatterns block-reset              block SIGPROF and SIGURG, burn, reset both to default, unblock
 //     HostPatterns sigwait                  a thread with every signal blocked burns, then sigtimedwait(all, 200 ms)
+//     HostPatterns dispatch-mask MODE       a thread with libdispatch's signal mask (all blocked but SIGPROF and the
+//                                           fault signals) burns; MODE: plain; prof (the host's SIGPROF handler first);
+//                                           late-prof (installed while it burns); busy-ready (ready() while it burns)
 //     HostPatterns short-threads N          N threads living ~15 ms each, 50 at a time; its open descriptors after
 //     HostPatterns never-ready MS           burn and sleep MS ms without ready(), exit 0
 //     HostPatterns exec-self                ready(), then exec itself ("second" image: ready(), exit)
@@ -131,6 +134,39 @@ case "sigwait":
     pthread_join(waiter, nil)
     Coldstart.ready()
     print(result == -EAGAIN ? "timed out" : "got signal \(result)")
+
+case "dispatch-mask":
+    let variant = arguments.count > 1 ? arguments[1] : "plain"
+    let countCalls: @convention(c) (Int32) -> Void = { _ in signalCount += 1 }
+    if variant == "prof" { install(SIGPROF, countCalls) }
+    // libdispatch's _dispatch_sigmask, which its workers are created with.
+    var mask = sigset_t()
+    var old = sigset_t()
+    sigfillset(&mask)
+    for kept in [SIGILL, SIGTRAP, SIGFPE, SIGBUS, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF] { sigdelset(&mask, kept) }
+    pthread_sigmask(SIG_SETMASK, &mask, &old)
+    nonisolated(unsafe) var stop: Int32 = 0
+    let worker = startThread {
+        if variant == "busy-ready" {
+            while stop == 0 { burnCPU(milliseconds: 1) }
+        } else {
+            burnCPU(milliseconds: 200)
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nil)
+    if variant == "late-prof" {
+        usleep(50_000)
+        install(SIGPROF, countCalls)
+    }
+    if variant == "busy-ready" {
+        usleep(100_000)
+        Coldstart.ready()
+        usleep(300_000)   // the timeline is written and SIGPROF given back while it burns
+        stop = 1
+    }
+    pthread_join(worker, nil)
+    Coldstart.ready()
+    print("alive, host handler calls: \(signalCount)")
 
 case "short-threads":
     var limit = rlimit(rlim_cur: 1024, rlim_max: 1024)

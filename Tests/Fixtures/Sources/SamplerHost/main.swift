@@ -7,7 +7,7 @@
 //     SamplerHost threads           three threads, started one after another, each burning 100 ms
 //     SamplerHost stress SECONDS    dlopen/dlclose, dl_iterate_phdr, malloc/free, throwing, thread churn
 //     SamplerHost maps              whether libunwind is mapped into this process (within 300 ms of main)
-//     SamplerHost disposition       SIGURG's handler (the sampler's signal) during the launch and once the timeline is written
+//     SamplerHost disposition       SIGURG's and SIGPROF's handlers (the sampler's signals) during the launch and once the timeline is written
 //     SamplerHost exit CODE         print a line and exit(CODE) before ready()
 import Coldstart
 import CxxThrow
@@ -130,19 +130,20 @@ case "maps":
     print("libunwind mapped: \(maps.contains("libunwind") ? "yes" : "no")")
 
 case "disposition":
-    func sigprofHandled() -> Bool {
+    // Both sampling signals: SIGURG, and SIGPROF for threads that block SIGURG.
+    func handled(_ signal: Int32) -> Bool {
         var action = sigaction()
-        sigaction(SIGURG, nil, &action)
+        sigaction(signal, nil, &action)
         return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) != 0
     }
     burnCPU(milliseconds: 20)
-    let during = sigprofHandled()
+    let during = handled(SIGURG) && handled(SIGPROF)
     Coldstart.ready()
     // The timeline is written on a background thread; the handler goes after it.
     var after = true
     for _ in 0..<400 where after {
         usleep(5_000)
-        after = sigprofHandled()
+        after = handled(SIGURG) || handled(SIGPROF)
     }
     print("during: \(during ? "handled" : "default"), after: \(after ? "handled" : "default")")
 
