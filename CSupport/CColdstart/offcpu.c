@@ -162,16 +162,18 @@ bool cs_offcpu_ready(void) {
         [FN_STEP] = "_Ux86_64_step", [FN_GET_REG] = "_Ux86_64_get_reg",
         [FN_SEARCH] = "_Ux86_64_dwarf_search_unwind_table", [FN_POLICY] = "_Ux86_64_set_caching_policy",
     };
-    void *lib = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    struct cs_dl dl;
+    if (!cs_dl_functions(&dl)) return false;   // a static program: blocked time without stacks
+    void *lib = dl.open("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         cs_warn("libunwind-x86_64.so.8 not found (Debian: libunwind8); off-CPU time will have no stacks", NULL);
         return false;
     }
     for (int i = 0; i < 6; i++) {
-        wt->unwind_fn[i] = dlsym(lib, names[i]);
+        wt->unwind_fn[i] = dl.sym(lib, names[i]);
         if (!wt->unwind_fn[i]) {
             cs_warn("libunwind-x86_64.so.8 lacks ", names[i]);
-            dlclose(lib);
+            dl.close(lib);
             return false;
         }
     }
@@ -183,7 +185,7 @@ bool cs_offcpu_ready(void) {
     };
     unw_addr_space_t as = FN(create_as_fn, FN_CREATE)(&accessors, 0);
     if (!as) {
-        dlclose(lib);
+        dl.close(lib);
         return false;
     }
     // Unwind rules are cached by instruction address: code does not change

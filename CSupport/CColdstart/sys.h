@@ -21,6 +21,21 @@ size_t cs_note_build_id(const char *notes, size_t len, uint8_t *out, size_t cap)
 /// holds 2n + 1 bytes). Async-signal-safe (pure).
 void cs_hex(const uint8_t *bytes, size_t n, char *out);
 
+/// dlopen and its kin, looked up in the loaded libc.so.6's symbol table
+/// rather than referenced: a reference would make a static link of the host
+/// pull in glibc's static dlopen, with a linker warning per call site.
+struct cs_dl {
+    void *(*open)(const char *, int);
+    int (*close)(void *);
+    void *(*sym)(void *, const char *);
+    int (*info)(void *, int, void *);
+};
+/// Fills `dl`; false in a statically linked program (no loader: a library
+/// dlopen'd there gets a libc of its own, so Coldstart loads none), or, with
+/// one line on stderr, when libc.so.6 lacks them. Takes the loader's lock
+/// (dl_iterate_phdr): not async-signal-safe.
+bool cs_dl_functions(struct cs_dl *dl);
+
 /// Prints "coldstart: <msg><detail>" on stderr with one write(2).
 /// Async-signal-safe.
 void cs_warn(const char *msg, const char *detail);

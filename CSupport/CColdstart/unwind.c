@@ -163,70 +163,6 @@ static int hook_access_mem(void *as, uintptr_t addr, uintptr_t *val, int write, 
     return S->real_access_mem(as, addr, val, write, arg);
 }
 
-// The loader's functions, from libc.so.6 (file comment).
-struct cs_dl {
-    void *(*open)(const char *, int);
-    int (*close)(void *);
-    void *(*sym)(void *, const char *);
-    int (*info)(void *, int, void *);
-};
-
-struct cs_dl_lookup {
-    const char *name;
-    void *found;
-};
-
-static uint32_t gnu_hash(const char *s) {
-    uint32_t h = 5381;
-    for (; *s; s++) h = h * 33 + (unsigned char)*s;
-    return h;
-}
-
-// dl_iterate_phdr callback: the defined symbol `name` of libc.so.6 (or, for
-// glibc before 2.34, libdl.so.2), found through its GNU hash table.
-static int find_symbol(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    struct cs_dl_lookup *l = data;
-    const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-    const char *file = slash ? slash + 1 : info->dlpi_name;
-    if (!file || (strcmp(file, "libc.so.6") != 0 && strcmp(file, "libdl.so.2") != 0)) return 0;
-    const ElfW(Dyn) *dyn = NULL;
-    for (size_t i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    uintptr_t base = info->dlpi_addr;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    const uint32_t *gh = NULL;
-    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-        uintptr_t v = dyn->d_un.d_ptr < base ? dyn->d_un.d_ptr + base : dyn->d_un.d_ptr;   // relocated in place or not
-        if (dyn->d_tag == DT_SYMTAB) symtab = (const void *)v;
-        else if (dyn->d_tag == DT_STRTAB) strtab = (const void *)v;
-        else if (dyn->d_tag == DT_GNU_HASH) gh = (const void *)v;
-    }
-    if (!symtab || !strtab || !gh || gh[0] == 0) return 0;
-    uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
-    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
-    const uint32_t *chain = buckets + nbuckets;
-    uint32_t h = gnu_hash(l->name);
-    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
-        uint32_t h2 = chain[i - symoffset];
-        const ElfW(Sym) *sym = &symtab[i];
-        if ((h | 1) == (h2 | 1) && sym->st_shndx != SHN_UNDEF && sym->st_value != 0
-            && strcmp(strtab + sym->st_name, l->name) == 0) {
-            l->found = (void *)(base + sym->st_value);
-            return 1;
-        }
-        if (h2 & 1) break;
-    }
-    return 0;
-}
-
-static void *loader_symbol(const char *name) {
-    struct cs_dl_lookup l = {name, NULL};
-    dl_iterate_phdr(find_symbol, &l);
-    return l.found;
-}
-
 // Puts hook_access_mem in front of the local address space's reader.
 static void wrap_access_mem(const struct cs_dl *dl, void *h) {
     typedef void **(*get_accessors_fn)(void *);
@@ -297,38 +233,16 @@ static int patch_got(struct link_map *lm) {
     return essential;
 }
 
-// The first object dl_iterate_phdr lists is the program (in a static link
-// too): without a PT_INTERP it was linked statically.
-static int main_has_interp(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    for (size_t i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_INTERP) *(bool *)data = true;
-    return 1;
-}
-
 static bool fail(const char *why, const char *detail) {
     cs_warn(why, detail);
     return false;
-}
-
-// dlopen and its kin as the loaded libc.so.6 has them (file comment); false
-// in a statically linked program, which is profiled with frame pointers,
-// silently.
-static bool dl_functions(struct cs_dl *dl) {
-    bool dynamic = false;
-    dl_iterate_phdr(main_has_interp, &dynamic);
-    if (!dynamic) return false;
-    *dl = (struct cs_dl){loader_symbol("dlopen"), loader_symbol("dlclose"), loader_symbol("dlsym"), loader_symbol("dlinfo")};
-    if (!dl->open || !dl->close || !dl->sym || !dl->info)
-        return fail("cannot find dlopen in libc.so.6; unwinding with frame pointers", NULL);
-    return true;
 }
 
 bool cs_unwind_usable(void) {
     // Asked at start-up, before anything of ours could have loaded it (the
     // watcher's remote unwinder depends on it).
     struct cs_dl dl;
-    if (!dl_functions(&dl)) return false;
+    if (!cs_dl_functions(&dl)) return false;
     void *already = dl.open("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (!already) return true;
     dl.close(already);
@@ -340,7 +254,7 @@ bool cs_unwind_load(void) {
     return fail("libunwind sampling needs x86_64; using frame pointers", NULL);
 #else
     struct cs_dl dl;
-    if (!dl_functions(&dl)) return false;
+    if (!cs_dl_functions(&dl)) return false;
     // On the scan thread after the library initializers: libc is set up, and
     // the host's main thread does not wait for the load (~0.6 ms).
     void *h = dl.open("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
