@@ -142,6 +142,11 @@ static void make_plan(struct plan *pl) {
         pl->precision = 0;
         pl->source = "proc-stat";
     }
+    // The process began no later than the first code of ours that ran: an
+    // estimate or a launcher's stamp past it (a clock read late, a stamp
+    // from another clock domain) is pulled back, so no phase is negative.
+    uint64_t first = cs_g.launch.t_earliest ? cs_g.launch.t_earliest : cs_g.launch.t_main;
+    if (first != 0 && pl->start > first) pl->start = first;
     // Wall clock of the process start, for tools that want a date (pprof's
     // time_nanos): the realtime clock now, less the monotonic time since.
     struct timespec rt, mono;
