@@ -28,7 +28,7 @@ svg .tick { fill: var(--dim); text-anchor: middle; font-size: 11px; }
 svg .label { fill: var(--fg); text-anchor: end; }
 svg .fig { fill: var(--fg); font-variant-numeric: tabular-nums; }
 svg .fig.in { fill: #fff; font-weight: 600; }
-svg .fig.end { text-anchor: end; }
+svg .fig.end, svg .tick.end { text-anchor: end; }
 svg .phase rect { fill: #5b8def; }
 svg .phase.k-loader rect { fill: #7a8699; }
 svg .phase.k-initializers rect { fill: #e08a2c; }
