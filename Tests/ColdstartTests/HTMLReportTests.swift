@@ -118,6 +118,53 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertTrue(dom.contains("all \(report.selection.samples) samples"), "the flame graph was drawn")
     }
 
+    func testWaterfallLabelsNearTheLaunchsEndStayInsideTheSVGAsChromiumLaysThemOut() throws {
+        let chromium = try ExternalTool.path(ExternalTool.chromium)
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        for index in 0..<20 { builder.sample(at: 20 + Double(index) * 4, [.init(module: app, name: "main")]) }
+        var document = builder.document
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        let late = "configuration loaded from disk", last = "caches warmed up"
+        section["marks"] = [
+            ["name": late, "ns": 98_000_000, "tid": builder.pid, "phaseBoundary": false, "extended": false],
+            ["name": last, "ns": 99_900_000, "tid": builder.pid, "phaseBoundary": false, "extended": false],
+        ]
+        section["spans"] = [["name": "warm caches", "beginNs": 99_000_000, "endNs": 99_950_000, "tid": builder.pid,
+                             "endTid": builder.pid, "unfinished": false]]
+        document["coldstart"] = section
+        let timeline = try Timeline(data: try JSONSerialization.data(withJSONObject: document))
+        let html = HTMLReport.render(try LaunchAnalysis(timeline: timeline, path: "late.json"), source: "late.json")
+        // The page plus a probe that writes where Chromium put each of the
+        // waterfall's texts, in the SVG's own units.
+        let probe = """
+            <script>
+            var svg = document.querySelector("svg.waterfall"), rows = [svg.viewBox.baseVal.width];
+            svg.querySelectorAll("text").forEach(function (t) { var b = t.getBBox(); rows.push(b.x + "|" + (b.x + b.width) + "|" + t.textContent); });
+            var pre = document.createElement("pre"); pre.id = "measured"; pre.textContent = rows.join("\\n"); document.body.appendChild(pre);
+            </script>
+            """
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = directory.appendingPathComponent("late.html")
+        try html.replacingOccurrences(of: "</body>", with: probe + "</body>").write(to: path, atomically: true, encoding: .utf8)
+        let dump = try runProcess(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                                             "--user-data-dir=\(directory.appendingPathComponent("profile").path)",
+                                             "--dump-dom", path.absoluteString], timeout: 120)
+        let measured = try XCTUnwrap(dump.stdout.components(separatedBy: "<pre id=\"measured\">").last?.components(separatedBy: "</pre>").first,
+                                     dump.stderr)
+        let lines = measured.components(separatedBy: "\n")
+        let width = try XCTUnwrap(Double(lines[0]))
+        var seen: [String] = []
+        for line in lines.dropFirst() {
+            let fields = line.split(separator: "|", maxSplits: 2).map(String.init)
+            guard fields.count == 3, let from = Double(fields[0]), let to = Double(fields[1]) else { continue }
+            seen.append(fields[2])
+            XCTAssertGreaterThanOrEqual(from, 0, "'\(fields[2])' starts inside the SVG")
+            XCTAssertLessThanOrEqual(to, width, "'\(fields[2])' ends inside the SVG (\(to) of \(width))")
+        }
+        for label in [late, last, "0.95 ms"] { XCTAssertTrue(seen.contains(label), "\(label) was measured: \(seen)") }
+    }
+
     func testHTMLFollowsThePhaseAndThreadSelection() throws {
         let directory = try makeTemporaryDirectory(for: self)
         let path = try KnownProfile.timelinePath()
