@@ -106,10 +106,18 @@ extension FindingInputs {
             functions = analysis.slowFunctions(critical, limit: Finding.limit)
             runtimeCosts = analysis.runtimeCosts(critical)
         }
+        // Waits for a page are the page-fault finding's, not a blocking wait's.
+        let pageFault = Timeline.Cause.pageFault.rawValue
         if let blocked = report.blockedTime {
-            blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" }.map {
+            blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" && $0.cause != pageFault }.map {
                 BlockingWait(cause: $0.cause, what: $0.what, ms: $0.ms)
             }
+        }
+        let usages = report.phases.compactMap(\.usage)
+        if !usages.isEmpty {
+            let watched = report.blockedTime.map { $0.launch.blocked.filter { $0.cause == pageFault }.map(\.ms).reduce(0, +) }
+            pageFaults = PageFaults(counts: usages.reduce((0, 0)) { ($0.0 &+ $1.minorFaults, $0.1 &+ $1.majorFaults) },
+                                    watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
         let setup = report.launch.profilerSetupMs ?? 0
         let sampling = (timeline.sampling?.coldstartCpuNs).map { Double($0) / 1e6 } ?? 0

@@ -168,6 +168,17 @@ final class WatcherTests: XCTestCase {
                                     "and mostly to page faults: \(causes)")
     }
 
+    func testThePageFaultFindingCountsTheLaunchsFaultsFromTheRusage() throws {
+        let run = try shared()
+        let inputs = FindingInputs(report: run.report, timeline: run.timeline, analysis: nil)
+        let faults = try XCTUnwrap(inputs.pageFaults)
+        // The phases' rusage is process-wide: at least the fixture's own cold pages.
+        XCTAssertGreaterThanOrEqual(faults.major, UInt64(run.measured.majorFaults))
+        XCTAssertGreaterThan(faults.minor, 0)
+        XCTAssertGreaterThan(faults.ms, 0)
+        XCTAssertFalse(inputs.blockingWaits.contains { $0.cause == "page-fault" }, "waits for pages are the page-fault finding's")
+    }
+
     func testEachBlockNamesTheFunctionThatBlockedWithItsWholeStack() throws {
         let run = try shared()
         let report = run.report
