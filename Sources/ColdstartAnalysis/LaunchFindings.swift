@@ -113,10 +113,15 @@ extension FindingInputs {
                 BlockingWait(cause: $0.cause, what: $0.what, ms: $0.ms)
             }
         }
-        let usages = report.phases.compactMap(\.usage)
-        if !usages.isEmpty {
+        // Counts since exec at the launch's end (the loader's faults too,
+        // which a phase with no snapshot at its start leaves out), else the
+        // phases' own.
+        let atEnd = (timeline.rusage.first { $0.at == "ready" } ?? timeline.rusage.first { $0.at == "end" }).map(\.usage)
+        let counts = atEnd.map { [($0.minorFaults, $0.majorFaults)] }
+            ?? report.phases.compactMap { $0.usage.map { ($0.minorFaults, $0.majorFaults) } }
+        if !counts.isEmpty {
             let watched = report.blockedTime.map { $0.launch.blocked.filter { $0.cause == pageFault }.map(\.ms).reduce(0, +) }
-            pageFaults = PageFaults(counts: usages.reduce((0, 0)) { ($0.0 &+ $1.minorFaults, $0.1 &+ $1.majorFaults) },
+            pageFaults = PageFaults(counts: counts.reduce((0, 0)) { ($0.0 &+ $1.0, $0.1 &+ $1.1) },
                                     watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
         let setup = report.launch.profilerSetupMs ?? 0

@@ -172,7 +172,7 @@ final class WatcherTests: XCTestCase {
         let run = try shared()
         let inputs = FindingInputs(report: run.report, timeline: run.timeline, analysis: nil)
         let faults = try XCTUnwrap(inputs.pageFaults)
-        // The phases' rusage is process-wide: at least the fixture's own cold pages.
+        // Counts since exec, process-wide: at least the fixture's own cold pages.
         XCTAssertGreaterThanOrEqual(faults.major, UInt64(run.measured.majorFaults))
         XCTAssertGreaterThan(faults.minor, 0)
         XCTAssertGreaterThan(faults.ms, 0)
