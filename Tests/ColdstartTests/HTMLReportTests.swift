@@ -165,6 +165,53 @@ final class HTMLReportTests: XCTestCase {
         for label in [late, last, "0.95 ms"] { XCTAssertTrue(seen.contains(label), "\(label) was measured: \(seen)") }
     }
 
+    func testFlameLabelsFitTheirSlicesAndFallBackToTheBareFunctionName() throws {
+        let chromium = try ExternalTool.path(ExternalTool.chromium)
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "main")
+        let long = "StartupConfigurationModule.ConfigurationStore.loadEverythingFromDisk(path: Swift.String, validating: Swift.Bool) -> ()"
+        let short = SampledTimelineBuilder.Frame(module: app, name: "ShortName.x")
+        for index in 0..<15 { builder.sample(at: 20 + Double(index), [main, .init(module: app, name: long)]) }
+        for index in 0..<60 { builder.sample(at: 36 + Double(index) * 0.1, [main, short]) }
+        let html = HTMLReport.render(try LaunchAnalysis(timeline: try builder.timeline(), path: "f.json"), source: "f.json")
+        // Before the page's script: record every text drawn on a canvas.
+        let probe = """
+            <script>
+            var drawn = [], fill = CanvasRenderingContext2D.prototype.fillText;
+            CanvasRenderingContext2D.prototype.fillText = function (text, x, y) {
+              drawn.push([this.canvas.parentNode.id || this.canvas.closest("section").id, text, x, x + this.measureText(text).width, this.canvas.clientWidth].join("|"));
+              return fill.apply(this, arguments);
+            };
+            window.addEventListener("load", function () {
+              var pre = document.createElement("pre"); pre.id = "drawn"; pre.textContent = drawn.join("\\n"); document.body.appendChild(pre);
+            });
+            </script>
+            """
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = directory.appendingPathComponent("flame.html")
+        try html.replacingOccurrences(of: "<meta charset=\"utf-8\">", with: "<meta charset=\"utf-8\">" + probe)
+            .write(to: path, atomically: true, encoding: .utf8)
+        let dump = try runProcess(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                                             "--user-data-dir=\(directory.appendingPathComponent("profile").path)",
+                                             "--dump-dom", path.absoluteString], timeout: 120)
+        let drawn = try XCTUnwrap(dump.stdout.components(separatedBy: "<pre id=\"drawn\">").last?.components(separatedBy: "</pre>").first,
+                                  dump.stderr)
+        var labels: [String] = []
+        for line in drawn.components(separatedBy: "\n") {
+            let fields = line.components(separatedBy: "|")
+            guard fields.count == 5, let x0 = Double(fields[2]), let x1 = Double(fields[3]), let width = Double(fields[4]) else { continue }
+            labels.append(fields[1])
+            XCTAssertGreaterThanOrEqual(fields[1].count, 4, "'\(fields[1])': no label of fewer than four characters")
+            XCTAssertLessThanOrEqual(x1, width + 0.5, "'\(fields[1])' ends inside its canvas")
+            XCTAssertGreaterThanOrEqual(x0, 0)
+        }
+        // 15 ms of a 100 ms launch is ~180 px: too narrow for the whole
+        // name, wide enough for the function's own.
+        XCTAssertTrue(labels.contains("loadEverythingFromDisk"), "\(labels)")
+        XCTAssertTrue(labels.contains("ShortName.x"), "\(labels)")
+    }
+
     func testHTMLFollowsThePhaseAndThreadSelection() throws {
         let directory = try makeTemporaryDirectory(for: self)
         let path = try KnownProfile.timelinePath()
