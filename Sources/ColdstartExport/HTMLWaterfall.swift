@@ -36,10 +36,11 @@ extension HTMLPage {
             out += "<text class=\"tick\(end)\" x=\"\(tx)\" y=\"\(f(top - 10))\">\(label)</text>"
         }
         var y = top
+        let shares = phaseShares
         for (index, phase) in report.phases.enumerated() {
             let x0 = x(phase.startMs), x1 = max(x(phase.startMs + phase.durationMs), x0 + 1.5)
             var tip = "\(phase.name): \(fixed(phase.startMs, 2)) → \(fixed(phase.startMs + phase.durationMs, 2)) ms, "
-                + "\(fixed(phase.durationMs, 2)) ms wall, \(fixed(phase.sharePercent, 1))% of the launch"
+                + "\(fixed(phase.durationMs, 2)) ms wall, \(fixed(shares[index], 1))% of the launch"
             if let usage = phase.usage {
                 tip += "; CPU \(fixed(usage.cpuMs, 2)) ms (all threads); faults \(usage.minorFaults) minor / \(usage.majorFaults) major; "
                     + "switches \(usage.voluntarySwitches) voluntary / \(usage.involuntarySwitches) involuntary"
@@ -47,7 +48,7 @@ extension HTMLPage {
             out += "<g class=\"phase k-\(e(phase.kind)) p\(index % 6)\"><title>\(e(tip))</title>"
             out += "<text class=\"label\" x=\"\(f(left - 8))\" y=\"\(f(y + 16))\">\(e(Self.clip(phase.name, 42)))</text>"
             out += "<rect x=\"\(f(x0))\" y=\"\(f(y + 3))\" width=\"\(f(x1 - x0))\" height=\"\(f(row - 6))\" rx=\"2\"/>"
-            let figure = "\(fixed(phase.durationMs, 2)) ms · \(fixed(phase.sharePercent, 1))%"
+            let figure = "\(fixed(phase.durationMs, 2)) ms · \(fixed(shares[index], 1))%"
             out += figureText(figure, from: x0, to: x1, y: y + 16, width: width) + "</g>"
             y += row
         }
@@ -106,6 +107,13 @@ extension HTMLPage {
         return "<text class=\"\(style)\" x=\"\(f(x))\" y=\"\(f(y))\">\(e(figure))</text>"
     }
 
+    /// The phases' shares of the launch to 0.1%, rounded as the text
+    /// report rounds them: they add up as the phases do.
+    var phaseShares: [Double] {
+        let shares = report.phases.map(\.sharePercent)
+        return LaunchReport.roundedParts(shares, total: shares.reduce(0, +), decimals: 1)
+    }
+
     /// Round tick positions: 1, 2 or 5 × 10^k apart, about eight of them.
     static func ticks(_ total: Double) -> [Double] {
         guard total > 0, total.isFinite else { return [0] }
@@ -124,10 +132,10 @@ extension HTMLPage {
             .text("phase"), .number("start ms"), .number("wall ms"), .number("share"), .number("CPU ms"),
             .number("CPU/wall"), .number("minor faults"), .number("major faults"), .number("vol. switches"), .number("invol. switches"),
         ])
-        for phase in report.phases {
+        for (phase, share) in zip(report.phases, phaseShares) {
             let usage = phase.usage
             table.row([
-                .text(phase.name), .ms(phase.startMs), .ms(phase.durationMs), .percent(phase.sharePercent),
+                .text(phase.name), .ms(phase.startMs), .ms(phase.durationMs), .percent(share),
                 usage.map { .ms($0.cpuMs) } ?? .missing,
                 usage.map { phase.durationMs > 0 ? .percent($0.cpuMs / phase.durationMs * 100, decimals: 0) : .missing } ?? .missing,
                 usage.map { .count(Int($0.minorFaults)) } ?? .missing, usage.map { .count(Int($0.majorFaults)) } ?? .missing,

@@ -64,9 +64,13 @@ final class HTMLReportTests: XCTestCase {
         let html = try knownPage(in: directory).html
         let report = try JSONSerialization.jsonObject(
             with: Data(try coldstart(["report", try KnownProfile.timelinePath(), "--json"]).stdout.utf8)) as? [String: Any]
-        for phase in report?["phases"] as? [[String: Any]] ?? [] {
+        let phases = report?["phases"] as? [[String: Any]] ?? []
+        // Shares as printed: rounded so that they add up as the phases do.
+        let raw = phases.map { $0["sharePercent"] as! Double }
+        let shares = LaunchReport.roundedParts(raw, total: raw.reduce(0, +), decimals: 1)
+        for (phase, share) in zip(phases, shares) {
             let name = try XCTUnwrap(phase["name"] as? String)
-            let duration = String(format: "%.2f ms · %.1f%%", phase["durationMs"] as! Double, phase["sharePercent"] as! Double)
+            let duration = String(format: "%.2f ms · %.1f%%", phase["durationMs"] as! Double, share)
             XCTAssertTrue(html.contains(HTMLTable.escape(name)), "phase \(name) is on the page")
             XCTAssertTrue(html.contains(duration), "its bar says \(duration)")
         }
