@@ -19,11 +19,10 @@ extension LaunchReport.BlockedTime {
             .init("blocked mostly on", .left, droppable: true),
         ])
         for split in [launch] + phases {
+            let parts = Self.shares(split)
             table.add([
                 LaunchReport.printable(split.name), Self.number(split.wallMs),
-                Self.share(split.runningMs, of: split.wallMs), contention(split),
-                Self.share(split.blockedMs, of: split.wallMs), Self.share(split.suspendedMs, of: split.wallMs),
-                split.notWatchedMs > 0.005 ? Self.number(split.notWatchedMs) : "–",
+                parts[0], parts[1] + contention(split), parts[2], parts[3], parts[4],
                 split.blocked.first.map { LaunchReport.printable($0.what, limit: 70) } ?? "–",
             ])
         }
@@ -118,18 +117,24 @@ extension LaunchReport.BlockedTime {
         return lines
     }
 
+    /// The runnable threads behind a run-queue wait, to follow its share.
     private func contention(_ split: PhaseSplit) -> String {
-        var text = Self.share(split.runQueueMs, of: split.wallMs)
-        if let threads = split.runnableThreads, split.runQueueMs >= 0.05 {
-            text += ", \(LaunchReport.format(threads, decimals: 1)) runnable"
-            if let cpus = watcher.cpus { text += "/\(cpus) CPUs" }
-        }
-        return text
+        guard let threads = split.runnableThreads, split.runQueueMs >= 0.05 else { return "" }
+        return ", \(LaunchReport.format(threads, decimals: 1)) runnable" + (watcher.cpus.map { "/\($0) CPUs" } ?? "")
     }
 
-    private static func share(_ ms: Double, of wall: Double) -> String {
-        guard wall >= 0.01 else { return number(ms) }
-        return number(ms) + " (" + LaunchReport.format(ms / wall * 100, decimals: 0) + "%)"
+    /// Running, waiting for a CPU, blocked, suspended and not watched as
+    /// "ms (share%)", rounded so that the times add up to the printed wall
+    /// time and the shares to 100%; not watched is "–" when it is nothing.
+    private static func shares(_ split: PhaseSplit) -> [String] {
+        let ms = [split.runningMs, split.runQueueMs, split.blockedMs, split.suspendedMs, split.notWatchedMs]
+        let rounded = LaunchReport.roundedParts(ms, total: split.wallMs, decimals: 2)
+        let percents = LaunchReport.roundedShares(ms, of: split.wallMs, decimals: 0)
+        return rounded.indices.map { index in
+            if index == 4, rounded[index] == 0, percents[index] == 0 { return "–" }
+            guard split.wallMs >= 0.01 else { return number(rounded[index]) }
+            return number(rounded[index]) + " (" + LaunchReport.format(percents[index], decimals: 0) + "%)"
+        }
     }
 
     private static func number(_ value: Double, decimals: Int = 2) -> String { LaunchReport.format(value, decimals: decimals) }

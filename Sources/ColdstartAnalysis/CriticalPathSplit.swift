@@ -93,9 +93,13 @@ struct CriticalPathSplit: Sendable {
         var cursor = lo
         var run = 0.0, queued = 0.0
         defer {
+            // The thread's own clock moves time between running and queued
+            // only: past the runnable time it would make the row longer than
+            // its wall time (a reading taken up to 0.1 ms outside the piece).
             if let exact = Self.exactCPU(readings, from: lo, to: hi) {
-                queued = max(0, run + queued - exact)
-                run = exact
+                let runnable = run + queued
+                run = min(exact, runnable)
+                queued = runnable - run
             }
             runningNs += run
             runQueueNs += queued
@@ -108,15 +112,18 @@ struct CriticalPathSplit: Sendable {
             suspend(from: cursor, to: max(cursor, segment.startNs))
             cursor = max(cursor, min(segment.endNs, hi))
             // The runnable time inside stays the wall share; the samples
-            // only move CPU and run-queue time within it.
-            let runnable = (Double(segment.runNs) + Double(segment.waitNs)) * fraction
+            // only move CPU and run-queue time within it. The schedstat
+            // counters are read at the looks, not at the segment's ends, so
+            // they may pass its length: the runnable time is capped there, and
+            // the segment's time inside adds up to exactly `ns`.
+            let runnable = min(Double(ns), (Double(segment.runNs) + Double(segment.waitNs)) * fraction)
             let cpu = min(runnable, Double(segment.runNs) * Self.cpuFraction(segment, from: lo, to: hi, samples: samples, wall: fraction))
             run += cpu
             queued += runnable - cpu
             minorFaults += Double(segment.minorFaults) * fraction
             majorFaults += Double(segment.majorFaults) * fraction
             if segment.cause == .running { runnableStretches.append((max(segment.startNs, lo), min(segment.endNs, hi))) }
-            let off = Double(segment.blockedNs) * fraction
+            let off = Double(ns) - runnable
             guard off > 0 else { continue }
             switch kind(segment) {
             case .running, .blocked:

@@ -106,10 +106,23 @@ extension FindingInputs {
             functions = analysis.slowFunctions(critical, limit: Finding.limit)
             runtimeCosts = analysis.runtimeCosts(critical)
         }
+        // Waits for a page are the page-fault finding's, not a blocking wait's.
+        let pageFault = Timeline.Cause.pageFault.rawValue
         if let blocked = report.blockedTime {
-            blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" }.map {
+            blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" && $0.cause != pageFault }.map {
                 BlockingWait(cause: $0.cause, what: $0.what, ms: $0.ms)
             }
+        }
+        // Counts since exec at the launch's end (the loader's faults too,
+        // which a phase with no snapshot at its start leaves out), else the
+        // phases' own.
+        let atEnd = (timeline.rusage.first { $0.at == "ready" } ?? timeline.rusage.first { $0.at == "end" }).map(\.usage)
+        let counts = atEnd.map { [($0.minorFaults, $0.majorFaults)] }
+            ?? report.phases.compactMap { $0.usage.map { ($0.minorFaults, $0.majorFaults) } }
+        if !counts.isEmpty {
+            let watched = report.blockedTime.map { $0.launch.blocked.filter { $0.cause == pageFault }.map(\.ms).reduce(0, +) }
+            pageFaults = PageFaults(counts: counts.reduce((0, 0)) { ($0.0 &+ $1.0, $0.1 &+ $1.1) },
+                                    watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
         let setup = report.launch.profilerSetupMs ?? 0
         let sampling = (timeline.sampling?.coldstartCpuNs).map { Double($0) / 1e6 } ?? 0

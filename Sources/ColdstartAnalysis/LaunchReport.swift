@@ -302,4 +302,41 @@ extension LaunchReport {
         guard value.isFinite else { return "?" }
         return String(format: "%.\(decimals)f", value)
     }
+
+    /// `parts` rounded to `decimals` so that the rounded figures add up to
+    /// `total` rounded the same way (largest-remainder rounding): a row of
+    /// shares prints 100%, a row of times prints its wall time. Parts that
+    /// do not add up to `total` within one unit per part, or are not finite,
+    /// are rounded one by one.
+    package static func roundedParts(_ parts: [Double], total: Double, decimals: Int) -> [Double] {
+        let scale = pow(10, Double(decimals))
+        let scaled = parts.map { $0 * scale }
+        let target = (total * scale).rounded()
+        guard !parts.isEmpty, target.isFinite, scaled.allSatisfy({ $0.isFinite && $0 >= 0 }),
+              abs(scaled.reduce(0, +) - target) <= Double(parts.count)
+        else { return parts.map { ($0 * scale).rounded() / scale } }
+        var units = scaled.map { $0.rounded(.down) }
+        var missing = Int(target - units.reduce(0, +))
+        // Largest remainder first; ties to the larger part, then the earlier.
+        let order = scaled.indices.sorted {
+            (scaled[$0] - units[$0], scaled[$0], -$0) > (scaled[$1] - units[$1], scaled[$1], -$1)
+        }
+        for index in order where missing > 0 {
+            units[index] += 1
+            missing -= 1
+        }
+        // Parts a little over the total: take from the smallest remainders.
+        for index in order.reversed() where missing < 0 && units[index] > 0 {
+            units[index] -= 1
+            missing += 1
+        }
+        return units.map { $0 / scale }
+    }
+
+    /// Each part's share of `total` in percent, rounded to `decimals` so the
+    /// shares add up to 100 (when the parts add up to the total).
+    package static func roundedShares(_ parts: [Double], of total: Double, decimals: Int) -> [Double] {
+        guard total > 0 else { return parts.map { _ in 0 } }
+        return roundedParts(parts.map { $0 / total * 100 }, total: 100, decimals: decimals)
+    }
 }

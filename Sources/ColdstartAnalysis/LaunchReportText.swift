@@ -93,7 +93,10 @@ extension LaunchReport {
         ]
         var table = Table(columns: split ? waterfall : waterfall + resources, flexible: 0)
         var usageTable = Table(columns: [.init("phase", .left)] + resources)
-        for phase in phases {
+        // Rounded so that the printed shares add up as the phases do (100%
+        // when they cover the launch).
+        let shares = Self.roundedParts(phases.map(\.sharePercent), total: phases.map(\.sharePercent).reduce(0, +), decimals: 1)
+        for (phase, share) in zip(phases, shares) {
             let usage = phase.usage
             let usageCells = [
                 usage.map { Self.number($0.cpuMs) } ?? "–",
@@ -105,7 +108,7 @@ extension LaunchReport {
                 Self.printable(phase.name),
                 Self.number(phase.startMs),
                 Self.number(phase.durationMs),
-                Self.format(phase.sharePercent, decimals: 1) + "%",
+                Self.format(share, decimals: 1) + "%",
                 "|" + Self.bar(start: phase.startMs, duration: phase.durationMs, total: launch.totalMs, width: barWidth) + "|",
             ]
             table.add(split ? cells : cells + usageCells)

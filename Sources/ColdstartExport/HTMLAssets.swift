@@ -28,7 +28,7 @@ svg .tick { fill: var(--dim); text-anchor: middle; font-size: 11px; }
 svg .label { fill: var(--fg); text-anchor: end; }
 svg .fig { fill: var(--fg); font-variant-numeric: tabular-nums; }
 svg .fig.in { fill: #fff; font-weight: 600; }
-svg .fig.end { text-anchor: end; }
+svg .fig.end, svg .tick.end { text-anchor: end; }
 svg .phase rect { fill: #5b8def; }
 svg .phase.k-loader rect { fill: #7a8699; }
 svg .phase.k-initializers rect { fill: #e08a2c; }
@@ -157,6 +157,19 @@ footer { margin-top: 26px; color: var(--dim); font-size: 12px; }
     this.canvas.addEventListener("click", function (event) { self.click(event); });
     root.querySelector("button").addEventListener("click", function () { self.zoom(self.full[0], self.full[1]); });
   }
+  /* The name as it fits `room` px: whole, else without its module and
+     arguments ("computeWhileOthersCompete"), else that cut short; nothing
+     when not even four characters fit. */
+  function fitName(ctx, name, room) {
+    if (room < ctx.measureText("Abc\u2026").width) { return ""; }
+    if (ctx.measureText(name).width <= room) { return name; }
+    var bare = name.replace(/\(.*$/, "").replace(/\s+$/, ""), dot = bare.lastIndexOf(".");
+    var short = dot >= 0 && dot < bare.length - 1 ? bare.slice(dot + 1) : bare || name;
+    if (ctx.measureText(short).width <= room) { return short; }
+    var n = Math.floor(short.length * room / ctx.measureText(short).width);
+    while (n > 3 && ctx.measureText(short.slice(0, n - 1) + "\u2026").width > room) { n--; }
+    return n > 3 ? short.slice(0, n - 1) + "\u2026" : "";
+  }
   View.prototype.first = function (list, v) {
     var lo = 0, hi = list.length;
     while (lo < hi) { var mid = (lo + hi) >> 1; if (this.x1[list[mid]] <= v) { lo = mid + 1; } else { hi = mid; } }
@@ -175,26 +188,33 @@ footer { margin-top: 26px; color: var(--dim); font-size: 12px; }
     var v0 = this.v0, v1 = this.v1, scale = width / (v1 - v0), h = this.rowHeight;
     if (this.background) { this.background(ctx, width, height, v0, scale); }
     var searching = query.length > 0;
+    /* A name is written once over a group of slices of one function at one
+       depth with gaps under GAP px between them (a thread sampled by its
+       CPU clock leaves such gaps while it waits), so a function that ran
+       in many short runs still reads at the launch's full width. */
+    var GAP = 6, labels = [];
     for (var d = 0; d < this.byDepth.length; d++) {
-      var list = this.byDepth[d], y = (d + this.topRows) * h, dust = -1;
+      var list = this.byDepth[d], y = (d + this.topRows) * h, dust = -1, group = null;
       for (var j = this.first(list, v0); j < list.length; j++) {
         var k = list[j];
         if (this.x0[k] >= v1) { break; }
         var p0 = (Math.max(this.x0[k], v0) - v0) * scale, p1 = (Math.min(this.x1[k], v1) - v0) * scale, w = p1 - p0;
         var hit = searching && matches[this.fn[k]] === 1;
+        if (group && group.fn === this.fn[k] && p0 - group.p1 < GAP) { group.p1 = Math.max(group.p1, p1); }
+        else { if (group) { labels.push(group); } group = { fn: this.fn[k], p0: p0, p1: p1, y: y, hit: hit }; }
         if (w < 1) {
           if (p0 >= dust) { ctx.fillStyle = hit ? "#d6249f" : "#c3cad4"; ctx.fillRect(p0, y + 1, 1, h - 2); dust = p0 + 1; }
           continue;
         }
         ctx.fillStyle = hit ? "#d6249f" : (searching ? "#e6e9ee" : color(this.fn[k]));
         ctx.fillRect(p0, y + 1, w - 0.5, h - 2);
-        if (w > 28) {
-          var name = FN[this.fn[k]][0], room = Math.floor((w - 6) / 6.2);
-          ctx.fillStyle = hit ? "#fff" : "#1d2430";
-          ctx.fillText(name.length > room ? name.slice(0, Math.max(room - 1, 1)) + "\u2026" : name, p0 + 3, y + h / 2);
-        }
       }
+      if (group) { labels.push(group); }
     }
+    labels.forEach(function (g) {
+      var text = fitName(ctx, FN[g.fn][0], g.p1 - g.p0 - 6);
+      if (text) { ctx.fillStyle = g.hit ? "#fff" : "#1d2430"; ctx.fillText(text, g.p0 + 3, g.y + h / 2); }
+    });
     if (this.range) { this.range.textContent = this.rangeText(v0, v1); }
   };
   View.prototype.at = function (event) {

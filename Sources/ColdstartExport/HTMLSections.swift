@@ -107,11 +107,14 @@ extension HTMLPage {
             .number("blocked ms"), .number("suspended ms"), .number("not watched ms"), .text("on the path"), .text("blocked mostly on"),
         ])
         for split in [blocked.launch] + blocked.phases {
+            // Rounded so that each row's times add up to its wall time as printed.
+            let parts = LaunchReport.roundedParts([split.runningMs, split.runQueueMs, split.blockedMs, split.suspendedMs, split.notWatchedMs],
+                                                  total: split.wallMs, decimals: 2)
             phases.row([
-                .text(split.name), .ms(split.wallMs), .ms(split.runningMs), .ms(split.runQueueMs),
+                .text(split.name), .ms(split.wallMs), .ms(parts[0]), .ms(parts[1]),
                 split.runQueueMs < 0.05 ? .missing
                     : split.runnableThreads.map { .text(fixed($0, 1) + (blocked.watcher.cpus.map { " / \($0) CPUs" } ?? "")) } ?? .missing,
-                .ms(split.blockedMs), .ms(split.suspendedMs), .ms(split.notWatchedMs),
+                .ms(parts[2]), .ms(parts[3]), .ms(parts[4]),
                 .name(split.onPath.map { "\($0.thread) \(fixed($0.ms, 2)) ms" }.joined(separator: ", ")),
                 .name(split.blocked.first.map { "\($0.what) (\(fixed($0.ms, 2)) ms)" } ?? "–"),
             ])

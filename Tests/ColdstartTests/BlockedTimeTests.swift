@@ -143,6 +143,36 @@ final class BlockedTimeTests: XCTestCase {
         XCTAssertEqual(blocked.callSites.first?.ms ?? 0, 40, accuracy: 1e-9)
     }
 
+    func testSchedstatCountersPastASegmentsEndDoNotMakeAPhaseLongerThanItsWallTime() throws {
+        // The counters are read at the looks: this 10 ms segment claims 9 ms on
+        // a CPU and 3 ms queued.
+        let timeline = try timeline(
+            phases: [("a", 0, 10_000_000), ("b", 10_000_000, 20_000_000)],
+            segments: [
+                [42, 0, 10_000_000, "R", "running", NSNull(), 9_000_000, 3_000_000, 0, 0, -1, -1, noArgs],
+                [42, 10_000_000, 20_000_000, "R", "running", NSNull(), 4_000_000, 1_000_000, 0, 0, -1, -1, noArgs],
+            ]
+        )
+        let blocked = try XCTUnwrap(LaunchReport.BlockedTime(timeline))
+        for split in [blocked.launch] + blocked.phases {
+            XCTAssertEqual(split.runningMs + split.runQueueMs + split.blockedMs + split.suspendedMs + split.notWatchedMs,
+                           split.wallMs, accuracy: 1e-9, split.name)
+        }
+        XCTAssertEqual(blocked.phases[0].blockedMs, 0, accuracy: 1e-9)
+        XCTAssertEqual(blocked.phases[1].blockedMs, 5, accuracy: 1e-9)
+    }
+
+    func testRoundedSharesAddUpToTheTotal() {
+        // One third each: plain rounding prints 33 + 33 + 33 = 99%.
+        XCTAssertEqual(LaunchReport.roundedShares([1, 1, 1], of: 3, decimals: 0), [34, 33, 33])
+        // 66.67 + 16.67 + 16.67 = 100.01 plain.
+        XCTAssertEqual(LaunchReport.roundedShares([4, 1, 1], of: 6, decimals: 2).reduce(0, +), 100, accuracy: 1e-9)
+        XCTAssertEqual(LaunchReport.roundedParts([0.005, 0.005, 9.99], total: 10, decimals: 2).reduce(0, +), 10, accuracy: 1e-9)
+        XCTAssertEqual(LaunchReport.roundedShares([2, 0], of: 0, decimals: 0), [0, 0])
+        // Parts that do not add up are rounded one by one.
+        XCTAssertEqual(LaunchReport.roundedParts([1.4, 1.4], total: 10, decimals: 0), [1, 1])
+    }
+
     func testTimeBeforeTheWatcherStartedIsNotWatchedAndNotGuessed() throws {
         let timeline = try timeline(
             phases: [("loader", 0, 10_000_000), ("main → ready", 10_000_000, 20_000_000)],

@@ -29,6 +29,28 @@ final class FindingsTests: XCTestCase {
         XCTAssertFalse(findings.contains { $0.kind == .profilerCost }, "0.3 ms of 45 is under the 1% floor")
     }
 
+    func testPageFaultsAreEstimatedFromTheirCountsOrTakenFromTheWatcher() throws {
+        var inputs = FindingInputs(launchMs: 200)
+        inputs.pageFaults = .init(counts: (minor: 2000, major: 400), watchedMajorMs: nil)
+        let finding = try XCTUnwrap(Finding.ranked(inputs).first { $0.kind == .pageFaults })
+        XCTAssertEqual(finding.ms, 2000 * 0.0025 + 400 * 0.045, accuracy: 1e-9)
+        XCTAssertEqual(finding.certainty, .estimate)
+        XCTAssertTrue(finding.location.hasPrefix("2000 minor, 400 major (minor: ~5.0 ms at ~2.5 µs each; major: ~18.0 ms"), finding.location)
+        XCTAssertTrue(finding.advice.contains("disk"), "major faults: a cold cache")
+
+        // The watcher saw the critical path wait 3 ms for pages from disk.
+        inputs.pageFaults = .init(counts: (minor: 0, major: 10), watchedMajorMs: 3)
+        let watched = try XCTUnwrap(Finding.ranked(inputs).first { $0.kind == .pageFaults })
+        XCTAssertEqual(watched.ms, 3, accuracy: 1e-9)
+        XCTAssertEqual(watched.certainty, .watched)
+
+        // Minor faults only: touching memory, not the disk.
+        inputs.pageFaults = .init(counts: (minor: 4000, major: 0), watchedMajorMs: nil)
+        let minor = try XCTUnwrap(Finding.ranked(inputs).first { $0.kind == .pageFaults })
+        XCTAssertEqual(minor.ms, 10, accuracy: 1e-9)
+        XCTAssertTrue(minor.advice.contains("touch less memory"), minor.advice)
+    }
+
     func testAtMostSevenAtLeastThree() {
         var inputs = FindingInputs(launchMs: 100)
         inputs.functions = (1...12).map { .init(name: "f\($0)", module: "App", ms: Double($0), samples: $0 * 10) }

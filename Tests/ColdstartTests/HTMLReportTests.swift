@@ -64,9 +64,13 @@ final class HTMLReportTests: XCTestCase {
         let html = try knownPage(in: directory).html
         let report = try JSONSerialization.jsonObject(
             with: Data(try coldstart(["report", try KnownProfile.timelinePath(), "--json"]).stdout.utf8)) as? [String: Any]
-        for phase in report?["phases"] as? [[String: Any]] ?? [] {
+        let phases = report?["phases"] as? [[String: Any]] ?? []
+        // Shares as printed: rounded so that they add up as the phases do.
+        let raw = phases.map { $0["sharePercent"] as! Double }
+        let shares = LaunchReport.roundedParts(raw, total: raw.reduce(0, +), decimals: 1)
+        for (phase, share) in zip(phases, shares) {
             let name = try XCTUnwrap(phase["name"] as? String)
-            let duration = String(format: "%.2f ms · %.1f%%", phase["durationMs"] as! Double, phase["sharePercent"] as! Double)
+            let duration = String(format: "%.2f ms · %.1f%%", phase["durationMs"] as! Double, share)
             XCTAssertTrue(html.contains(HTMLTable.escape(name)), "phase \(name) is on the page")
             XCTAssertTrue(html.contains(duration), "its bar says \(duration)")
         }
@@ -116,6 +120,100 @@ final class HTMLReportTests: XCTestCase {
         // The script ran to the end: it fills in the views' ranges.
         XCTAssertTrue(dom.contains("showing 0.00 → "), "the flame chart was drawn")
         XCTAssertTrue(dom.contains("all \(report.selection.samples) samples"), "the flame graph was drawn")
+    }
+
+    func testWaterfallLabelsNearTheLaunchsEndStayInsideTheSVGAsChromiumLaysThemOut() throws {
+        let chromium = try ExternalTool.path(ExternalTool.chromium)
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        for index in 0..<20 { builder.sample(at: 20 + Double(index) * 4, [.init(module: app, name: "main")]) }
+        var document = builder.document
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        let late = "configuration loaded from disk", last = "caches warmed up"
+        section["marks"] = [
+            ["name": late, "ns": 98_000_000, "tid": builder.pid, "phaseBoundary": false, "extended": false],
+            ["name": last, "ns": 99_900_000, "tid": builder.pid, "phaseBoundary": false, "extended": false],
+        ]
+        section["spans"] = [["name": "warm caches", "beginNs": 99_000_000, "endNs": 99_950_000, "tid": builder.pid,
+                             "endTid": builder.pid, "unfinished": false]]
+        document["coldstart"] = section
+        let timeline = try Timeline(data: try JSONSerialization.data(withJSONObject: document))
+        let html = HTMLReport.render(try LaunchAnalysis(timeline: timeline, path: "late.json"), source: "late.json")
+        // The page plus a probe that writes where Chromium put each of the
+        // waterfall's texts, in the SVG's own units.
+        let probe = """
+            <script>
+            var svg = document.querySelector("svg.waterfall"), rows = [svg.viewBox.baseVal.width];
+            svg.querySelectorAll("text").forEach(function (t) { var b = t.getBBox(); rows.push(b.x + "|" + (b.x + b.width) + "|" + t.textContent); });
+            var pre = document.createElement("pre"); pre.id = "measured"; pre.textContent = rows.join("\\n"); document.body.appendChild(pre);
+            </script>
+            """
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = directory.appendingPathComponent("late.html")
+        try html.replacingOccurrences(of: "</body>", with: probe + "</body>").write(to: path, atomically: true, encoding: .utf8)
+        let dump = try runProcess(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                                             "--user-data-dir=\(directory.appendingPathComponent("profile").path)",
+                                             "--dump-dom", path.absoluteString], timeout: 120)
+        let measured = try XCTUnwrap(dump.stdout.components(separatedBy: "<pre id=\"measured\">").last?.components(separatedBy: "</pre>").first,
+                                     dump.stderr)
+        let lines = measured.components(separatedBy: "\n")
+        let width = try XCTUnwrap(Double(lines[0]))
+        var seen: [String] = []
+        for line in lines.dropFirst() {
+            let fields = line.split(separator: "|", maxSplits: 2).map(String.init)
+            guard fields.count == 3, let from = Double(fields[0]), let to = Double(fields[1]) else { continue }
+            seen.append(fields[2])
+            XCTAssertGreaterThanOrEqual(from, 0, "'\(fields[2])' starts inside the SVG")
+            XCTAssertLessThanOrEqual(to, width, "'\(fields[2])' ends inside the SVG (\(to) of \(width))")
+        }
+        for label in [late, last, "0.95 ms"] { XCTAssertTrue(seen.contains(label), "\(label) was measured: \(seen)") }
+    }
+
+    func testFlameLabelsFitTheirSlicesAndFallBackToTheBareFunctionName() throws {
+        let chromium = try ExternalTool.path(ExternalTool.chromium)
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "main")
+        let long = "StartupConfigurationModule.ConfigurationStore.loadEverythingFromDisk(path: Swift.String, validating: Swift.Bool) -> ()"
+        let short = SampledTimelineBuilder.Frame(module: app, name: "ShortName.x")
+        for index in 0..<15 { builder.sample(at: 20 + Double(index), [main, .init(module: app, name: long)]) }
+        for index in 0..<60 { builder.sample(at: 36 + Double(index) * 0.1, [main, short]) }
+        let html = HTMLReport.render(try LaunchAnalysis(timeline: try builder.timeline(), path: "f.json"), source: "f.json")
+        // Before the page's script: record every text drawn on a canvas.
+        let probe = """
+            <script>
+            var drawn = [], fill = CanvasRenderingContext2D.prototype.fillText;
+            CanvasRenderingContext2D.prototype.fillText = function (text, x, y) {
+              drawn.push([this.canvas.parentNode.id || this.canvas.closest("section").id, text, x, x + this.measureText(text).width, this.canvas.clientWidth].join("|"));
+              return fill.apply(this, arguments);
+            };
+            window.addEventListener("load", function () {
+              var pre = document.createElement("pre"); pre.id = "drawn"; pre.textContent = drawn.join("\\n"); document.body.appendChild(pre);
+            });
+            </script>
+            """
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = directory.appendingPathComponent("flame.html")
+        try html.replacingOccurrences(of: "<meta charset=\"utf-8\">", with: "<meta charset=\"utf-8\">" + probe)
+            .write(to: path, atomically: true, encoding: .utf8)
+        let dump = try runProcess(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                                             "--user-data-dir=\(directory.appendingPathComponent("profile").path)",
+                                             "--dump-dom", path.absoluteString], timeout: 120)
+        let drawn = try XCTUnwrap(dump.stdout.components(separatedBy: "<pre id=\"drawn\">").last?.components(separatedBy: "</pre>").first,
+                                  dump.stderr)
+        var labels: [String] = []
+        for line in drawn.components(separatedBy: "\n") {
+            let fields = line.components(separatedBy: "|")
+            guard fields.count == 5, let x0 = Double(fields[2]), let x1 = Double(fields[3]), let width = Double(fields[4]) else { continue }
+            labels.append(fields[1])
+            XCTAssertGreaterThanOrEqual(fields[1].count, 4, "'\(fields[1])': no label of fewer than four characters")
+            XCTAssertLessThanOrEqual(x1, width + 0.5, "'\(fields[1])' ends inside its canvas")
+            XCTAssertGreaterThanOrEqual(x0, 0)
+        }
+        // 15 ms of a 100 ms launch is ~180 px: too narrow for the whole
+        // name, wide enough for the function's own.
+        XCTAssertTrue(labels.contains("loadEverythingFromDisk"), "\(labels)")
+        XCTAssertTrue(labels.contains("ShortName.x"), "\(labels)")
     }
 
     func testHTMLFollowsThePhaseAndThreadSelection() throws {

@@ -131,6 +131,25 @@ final class WatcherTests: XCTestCase {
         }
     }
 
+    func testEachPhaseRowAddsUpToItsWallTimeAndPrintsSharesThatSumTo100() throws {
+        let blocked = try shared().blocked
+        for split in [blocked.launch] + blocked.phases {
+            XCTAssertEqual(split.runningMs + split.runQueueMs + split.blockedMs + split.suspendedMs + split.notWatchedMs,
+                           split.wallMs, accuracy: 0.01, split.name)
+        }
+        let lines = blocked.textLines()
+        let header = try XCTUnwrap(lines.firstIndex { $0.contains("waiting for CPU") && $0.contains("not watched") })
+        let rows = Array(lines[(header + 1)...].prefix(blocked.phases.count + 1))
+        let share = try NSRegularExpression(pattern: #"([0-9.]+) \(([0-9]+)%\)"#)
+        for (row, split) in zip(rows, [blocked.launch] + blocked.phases) where split.wallMs >= 0.01 {
+            let matches = share.matches(in: row, range: NSRange(row.startIndex..., in: row)).map { match in
+                (ms: Double(row[Range(match.range(at: 1), in: row)!])!, percent: Int(row[Range(match.range(at: 2), in: row)!])!)
+            }
+            XCTAssertEqual(matches.map(\.percent).reduce(0, +), 100, row)
+            XCTAssertEqual(matches.map(\.ms).reduce(0, +), (split.wallMs * 100).rounded() / 100, accuracy: 1e-6, row)
+        }
+    }
+
     func testMajorFaultsAreBlockedTimeCausedByPageFaults() throws {
         let run = try shared()
         let split = try phase("computed → paged in")
@@ -147,6 +166,17 @@ final class WatcherTests: XCTestCase {
         XCTAssertEqual(split.blocked.first?.cause, "page-fault", "attributed to page faults first: \(causes)")
         XCTAssertGreaterThanOrEqual(blockedMs(split, cause: "page-fault"), split.blockedMs * 0.75,
                                     "and mostly to page faults: \(causes)")
+    }
+
+    func testThePageFaultFindingCountsTheLaunchsFaultsFromTheRusage() throws {
+        let run = try shared()
+        let inputs = FindingInputs(report: run.report, timeline: run.timeline, analysis: nil)
+        let faults = try XCTUnwrap(inputs.pageFaults)
+        // Counts since exec, process-wide: at least the fixture's own cold pages.
+        XCTAssertGreaterThanOrEqual(faults.major, UInt64(run.measured.majorFaults))
+        XCTAssertGreaterThan(faults.minor, 0)
+        XCTAssertGreaterThan(faults.ms, 0)
+        XCTAssertFalse(inputs.blockingWaits.contains { $0.cause == "page-fault" }, "waits for pages are the page-fault finding's")
     }
 
     func testEachBlockNamesTheFunctionThatBlockedWithItsWholeStack() throws {
