@@ -151,8 +151,15 @@ final class WatcherTests: XCTestCase {
     }
 
     func testMajorFaultsAreBlockedTimeCausedByPageFaults() throws {
-        let run = try shared()
-        let split = try phase("computed → paged in")
+        // Judged on the median of three launches: page-in waits are short
+        // (45–80 µs each here), and on a loaded machine one launch's can fall
+        // between the watcher's looks more than usual.
+        let runs = try [shared()] + (0..<2).map { _ in try Self.profiledRun() }
+        let judged = try runs.map { run -> (run: Run, split: LaunchReport.BlockedTime.PhaseSplit, ratio: Double) in
+            let split = try XCTUnwrap(try run.blocked.phases.first { $0.name == "computed → paged in" })
+            return (run, split, split.blockedMs / max(run.measured.pageInMs, 1e-9))
+        }.sorted { $0.ratio < $1.ratio }
+        let (run, split, _) = judged[1]
         XCTAssertGreaterThan(run.measured.majorFaults, 100, "the fixture's pages were cold")
         // Counted per segment and shared between phases in proportion to time:
         // approximate, never more than happened.
