@@ -5,7 +5,8 @@ import Foundation
 /// of timelines), and the files left out with their reasons.
 package struct PooledLaunches: Codable, Sendable {
     package var directory: String
-    /// The executable's file name: the first pooled launch's.
+    /// The executable's file name: the one with the most sampled launches
+    /// in the directory.
     package var executable: String?
     /// Timeline files read (pooled, not sampled, or of another executable).
     package var filesRead: Int
@@ -17,8 +18,8 @@ package struct PooledLaunches: Codable, Sendable {
     package var modulesRead: Int
     package var profile: PooledProfileReport
 
-    /// Pools the timelines under `directory` and its sub-directories (as
-    /// `coldstart aggregate` finds them), in file-name order, except a run
+    /// Pools the timelines of one executable under `directory` and its
+    /// sub-directories (as `coldstart aggregate` finds them), except a run
     /// directory's `warmup/` launches, which `coldstart run` does not
     /// measure either. `debugDirectory` is where separate debug files live.
     package init(directory: String, top: Int, debugDirectory: String? = "/usr/lib/debug") {
@@ -32,9 +33,10 @@ package struct PooledLaunches: Codable, Sendable {
             case .unreadable(let path, let reason): skipped.append(.init(file: path, reason: reason))
             }
         }
+        // One pool per executable; the one with most sampled launches is
+        // reported, the others' files skipped.
         let cache = SymbolCache()
-        var pool = PooledProfile()
-        var executable: String?
+        var pools: [String: (pool: PooledProfile, files: [String])] = [:]
         var read = 0
         for path in files.sorted(by: { $0.compare($1, options: .numeric) == .orderedAscending }) {
             let timeline: Timeline
@@ -48,13 +50,19 @@ package struct PooledLaunches: Codable, Sendable {
                 continue
             }
             read += 1
-            let name = timeline.executableName
-            if let executable, executable != name {
-                skipped.append(.init(file: path, reason: "a launch of \(name), not of \(executable): not pooled with them"))
-                continue
-            }
-            if pool.add(timeline, cache: cache, debugDirectory: debugDirectory, path: path) { executable = name }
+            var entry = pools[timeline.executableName] ?? (PooledProfile(), [])
+            entry.pool.add(timeline, cache: cache, debugDirectory: debugDirectory, path: path)
+            entry.files.append(path)
+            pools[timeline.executableName] = entry
         }
+        let chosen = pools.max { ($0.value.pool.launches, $1.key) < ($1.value.pool.launches, $0.key) }
+        if let chosen {
+            for (name, entry) in pools where name != chosen.key {
+                skipped += entry.files.map { .init(file: $0, reason: "a launch of \(name), not of \(chosen.key): not pooled with them") }
+            }
+        }
+        let executable = chosen?.key
+        let pool = chosen?.value.pool ?? PooledProfile()
         self.directory = directory
         self.executable = executable
         filesRead = read
