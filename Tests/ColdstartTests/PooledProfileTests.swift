@@ -138,3 +138,59 @@ final class PooledProfileTests: XCTestCase {
         XCTAssertTrue(html.stderr.contains("--html is for one timeline FILE"), html.stderr)
     }
 }
+
+/// `coldstart aggregate`'s pooled profile: the same counters, read on any
+/// number of threads.
+final class AggregatePooledProfileTests: XCTestCase {
+    func testAggregatePoolsTheSampledLaunchesOfEachGroupOnAnyNumberOfThreads() throws {
+        let directory = try makeTemporaryDirectory(for: self).appendingPathComponent("runs").path
+        let run = try runProcess(try Products.path("coldstart"), ["run", "-n", "3", "--warmup", "0", "--out", directory, "--", try FixturePrograms.path("KnownCosts")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let timelines = try (1...3).map { try Timeline(contentsOf: "\(directory)/run-\($0).json") }
+
+        let result = try runProcess(try Products.path("coldstart"), ["aggregate", "--json", directory])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let summary = try JSONDecoder().decode(AggregateSummary.self, from: Data(result.stdout.utf8))
+        let profile = try XCTUnwrap(summary.groups.first?.profile, "the group's pooled profile")
+        XCTAssertEqual(profile.launches, 3)
+        XCTAssertEqual(profile.unsampledLaunches, 0)
+        XCTAssertEqual(profile.samples, timelines.map(\.samples.count).reduce(0, +))
+        XCTAssertEqual(profile.bySelf.first?.name, "KnownCosts.burnCPU(milliseconds: UInt64) -> ()")
+        XCTAssertEqual(profile.initializers.libraries.first?.module, "libSlowInit.so")
+        XCTAssertEqual(profile.lazyGlobals.first?.name, "KnownCosts.slowGlobalTable")
+        XCTAssertLessThanOrEqual(profile.bySelf.count, 10, "--top's default")
+
+        // Folded on one thread or three, then merged: the same counts (the
+        // ms sums may differ in their last bit with the order of addition).
+        func counts(_ profile: PooledProfileReport?) -> [String] {
+            guard let profile else { return [] }
+            return ["\(profile.launches) \(profile.samples)"]
+                + profile.phases.map { "\($0.name) \($0.samples) \($0.launches)" }
+                + (profile.bySelf + profile.byTotal).map { "\($0.name) \($0.module) \($0.selfSamples) \($0.totalSamples) \($0.launches)" }
+                + profile.initializers.libraries.map { "\($0.module) \($0.samples) \($0.launches)" }
+                + profile.lazyGlobals.map { "\($0.name) \($0.samples) \($0.launches)" }
+        }
+        let one = LaunchAggregate(reading: [directory], threads: 1).summary.groups.first?.profile
+        let three = LaunchAggregate(reading: [directory], threads: 3).summary.groups.first?.profile
+        XCTAssertEqual(counts(one), counts(three))
+        XCTAssertEqual(counts(one), counts(profile))
+        XCTAssertEqual(one?.msPerLaunch ?? 0, three?.msPerLaunch ?? -1, accuracy: 1e-9)
+
+        let text = try runProcess(try Products.path("coldstart"), ["aggregate", directory])
+        XCTAssertTrue(text.stdout.contains("Pooled profile: \(profile.samples) samples from 3 sampled launches"), text.stdout)
+    }
+
+    func testALaunchThatWasNotSampledIsCountedNotPooled() throws {
+        let file = try makeTemporaryDirectory(for: self).appendingPathComponent("phases.json").path
+        let result = try runProcess(try Products.path("ServiceStartup"), environment: ["COLDSTART": file, "COLDSTART_SAMPLER": "off"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        var aggregate = LaunchAggregate()
+        aggregate.add(try Timeline(contentsOf: file), file: file)
+        let group = try XCTUnwrap(aggregate.summary.groups.first)
+        XCTAssertNil(group.profile, "no sampled launch: no profile")
+        var pool = PooledProfile()
+        XCTAssertFalse(pool.add(try Timeline(contentsOf: file), cache: SymbolCache(), path: file))
+        XCTAssertEqual(pool.report(top: 5).unsampledLaunches, 1)
+        XCTAssertEqual(pool.report(top: 5).launches, 0)
+    }
+}
