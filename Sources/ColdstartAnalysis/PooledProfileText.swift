@@ -14,8 +14,8 @@ extension PooledProfileReport {
         } ?? ""
         lines += [
             "  clock: \(clocks.joined(separator: ", ")) at \(rates) effective",
-            "  ms/launch = pooled samples × sampling period ÷ \(launches) launch\(launches == 1 ? "" : "es") (CPU time of the sampling clock);"
-                + " each row's pooled count is the precision (±1 sample ÷ launches); 'in' = launches it was seen in",
+            "  ms/launch = pooled samples × sampling period ÷ \(launches) launch\(launches == 1 ? "" : "es") (CPU time of the sampling clock)",
+            "  each row ±1 sample ÷ launches; 'in': how many launches it was seen in",
         ]
         lines += warnings.map { "  warning: \($0)" }
         if samplesPerLaunch < 20 {
