@@ -10,6 +10,8 @@ package struct LaunchAggregate: Sendable {
     package var groupLabel: String?
     /// How many of the slowest launches each group lists.
     package var slowestCount: Int
+    /// Rows per table of each group's pooled profile.
+    package var profileTop: Int
     /// How many unreadable files are listed by name (all are counted).
     package static let skippedListLimit = 100
 
@@ -18,9 +20,10 @@ package struct LaunchAggregate: Sendable {
     private var skipped: [AggregateSummary.Skipped] = []
     private var groups: [GroupKey: Group] = [:]
 
-    package init(groupLabel: String? = nil, slowestCount: Int = 10) {
+    package init(groupLabel: String? = nil, slowestCount: Int = 10, profileTop: Int = 10) {
         self.groupLabel = groupLabel
         self.slowestCount = slowestCount
+        self.profileTop = profileTop
     }
 
     private struct GroupKey: Hashable {
@@ -60,17 +63,22 @@ package struct LaunchAggregate: Sendable {
         var measures: [MeasureKey: Measure] = [:]
         /// The slowest launches, slowest first, at most `slowestCount`.
         var slowest: [AggregateSummary.Launch] = []
+        /// The sampled launches' stacks, as counters per name.
+        var profile = PooledProfile()
 
         mutating func merge(_ other: Group, slowestCount: Int) {
             launches += other.launches
+            profile.merge(other.profile)
             endReasons.merge(other.endReasons, uniquingKeysWith: +)
             measures.merge(other.measures) { var mine = $0; mine.merge($1); return mine }
             slowest = Array((slowest + other.slowest).sorted { $0.isSlower(than: $1) }.prefix(slowestCount))
         }
     }
 
-    /// Folds one launch in; `file` names it among the slowest.
-    package mutating func add(_ timeline: Timeline, file: String) {
+    /// Folds one launch in; `file` names it among the slowest. A sampled
+    /// launch's stacks are pooled, named with `symbols` (one cache per
+    /// thread, so each module is read once by each).
+    package mutating func add(_ timeline: Timeline, file: String, symbols: SymbolCache = SymbolCache()) {
         launchCount += 1
         let key = GroupKey(executable: timeline.executableName, value: groupLabel.flatMap { timeline.groupValue($0) })
         var group = groups[key] ?? Group()
@@ -94,6 +102,7 @@ package struct LaunchAggregate: Sendable {
         }
         for mark in timeline.marks { add(.mark, mark.name, mark.ns, at: mark.ns) }
         for span in timeline.spans where !span.unfinished { add(.span, span.name, span.durationNs, at: span.beginNs) }
+        group.profile.add(timeline, cache: symbols, path: file)
 
         var launch = AggregateSummary.Launch(
             file: file, ms: Double(timeline.launchDurationNs) / 1e6, endReason: timeline.launch.endReason,
@@ -136,10 +145,10 @@ package struct LaunchAggregate: Sendable {
         return AggregateSummary(
             launches: launchCount, skippedCount: skippedCount,
             skipped: skipped.sorted { $0.file < $1.file }, by: groupLabel,
-            groups: ordered.map { Self.summarize($0.key, $0.value) })
+            groups: ordered.map { Self.summarize($0.key, $0.value, profileTop: profileTop) })
     }
 
-    private static func summarize(_ key: GroupKey, _ group: Group) -> AggregateSummary.Group {
+    private static func summarize(_ key: GroupKey, _ group: Group, profileTop: Int) -> AggregateSummary.Group {
         func measures(_ kind: AggregateSummary.Measure.Kind) -> [AggregateSummary.Measure] {
             let selected = group.measures.filter { $0.key.kind == kind }
                 .map { (key: $0.key, measure: $0.value, position: $0.value.positionSumNs / Double($0.value.sketch.count)) }
@@ -151,7 +160,7 @@ package struct LaunchAggregate: Sendable {
             executable: key.executable, value: key.value, launches: group.launches,
             endReasons: group.endReasons, launch: measures(.launch).first,
             phases: measures(.phase), marks: measures(.mark), spans: measures(.span),
-            slowest: group.slowest)
+            slowest: group.slowest, profile: group.profile.launches > 0 ? group.profile.report(top: profileTop) : nil)
     }
 
     private static func summarize(_ key: MeasureKey, _ measure: Measure) -> AggregateSummary.Measure {
@@ -209,6 +218,8 @@ package struct AggregateSummary: Codable, Sendable {
         package var spans: [Measure]
         /// The slowest launches (process start → end), slowest first.
         package var slowest: [Launch]
+        /// The sampled launches' stacks pooled; nil when none was sampled.
+        package var profile: PooledProfileReport?
     }
 
     package struct Measure: Codable, Sendable {

@@ -107,10 +107,12 @@ package final class TimelineFiles: Sequence, IteratorProtocol {
 extension LaunchAggregate {
     /// Reads every timeline under `paths` (see `TimelineFiles`) on `threads`
     /// threads, each folding its files into an aggregate of its own, merged
-    /// at the end: memory is one timeline and one aggregate per thread.
+    /// at the end: memory is one timeline, one aggregate and one symbol
+    /// cache per thread.
     /// Unreadable files are skipped with their reason.
-    package init(reading paths: [String], groupLabel: String? = nil, slowestCount: Int = 10, threads: Int) {
-        let reader = ParallelReader(TimelineFiles(paths), template: LaunchAggregate(groupLabel: groupLabel, slowestCount: slowestCount),
+    package init(reading paths: [String], groupLabel: String? = nil, slowestCount: Int = 10, profileTop: Int = 10, threads: Int) {
+        let reader = ParallelReader(TimelineFiles(paths),
+                                    template: LaunchAggregate(groupLabel: groupLabel, slowestCount: slowestCount, profileTop: profileTop),
                                     threads: max(1, threads))
         DispatchQueue.concurrentPerform(iterations: reader.threads) { reader.work($0) }
         self = reader.merged
@@ -141,11 +143,12 @@ private final class ParallelReader: @unchecked Sendable {
 
     func work(_ worker: Int) {
         var aggregate = template
+        let symbols = SymbolCache()
         while let entry = next() {
             switch entry {
             case .file(let path):
                 do {
-                    aggregate.add(try Timeline(contentsOf: path), file: path)
+                    aggregate.add(try Timeline(contentsOf: path), file: path, symbols: symbols)
                 } catch let error as TimelineError {
                     aggregate.skip(path, reason: error.problem)
                 } catch {

@@ -37,6 +37,9 @@ extension AggregateSummary {
                     lines.append(line + ")")
                 }
             }
+            if let profile = group.profile {
+                lines += [""] + profile.lines(width: style.width.map { $0 - 2 }).map { $0.isEmpty ? "" : "  " + LaunchReport.printable($0, limit: .max) }
+            }
         }
         if skippedCount > 0 {
             lines.append("")

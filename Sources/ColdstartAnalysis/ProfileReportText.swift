@@ -209,7 +209,7 @@ extension ProfileReport {
         return lines
     }
 
-    private static func count(_ samples: Int) -> String { samples == 1 ? "1 sample" : "\(samples) samples" }
+    static func count(_ samples: Int) -> String { samples == 1 ? "1 sample" : "\(samples) samples" }
     private static func ms(_ value: Double) -> String { number(value) + " ms" }
     private static func number(_ value: Double) -> String { format(value, decimals: 2) }
     private static func percent(_ value: Double) -> String { format(value, decimals: 1) + "%" }

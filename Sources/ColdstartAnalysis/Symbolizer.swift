@@ -18,6 +18,10 @@ package struct Symbolization: Sendable {
 /// from the modules' files on disk: ELF `.symtab`, then `.dynsym`, then a
 /// separate debug file found by build-id. Each module's file is read once.
 ///
+/// Symbolizers of several timelines of one build can share a `SymbolCache`:
+/// a module (path and build-id) is then read once across them all, and a
+/// frame that another timeline already named is not looked up again.
+///
 /// A frame that is not the leaf is a return address: the call that made it
 /// ends just before it, and a call that is the last instruction of a function
 /// returns to the *next* function's first byte, so those frames are looked up
@@ -25,22 +29,25 @@ package struct Symbolization: Sendable {
 package final class Symbolizer {
     private let modules: [Timeline.Module]
     private let debugDirectory: String?
-    private var images: [Int: ModuleFile] = [:]
-    private var displayNames: [String: String] = [:]
-    /// Frames looked up so far: each distinct frame of every `symbolize` call.
+    private let cache: SymbolCache
+    /// Frames looked up so far (not found in the cache): each distinct frame
+    /// of every `symbolize` call.
     package private(set) var framesLookedUp = 0
 
-    private enum ModuleFile {
+    fileprivate enum ModuleFile {
         case usable(ELFImage, DWARFModule?)
         case mismatched(fileBuildID: String)
         case unusable(reason: String)
     }
 
     /// `debugDirectory` is where separate debug files live
-    /// (`<dir>/.build-id/xx/yyyy.debug`); nil disables the search.
-    package init(modules: [Timeline.Module], debugDirectory: String? = "/usr/lib/debug") {
+    /// (`<dir>/.build-id/xx/yyyy.debug`); nil disables the search. `cache`
+    /// is shared with the symbolizers of other timelines of the same build
+    /// (and the same `debugDirectory`); by default this one's own.
+    package init(modules: [Timeline.Module], debugDirectory: String? = "/usr/lib/debug", cache: SymbolCache = SymbolCache()) {
         self.modules = modules
         self.debugDirectory = debugDirectory
+        self.cache = cache
     }
 
     /// Names every distinct frame of `samples`.
@@ -63,11 +70,11 @@ package final class Symbolizer {
                 result.unnamedFrames += 1
                 unnamedPerModule[frame.module, default: 0] += 1
             }
-            if frame.module >= 0, case .mismatched = images[frame.module] { result.mismatchedFrames += 1 }
+            if frame.module >= 0, frame.module < modules.count, case .mismatched = file(for: frame.module) { result.mismatchedFrames += 1 }
         }
         for (module, count) in unnamedPerModule.sorted(by: { $0.key < $1.key }) where module >= 0 {
             let path = modules[module].path
-            switch images[module] {
+            switch file(for: module) {
             case .mismatched(let fileBuildID):
                 result.warnings.append(
                     "\(path): build-id mismatch (file \(fileBuildID), timeline \(modules[module].buildId ?? "none")): "
@@ -84,10 +91,19 @@ package final class Symbolizer {
 
     /// The symbol for one frame, and whether a real name was found.
     func symbol(for frame: Timeline.Frame, isReturnAddress: Bool) -> (Timeline.Symbol, Bool) {
-        framesLookedUp += 1
         guard frame.module >= 0, frame.module < modules.count else {
             return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules)), false)
         }
+        let key = SymbolCache.FrameKey(module: moduleKey(frame.module), address: frame.address, isReturnAddress: isReturnAddress)
+        if let known = cache.symbols[key] { return known }
+        framesLookedUp += 1
+        cache.framesLookedUp += 1
+        let found = lookUp(frame, isReturnAddress: isReturnAddress)
+        cache.symbols[key] = found
+        return found
+    }
+
+    private func lookUp(_ frame: Timeline.Frame, isReturnAddress: Bool) -> (Timeline.Symbol, Bool) {
         switch file(for: frame.module) {
         case .usable(let image, let dwarf):
             let lookup = isReturnAddress && frame.address > 0 ? frame.address - 1 : frame.address
@@ -128,14 +144,21 @@ package final class Symbolizer {
     }
 
     private func displayName(_ linkageName: String) -> String {
-        if let cached = displayNames[linkageName] { return cached }
+        if let cached = cache.displayNames[linkageName] { return cached }
         let display = Demangler.displayName(linkageName)
-        displayNames[linkageName] = display
+        cache.displayNames[linkageName] = display
         return display
     }
 
+    /// A module as the cache knows it: the same path and build-id is the same file.
+    private func moduleKey(_ module: Int) -> String {
+        modules[module].path + "\u{1}" + (modules[module].buildId?.lowercased() ?? "")
+    }
+
     private func file(for module: Int) -> ModuleFile {
-        if let cached = images[module] { return cached }
+        let key = moduleKey(module)
+        if let cached = cache.files[key] { return cached }
+        cache.modulesRead += 1
         let entry = modules[module]
         let loaded: ModuleFile
         do {
@@ -153,9 +176,31 @@ package final class Symbolizer {
         } catch {
             loaded = .unusable(reason: "\(error)")
         }
-        images[module] = loaded
+        cache.files[key] = loaded
         return loaded
     }
+}
+
+/// What `Symbolizer`s of timelines of one build share: each module's file
+/// (by path and build-id) and each frame's name. Grows with the distinct
+/// modules and frames, not with the number of timelines. Not thread-safe:
+/// one per thread.
+package final class SymbolCache {
+    fileprivate struct FrameKey: Hashable {
+        var module: String
+        var address: UInt64
+        var isReturnAddress: Bool
+    }
+
+    fileprivate var files: [String: Symbolizer.ModuleFile] = [:]
+    fileprivate var symbols: [FrameKey: (Timeline.Symbol, Bool)] = [:]
+    fileprivate var displayNames: [String: String] = [:]
+    /// Module files opened, across every symbolizer sharing the cache.
+    package fileprivate(set) var modulesRead = 0
+    /// Frames looked up in a module, across every symbolizer sharing the cache.
+    package fileprivate(set) var framesLookedUp = 0
+
+    package init() {}
 }
 
 extension Timeline {

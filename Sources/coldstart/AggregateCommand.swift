@@ -7,7 +7,7 @@ enum AggregateCommand: Command {
     static let name = "aggregate"
     static let summary = "Percentiles of many launches' phases, marks and spans, by label; OpenMetrics"
     static let help = """
-    Usage: coldstart aggregate DIR|FILE… [--by LABEL] [--slowest N]
+    Usage: coldstart aggregate DIR|FILE… [--by LABEL] [--slowest N] [--top N]
                                          [--json | --format openmetrics] [-o OUT]
 
     Reads every timeline (*.json) under the given directories (and their
@@ -18,12 +18,19 @@ enum AggregateCommand: Command {
       - each phase's duration;
       - each mark's time since the process start;
       - each finished span's duration;
-    and the slowest launches (process start → end) with their files. Times
+    and the slowest launches (process start → end) with their files; then
+    the profile of the group's sampled launches pooled (as `coldstart report
+    DIR` prints it: samples per phase, top functions, slow initializers and
+    lazy globals, with pooled sample counts and ms per sampled launch). Times
     are ms of CLOCK_MONOTONIC as each launch recorded them. Percentiles are
     nearest-rank to within 1% (a log-bucketed sketch); count, min, max and
     sum are exact. Memory depends on the number of groups and names, not of
-    launches (docs/fleet.md). Files that are not readable timelines are
-    counted and listed with the reason, and do not stop the run.
+    launches (docs/fleet.md): the pooled profile keeps a counter per
+    function, initializer and lazy global, never the samples, and each
+    thread reads a module once to name the frames (a file written by
+    `coldstart symbolize` carries its names). Files that are not readable
+    timelines are counted and listed with the reason, and do not stop the
+    run.
 
     Options:
       --by LABEL         Group by a label of the timeline's coldstart.labels
@@ -31,6 +38,7 @@ enum AggregateCommand: Command {
                          `build-id` or `kernel`. Launches without it form a
                          group of their own.
       --slowest N        Slowest launches listed per group (default 10).
+      --top N            Rows per table of each group's pooled profile (default 10).
       --json             Print the summary as JSON (keys: docs/fleet.md).
       --format openmetrics
                          Write Prometheus histograms (seconds) in the
@@ -55,13 +63,14 @@ enum AggregateCommand: Command {
         if json && format != nil { throw UsageError(message: "--json and --format are exclusive") }
         let by = try arguments.option("--by")
         let slowest = try arguments.number("--slowest", in: 0...10_000) ?? 10
+        let top = try arguments.number("--top", in: 1...100_000) ?? 10
         let output = try arguments.option("-o", "--output") ?? "-"
         var paths: [String] = []
         while let path = try? arguments.positional("DIR") { paths.append(path) }
         try arguments.finish()
         guard !paths.isEmpty else { throw UsageError(message: "missing DIR (a directory of timelines, or files)") }
 
-        let aggregate = LaunchAggregate(reading: paths, groupLabel: by, slowestCount: slowest,
+        let aggregate = LaunchAggregate(reading: paths, groupLabel: by, slowestCount: slowest, profileTop: top,
                                         threads: ProcessInfo.processInfo.activeProcessorCount)
         let summary = aggregate.summary
         if summary.skippedCount > 0 {

@@ -2,13 +2,15 @@ import ColdstartAnalysis
 import ColdstartExport
 import Foundation
 
-/// `coldstart report FILE [--json]`: where the launch's time went.
+/// `coldstart report FILE [--json]`: where the launch's time went;
+/// `coldstart report DIR`: the pooled profile of many launches.
 enum ReportCommand: Command {
     static let name = "report"
     static let summary = "Print where a launch's time went: phases, marks, spans, sampled functions"
     static let help = """
     Usage: coldstart report FILE [--full | --json | --html OUT] [--min-ms MS] [--min-percent P]
                                  [--top N] [--phase NAME] [--thread NAME|TID] [--tree-depth N]
+           coldstart report DIR [--json] [--top N]
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
     and prints:
@@ -45,6 +47,18 @@ enum ReportCommand: Command {
     Without --full the text is the first look, in at most 100 columns: the
     findings, the phases, the 5 slowest spans, the top functions by self time.
 
+    With a directory (one written by `coldstart run --out DIR`, or any
+    directory of timelines of one executable, sub-directories included, a
+    run's warmup/ left out), prints one profile pooled over every sampled
+    launch in it: samples per phase, functions by self and total time, slow
+    initializers and lazy globals, each with its pooled sample count and ms
+    per launch (pooled samples × sampling period ÷ launches pooled), and in
+    how many launches it was seen. Each launch's samples are given its own
+    phases and named from its own modules; a module (path and build-id) is
+    read once for all of them. Files that are not readable timelines, or a
+    different executable's, are skipped with their reason and counted;
+    launches that were not sampled are counted and left out.
+
     Options:
       --full             Print every section below, at the terminal's width
                          (or unclipped into a file or a pipe).
@@ -64,8 +78,8 @@ enum ReportCommand: Command {
       --help    Show this text.
 
     Exit status: 0 printed; 1 the file is missing, empty, truncated, not JSON
-    or not a Coldstart timeline, or --phase/--thread names none it has;
-    2 wrong arguments.
+    or not a Coldstart timeline, or --phase/--thread names none it has, or
+    the directory holds no sampled launch; 2 wrong arguments.
     """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
@@ -81,6 +95,15 @@ enum ReportCommand: Command {
         options.treeDepth = try arguments.number("--tree-depth", in: 0...10_000) ?? options.treeDepth
         let path = try arguments.positional("FILE (a timeline written with COLDSTART=1)")
         try arguments.finish()
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            let fileOnly = [("--full", full), ("--html", html != nil), ("--phase", options.phase != nil), ("--thread", thread != nil),
+                            ("--min-ms", options.minMs != 0), ("--min-percent", options.minPercent != 0), ("--tree-depth", options.treeDepth != 12)]
+            if let option = fileOnly.first(where: \.1)?.0 {
+                throw UsageError(message: "\(option) is for one timeline FILE; a directory takes --json and --top")
+            }
+            return try pool(path, top: options.top, json: json)
+        }
 
         let timeline = try Timeline(contentsOf: path)
         let analysis: LaunchAnalysis
@@ -106,6 +129,27 @@ enum ReportCommand: Command {
             }
         } else {
             output = Data(report.text(style: Terminal.style(), full: full).utf8)
+        }
+        FileHandle.standardOutput.write(output)
+        return ExitStatus.success
+    }
+
+    /// `report DIR`: the pooled profile of the directory's launches.
+    private static func pool(_ directory: String, top: Int, json: Bool) throws -> Int32 {
+        let pooled = PooledLaunches(directory: directory, top: top)
+        guard pooled.profile.launches > 0 else {
+            let why = pooled.profile.unsampledLaunches > 0
+                ? "\(pooled.profile.unsampledLaunches) launch\(pooled.profile.unsampledLaunches == 1 ? " was" : "es were") not sampled"
+                : pooled.skipped.first.map { "e.g. \($0.file): \($0.reason)" } ?? "no *.json files"
+            throw CommandError(message: "\(directory): no sampled launch to pool (\(why))")
+        }
+        let output: Data
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            output = try encoder.encode(pooled) + Data("\n".utf8)
+        } else {
+            output = Data(pooled.text(style: Terminal.style()).utf8)
         }
         FileHandle.standardOutput.write(output)
         return ExitStatus.success

@@ -1,0 +1,88 @@
+import Foundation
+
+/// `coldstart report DIR`: the pooled profile of the launches of one
+/// executable in a directory (a `coldstart run --out DIR`, or any directory
+/// of timelines), and the files left out with their reasons.
+package struct PooledLaunches: Codable, Sendable {
+    package var directory: String
+    /// The executable's file name: the one with the most sampled launches
+    /// in the directory.
+    package var executable: String?
+    /// Timeline files read (pooled, not sampled, or of another executable).
+    package var filesRead: Int
+    /// Files left out: not readable timelines, or another executable's.
+    package var skippedCount: Int
+    /// The first `LaunchAggregate.skippedListLimit` of them.
+    package var skipped: [AggregateSummary.Skipped]
+    /// Module files read to name the frames, once each across the launches.
+    package var modulesRead: Int
+    package var profile: PooledProfileReport
+
+    /// Pools the timelines of one executable under `directory` and its
+    /// sub-directories (as `coldstart aggregate` finds them), except a run
+    /// directory's `warmup/` launches, which `coldstart run` does not
+    /// measure either. `debugDirectory` is where separate debug files live.
+    package init(directory: String, top: Int, debugDirectory: String? = "/usr/lib/debug") {
+        var files: [String] = []
+        var skipped: [AggregateSummary.Skipped] = []
+        let warmups = (directory.hasSuffix("/") ? directory : directory + "/") + "warmup/"
+        for entry in TimelineFiles([directory]) {
+            switch entry {
+            case .file(let path) where !path.hasPrefix(warmups): files.append(path)
+            case .file: continue
+            case .unreadable(let path, let reason): skipped.append(.init(file: path, reason: reason))
+            }
+        }
+        // One pool per executable; the one with most sampled launches is
+        // reported, the others' files skipped.
+        let cache = SymbolCache()
+        var pools: [String: (pool: PooledProfile, files: [String])] = [:]
+        var read = 0
+        for path in files.sorted(by: { $0.compare($1, options: .numeric) == .orderedAscending }) {
+            let timeline: Timeline
+            do {
+                timeline = try Timeline(contentsOf: path)
+            } catch let error as TimelineError {
+                skipped.append(.init(file: path, reason: error.problem))
+                continue
+            } catch {
+                skipped.append(.init(file: path, reason: "\(error)"))
+                continue
+            }
+            read += 1
+            var entry = pools[timeline.executableName] ?? (PooledProfile(), [])
+            entry.pool.add(timeline, cache: cache, debugDirectory: debugDirectory, path: path)
+            entry.files.append(path)
+            pools[timeline.executableName] = entry
+        }
+        let chosen = pools.max { ($0.value.pool.launches, $1.key) < ($1.value.pool.launches, $0.key) }
+        if let chosen {
+            for (name, entry) in pools where name != chosen.key {
+                skipped += entry.files.map { .init(file: $0, reason: "a launch of \(name), not of \(chosen.key): not pooled with them") }
+            }
+        }
+        let executable = chosen?.key
+        let pool = chosen?.value.pool ?? PooledProfile()
+        self.directory = directory
+        self.executable = executable
+        filesRead = read
+        skippedCount = skipped.count
+        self.skipped = Array(skipped.prefix(LaunchAggregate.skippedListLimit))
+        modulesRead = cache.modulesRead
+        profile = pool.report(top: top)
+    }
+
+    /// The text `coldstart report DIR` prints.
+    package func text(style: TextStyle = TextStyle()) -> String {
+        var lines = ["\(directory): \(profile.launches) launch\(profile.launches == 1 ? "" : "es") pooled"
+            + (executable.map { " (\($0))" } ?? "") + " of \(filesRead) timeline\(filesRead == 1 ? "" : "s") read, "
+            + "\(skippedCount) file\(skippedCount == 1 ? "" : "s") skipped"]
+        lines += [""] + profile.lines(width: style.width)
+        if skippedCount > 0 {
+            let more = skippedCount - skipped.count
+            lines += ["", "Skipped \(skippedCount) file\(skippedCount == 1 ? "" : "s")" + (more > 0 ? " (the first \(skipped.count) listed)" : "") + ":"]
+            lines += skipped.map { "  \($0.file): \($0.reason)" }
+        }
+        return lines.map { style.colored(LaunchReport.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
+    }
+}

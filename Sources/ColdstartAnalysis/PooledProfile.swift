@@ -1,0 +1,294 @@
+import Foundation
+
+/// The sampled stacks of many launches of one program pooled into one
+/// profile (`coldstart report DIR`, `coldstart aggregate`): a short launch
+/// gets a handful of samples, twenty of them enough to read.
+///
+/// Each launch is analysed on its own (`ProfileAnalysis`: its own phases, its
+/// own module table, its frames named by its own modules) and only its
+/// counters are added: per function (by module file and name), library
+/// initializer (by module file), lazy global and phase (by name). Memory
+/// grows with the distinct names, never with the number of launches or
+/// samples, and two pools merge into the pool of both.
+package struct PooledProfile: Sendable {
+    /// Launches whose samples are pooled.
+    package private(set) var launches = 0
+    /// Launches read but not sampled (production mode leaves most out), or
+    /// with no usable sampling rate.
+    package private(set) var unsampled = 0
+    package private(set) var samples = 0
+    private var ns = 0.0
+    private var clocks: Set<String> = []
+    private var minHz = Double.infinity
+    private var maxHz = 0.0
+    private var functions: [FunctionKey: FunctionCounter] = [:]
+    private var phases: [String: PhaseCounter] = [:]
+    private var initializers = Counter()
+    private var libraries: [String: LibraryCounter] = [:]
+    private var lazyGlobals: [String: Counter] = [:]
+    /// Modules whose frames could not be named, by path: the first launch's line.
+    private var warnings: [String: String] = [:]
+
+    package init() {}
+
+    private struct FunctionKey: Hashable {
+        var module: String
+        var name: String
+    }
+
+    /// Samples, their time (Σ samples × each launch's period) and the
+    /// launches they came from.
+    private struct Counter: Sendable {
+        var samples = 0
+        var ns = 0.0
+        var launches = 0
+
+        mutating func add(_ count: Int, nsPerSample: Double) {
+            samples += count
+            ns += Double(count) * nsPerSample
+            launches += 1
+        }
+
+        mutating func merge(_ other: Counter) {
+            samples += other.samples
+            ns += other.ns
+            launches += other.launches
+        }
+    }
+
+    private struct FunctionCounter: Sendable {
+        var selfTime = Counter()
+        var total = Counter()
+    }
+
+    private struct PhaseCounter: Sendable {
+        var kind: String
+        /// Where the phase sits in its launches: the report lists phases in it.
+        var position: Int
+        var time = Counter()
+    }
+
+    private struct LibraryCounter: Sendable {
+        var isExecutable: Bool
+        var time = Counter()
+    }
+
+    /// Pools one launch, naming its frames with `cache` (shared across the
+    /// launches, so each module is read once; `debugDirectory` as
+    /// `Symbolizer` takes it), or with the file's own names
+    /// when `coldstart symbolize` wrote them. False, and counted as not
+    /// sampled, when it has no samples or no usable sampling rate.
+    @discardableResult
+    package mutating func add(_ timeline: Timeline, cache: SymbolCache, debugDirectory: String? = "/usr/lib/debug", path: String) -> Bool {
+        guard timeline.sampling != nil, !timeline.samples.isEmpty else {
+            unsampled += 1
+            return false
+        }
+        let naming = timeline.frameNames(Symbolizer(modules: timeline.modules, debugDirectory: debugDirectory, cache: cache))
+        guard let analysis = try? ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path) else {
+            unsampled += 1
+            return false
+        }
+        // One line per module (its path starts the line): the same missing
+        // binary is named once, however many launches it was in.
+        for warning in naming.warnings {
+            let module = warning.components(separatedBy: ": ").first ?? warning
+            if warnings[module] == nil { warnings[module] = warning }
+        }
+        add(analysis)
+        return true
+    }
+
+    private mutating func add(_ analysis: ProfileAnalysis) {
+        let all = Array(analysis.stacks.indices)
+        let everything = ProfileOptions(top: .max)
+        let period = analysis.nsPerSample
+        launches += 1
+        samples += all.count
+        ns += Double(all.count) * period
+        clocks.insert(analysis.sampling.clock)
+        minHz = min(minHz, 1e9 / period)
+        maxHz = max(maxHz, 1e9 / period)
+
+        // Counted by pooled key, not by the launch's function id: two ids
+        // with one key (the same file mapped twice) count once per sample.
+        var keyIndex: [FunctionKey: Int] = [:]
+        let local = analysis.functions.map { function -> Int in
+            let key = FunctionKey(module: analysis.moduleName(function.module), name: function.name)
+            if let index = keyIndex[key] { return index }
+            keyIndex[key] = keyIndex.count
+            return keyIndex.count - 1
+        }
+        var selfCounts = [Int](repeating: 0, count: keyIndex.count)
+        var totalCounts = selfCounts
+        var seenIn = [Int](repeating: -1, count: keyIndex.count)
+        for (number, stack) in analysis.stacks.enumerated() {
+            if let leaf = stack.functions.first { selfCounts[local[leaf]] += 1 }
+            for function in stack.functions where seenIn[local[function]] != number {
+                seenIn[local[function]] = number
+                totalCounts[local[function]] += 1
+            }
+        }
+        for (key, index) in keyIndex where totalCounts[index] > 0 {
+            var counter = functions[key] ?? FunctionCounter()
+            counter.total.add(totalCounts[index], nsPerSample: period)
+            if selfCounts[index] > 0 { counter.selfTime.add(selfCounts[index], nsPerSample: period) }
+            functions[key] = counter
+        }
+        var perPhase = [Int](repeating: 0, count: analysis.phaseNames.count)
+        for stack in analysis.stacks { perPhase[stack.phase] += 1 }
+        for (index, count) in perPhase.enumerated() where count > 0 {
+            let kind = index < analysis.timeline.phases.count ? analysis.timeline.phases[index].kind : "after-end"
+            phases[analysis.phaseNames[index], default: PhaseCounter(kind: kind, position: index)].time.add(count, nsPerSample: period)
+        }
+        let startup = analysis.initializers(all, options: everything)
+        if startup.samples > 0 { initializers.add(startup.samples, nsPerSample: period) }
+        for library in startup.libraries {
+            libraries[library.module, default: LibraryCounter(isExecutable: library.isExecutable)].time.add(library.samples, nsPerSample: period)
+        }
+        for global in analysis.lazyGlobals(all, options: everything) {
+            lazyGlobals[global.name, default: Counter()].add(global.samples, nsPerSample: period)
+        }
+    }
+
+    /// Folds in another pool: the result is the pool of both sets of launches.
+    package mutating func merge(_ other: PooledProfile) {
+        launches += other.launches
+        unsampled += other.unsampled
+        samples += other.samples
+        ns += other.ns
+        clocks.formUnion(other.clocks)
+        minHz = min(minHz, other.minHz)
+        maxHz = max(maxHz, other.maxHz)
+        functions.merge(other.functions) { mine, theirs in
+            var sum = mine
+            sum.selfTime.merge(theirs.selfTime)
+            sum.total.merge(theirs.total)
+            return sum
+        }
+        phases.merge(other.phases) { mine, theirs in
+            var sum = mine
+            sum.time.merge(theirs.time)
+            sum.position = min(mine.position, theirs.position)
+            return sum
+        }
+        initializers.merge(other.initializers)
+        libraries.merge(other.libraries) { var sum = $0; sum.time.merge($1.time); return sum }
+        lazyGlobals.merge(other.lazyGlobals) { var sum = $0; sum.merge($1); return sum }
+        warnings.merge(other.warnings) { mine, _ in mine }
+    }
+
+    /// The pool's `top` rows per table, most samples first.
+    package func report(top: Int) -> PooledProfileReport {
+        func perLaunch(_ ns: Double) -> Double { launches > 0 ? ns / Double(launches) / 1e6 : 0 }
+        func percent(_ part: Int) -> Double { samples > 0 ? Double(part) * 100 / Double(samples) : 0 }
+        func function(_ entry: (key: FunctionKey, value: FunctionCounter)) -> PooledProfileReport.Function {
+            let counter = entry.value
+            return .init(
+                name: entry.key.name, module: entry.key.module,
+                selfSamples: counter.selfTime.samples, selfMsPerLaunch: perLaunch(counter.selfTime.ns), selfPercent: percent(counter.selfTime.samples),
+                totalSamples: counter.total.samples, totalMsPerLaunch: perLaunch(counter.total.ns), totalPercent: percent(counter.total.samples),
+                launches: counter.total.launches)
+        }
+        func ranked(_ entries: [(key: FunctionKey, value: FunctionCounter)], by count: (FunctionCounter) -> Int) -> [PooledProfileReport.Function] {
+            entries.filter { count($0.value) > 0 }
+                .sorted { count($0.value) != count($1.value) ? count($0.value) > count($1.value)
+                    : ($0.key.name, $0.key.module) < ($1.key.name, $1.key.module) }
+                .prefix(top).map(function)
+        }
+        let entries = Array(functions)
+        return PooledProfileReport(
+            launches: launches, unsampledLaunches: unsampled, samples: samples,
+            samplesPerLaunch: launches > 0 ? Double(samples) / Double(launches) : 0,
+            msPerLaunch: perLaunch(ns), clocks: clocks.sorted(), warnings: warnings.values.sorted(),
+            effectiveHz: launches > 0 ? .init(min: minHz, max: maxHz) : nil,
+            phases: phases.sorted { ($0.value.position, $0.key) < ($1.value.position, $1.key) }.map {
+                .init(name: $0.key, kind: $0.value.kind, samples: $0.value.time.samples, msPerLaunch: perLaunch($0.value.time.ns),
+                      percent: percent($0.value.time.samples), launches: $0.value.time.launches)
+            },
+            bySelf: ranked(entries) { $0.selfTime.samples },
+            byTotal: ranked(entries) { $0.total.samples },
+            initializers: .init(
+                samples: initializers.samples, msPerLaunch: perLaunch(initializers.ns), launches: initializers.launches,
+                libraries: libraries.sorted { ($1.value.time.samples, $0.key) < ($0.value.time.samples, $1.key) }.prefix(top).map {
+                    .init(module: $0.key, isExecutable: $0.value.isExecutable, samples: $0.value.time.samples,
+                          msPerLaunch: perLaunch($0.value.time.ns), percent: percent($0.value.time.samples), launches: $0.value.time.launches)
+                }),
+            lazyGlobals: lazyGlobals.sorted { ($1.value.samples, $0.key) < ($0.value.samples, $1.key) }.prefix(top).map {
+                .init(name: $0.key, samples: $0.value.samples, msPerLaunch: perLaunch($0.value.ns),
+                      percent: percent($0.value.samples), launches: $0.value.launches)
+            })
+    }
+}
+
+/// A `PooledProfile` as reports show it. Every time is per launch: the
+/// pooled samples × each launch's sampling period, ÷ the launches pooled
+/// (CPU time of the sampling clock), with the pooled sample count it rests
+/// on; `launches` in a row is how many launches that row was seen in.
+package struct PooledProfileReport: Codable, Sendable, Equatable {
+    package var launches: Int
+    package var unsampledLaunches: Int
+    package var samples: Int
+    package var samplesPerLaunch: Double
+    package var msPerLaunch: Double
+    package var clocks: [String]
+    /// Modules whose frames could not be named (as in the first launch that had them).
+    package var warnings: [String]
+    package var effectiveHz: Range?
+    package var phases: [Phase]
+    package var bySelf: [Function]
+    package var byTotal: [Function]
+    package var initializers: Initializers
+    package var lazyGlobals: [Row]
+
+    package struct Range: Codable, Sendable, Equatable {
+        package var min: Double
+        package var max: Double
+    }
+
+    package struct Phase: Codable, Sendable, Equatable {
+        package var name: String
+        package var kind: String
+        package var samples: Int
+        package var msPerLaunch: Double
+        package var percent: Double
+        package var launches: Int
+    }
+
+    package struct Function: Codable, Sendable, Equatable {
+        package var name: String
+        package var module: String
+        package var selfSamples: Int
+        package var selfMsPerLaunch: Double
+        package var selfPercent: Double
+        package var totalSamples: Int
+        package var totalMsPerLaunch: Double
+        package var totalPercent: Double
+        package var launches: Int
+    }
+
+    package struct Initializers: Codable, Sendable, Equatable {
+        /// Samples inside any initializer.
+        package var samples: Int
+        package var msPerLaunch: Double
+        package var launches: Int
+        package var libraries: [Library]
+    }
+
+    package struct Library: Codable, Sendable, Equatable {
+        package var module: String
+        package var isExecutable: Bool
+        package var samples: Int
+        package var msPerLaunch: Double
+        package var percent: Double
+        package var launches: Int
+    }
+
+    package struct Row: Codable, Sendable, Equatable {
+        package var name: String
+        package var samples: Int
+        package var msPerLaunch: Double
+        package var percent: Double
+        package var launches: Int
+    }
+}
