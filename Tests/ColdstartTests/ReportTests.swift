@@ -352,7 +352,8 @@ final class ReportCommandTests: XCTestCase {
             (Fixtures.path("bad-newer-version.json"), "format version 2 is newer"),
             (Fixtures.path("bad-malformed.json"), "malformed timeline: bad \"phases\""),
             (Fixtures.directory.appendingPathComponent("no-such-timeline.json").path, "no such file"),
-            (Fixtures.directory.path, "is a directory"),
+            // A directory is pooled (`report DIR`); one without timelines has nothing to pool.
+            (try makeTemporaryDirectory(for: self).path, "no sampled launch to pool"),
             // Would block or never end if read: refused up front.
             ("/dev/zero", "not a regular file"),
         ]
