@@ -3,7 +3,7 @@ import PackageDescription
 
 // Data flows one way: CColdstart (capture, C) → Coldstart (record, linked by the
 // host) → timeline file → ColdstartAnalysis → the `coldstart` CLI and exporters.
-// The host links only Coldstart, CColdstart and ColdstartEarly.
+// The host links only Coldstart, CColdstart, ColdstartEarly and ColdstartBuildInfo.
 let package = Package(
     name: "Coldstart",
     products: [
@@ -27,7 +27,8 @@ let package = Package(
             path: "CSupport/ColdstartEarly",
             cSettings: [.define("_GNU_SOURCE")]
         ),
-        .target(name: "Coldstart", dependencies: ["CColdstart", "ColdstartEarly"]),
+        .target(name: "ColdstartBuildInfo"),
+        .target(name: "Coldstart", dependencies: ["CColdstart", "ColdstartEarly", "ColdstartBuildInfo"]),
         // elfutils' libdw: names, inlined frames and source lines from DWARF.
         .systemLibrary(name: "CDw", path: "CSupport/CDw", providers: [.apt(["libdw-dev"])]),
         .target(name: "ColdstartAnalysis", dependencies: ["CDw"]),
@@ -38,7 +39,7 @@ let package = Package(
         // The launcher's perf events (fork, attach, exec; ring buffers): CLI only.
         .target(name: "CLauncher", path: "CSupport/CLauncher", cSettings: [.define("_GNU_SOURCE")]),
         .target(name: "ColdstartAudit", path: "CSupport/ColdstartAudit", cSettings: [.define("_GNU_SOURCE")]),
-        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartExport", "CLauncher"]),
+        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartExport", "CLauncher", "ColdstartBuildInfo"]),
         .executableTarget(
             name: "ServiceStartup",
             dependencies: ["Coldstart"],

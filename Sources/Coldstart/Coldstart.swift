@@ -1,4 +1,5 @@
 import CColdstart
+import ColdstartBuildInfo
 
 /// Marks the phases of an app's launch for the Coldstart profiler.
 ///
@@ -81,23 +82,6 @@ public enum Coldstart {
     }
 
     private static func registerSwiftVersion() {
-        cs_set_swift_version(compilerVersion)
+        cs_set_swift_version(swiftCompilerVersion)
     }
 }
-
-/// The compiler that built this module, as "major.minor".
-private let compilerVersion: String = {
-    #if compiler(>=6.4)
-    return "6.4+"
-    #elseif compiler(>=6.3)
-    return "6.3"
-    #elseif compiler(>=6.2)
-    return "6.2"
-    #elseif compiler(>=6.1)
-    return "6.1"
-    #elseif compiler(>=6.0)
-    return "6.0"
-    #else
-    return "5.x"
-    #endif
-}()

@@ -1,3 +1,4 @@
+import ColdstartBuildInfo
 import Foundation
 
 /// What `coldstart --version` says: the release, the commit and the Swift
@@ -12,31 +13,12 @@ enum Version {
     /// Bumped with each entry of CHANGELOG.md.
     static let release = "0.1.0"
 
-    /// The compiler's major.minor, decided at compile time.
-    static var compiler: String {
-        #if compiler(>=6.5)
-        return "6.5 or later"
-        #elseif compiler(>=6.4)
-        return "6.4"
-        #elseif compiler(>=6.3)
-        return "6.3"
-        #elseif compiler(>=6.2)
-        return "6.2"
-        #elseif compiler(>=6.1)
-        return "6.1"
-        #elseif compiler(>=6.0)
-        return "6.0"
-        #else
-        return "5.x"
-        #endif
-    }
-
     static func text(executable: String = CommandLine.executablePath) -> String {
         let info = buildInfo(executable: executable)
         let commit = info["commit"].map { "\($0) (recorded by make install)" }
             ?? checkoutCommit(executable: executable).map { "unknown; the checkout this binary sits in is now at \($0) (`make install` records the exact one)" }
             ?? "unknown (not installed by `make install`, which records it)"
-        let swift = info["swift"].map { "\($0) (recorded by make install)" } ?? "Swift \(compiler) (the compiler's version at build time)"
+        let swift = info["swift"].map { "\($0) (recorded by make install)" } ?? "Swift \(swiftCompilerVersion) (the compiler's version at build time)"
         return """
         coldstart \(release)
         commit: \(commit)

@@ -17,9 +17,9 @@ final class StaticExecutableTests: XCTestCase {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/StaticHost/main.swift")
         let products = Products.directory
-        // The capture layer's objects as SwiftPM built them for these tests.
+        // The host library's objects as SwiftPM built them for these tests.
         var objects: [String] = []
-        for module in ["CColdstart", "ColdstartEarly", "Coldstart"] {
+        for module in ["CColdstart", "ColdstartEarly", "ColdstartBuildInfo", "Coldstart"] {
             let build = products.appendingPathComponent("\(module).build")
             objects += try FileManager.default.contentsOfDirectory(atPath: build.path)
                 .filter { $0.hasSuffix(".o") }.map { build.appendingPathComponent($0).path }
