@@ -67,6 +67,10 @@ package struct Finding: Codable, Sendable, Equatable {
     package var certainty: Certainty
     /// One line, grounded in what was measured.
     package var advice: String
+    /// For a figure counted in samples: the 95% interval of the time behind
+    /// the count (SamplePrecision); absent for the other certainties.
+    package var msLow: Double?
+    package var msHigh: Double?
 }
 
 /// What findings are made from: figures the analysis already has, in plain
@@ -271,6 +275,11 @@ extension Finding {
                 kind: .profilerCost, title: "Coldstart's own cost", ms: ms, percent: percent(ms),
                 location: String(format: "set-up %.1f ms, sampling %.1f ms CPU", cost.setupMs, cost.samplingMs), certainty: .exact,
                 advice: "subtract it from the launch; a lower COLDSTART_HZ costs less"))
+        }
+        for index in candidates.indices {
+            guard case .samples(let count) = candidates[index].certainty, count > 0 else { continue }
+            let interval = SamplePrecision.interval(count, msPerSample: candidates[index].ms / Double(count))
+            (candidates[index].msLow, candidates[index].msHigh) = (interval.low, interval.high)
         }
         let sorted = candidates.sorted { ($0.ms, $1.title) > ($1.ms, $0.title) }
         let kept = sorted.filter { $0.ms >= 0.5 && $0.percent >= floorPercent }

@@ -21,10 +21,16 @@ extension Finding {
             let titleRoom = max(width - rank.count - figures.count - 1, 10)
             let title = clipped(finding.title, to: titleRoom).padding(toLength: titleRoom, withPad: " ", startingAt: 0)
             lines.append(String((rank + title + " " + figures).reversed().drop { $0 == " " }.reversed()))
-            lines.append("    " + clipped(finding.location, to: width - 4))
+            lines.append("    " + clipped((finding.intervalText.map { $0 + " · " } ?? "") + finding.location, to: width - 4))
             lines += wrapped("→ " + finding.advice, width: width - 4, continuation: "  ").map { "    " + $0 }
         }
         return lines
+    }
+
+    /// "95%: 8.9–16.3 ms" for a figure counted in samples.
+    package var intervalText: String? {
+        guard let msLow, let msHigh else { return nil }
+        return "\(SamplePrecision.confidencePercent)%: \(String(format: "%.1f", msLow))–\(String(format: "%.1f", msHigh)) ms"
     }
 
     /// `text` shortened to `limit` characters, ending in "…" when cut.

@@ -18,6 +18,13 @@ extension LaunchReport {
         let header = headerLines()
         lines += header.prefix(1)
         if let findings { lines += [""] + Finding.lines(findings, width: width) }
+        if let notice = profile?.precision.noticeLines, !notice.isEmpty {
+            let limit = width ?? Finding.defaultWidth
+            lines += [""] + notice.flatMap { line in
+                let indent = String(line.prefix { $0 == " " })
+                return Finding.wrapped(String(line.dropFirst(indent.count)), width: limit - indent.count, continuation: "  ").map { indent + $0 }
+            }
+        }
         lines += [""] + header.dropFirst()
         lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
         guard full else {

@@ -15,10 +15,14 @@ extension PooledProfileReport {
         lines += [
             "  clock: \(clocks.joined(separator: ", ")) at \(rates) effective",
             "  ms/launch = pooled samples × sampling period ÷ \(launches) launch\(launches == 1 ? "" : "es") (CPU time of the sampling clock)",
-            "  each row ±1 sample ÷ launches; 'in': how many launches it was seen in",
+            "  precision: a row of n pooled samples is good to its \(SamplePrecision.confidencePercent)% interval (Poisson): "
+                + [20, 100, 1000].map { "\($0) samples \(SamplingPrecision.range(of: $0))" }.joined(separator: ", ")
+                + "; 'in': how many launches it was seen in",
         ]
         lines += warnings.map { "  warning: \($0)" }
-        if samplesPerLaunch < 20 {
+        if samples < SamplePrecision.minimumSamples {
+            lines.append("  too few samples to act on (\(samples) pooled, fewer than \(SamplePrecision.minimumSamples)): pool more launches (coldstart run -n N --append)")
+        } else if samplesPerLaunch < 20 {
             lines.append("  few samples per launch: pool more launches (coldstart run -n N) or sample faster (--hz) for steadier figures")
         }
 

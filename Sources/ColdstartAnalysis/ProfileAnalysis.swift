@@ -133,6 +133,9 @@ struct ProfileAnalysis {
                 samples: stacks.count, dropped: sampling.dropped, maxSamples: sampling.maxSamples,
                 threadsSampled: sampling.threadsSampled, threadsMissed: sampling.threadsMissed,
                 unwindFailures: sampling.unwindFailures, startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6),
+            precision: SamplingPrecision(
+                launchSamples: stacks.filter { $0.phase < timeline.phases.count }.count, msPerSample: nsPerSample / 1e6,
+                requestedHz: sampling.requestedHz),
             selection: .init(
                 phase: options.phase, thread: options.thread, minMs: options.minMs, minPercent: options.minPercent,
                 top: options.top, treeDepth: options.treeDepth, treeMinPercent: treeMinPercent,

@@ -44,10 +44,13 @@ package struct ProfileError: Error, CustomStringConvertible, Sendable {
 ///
 /// Every time is `samples × (1 / effectiveHz)`: a sample stands for one period
 /// of the sampling clock (with the perf task clock, one period of the sampled
-/// thread's own CPU time), so each figure is exact to about ±1 sample and
-/// carries the count it rests on.
+/// thread's own CPU time), so each figure carries the count it rests on and
+/// `precision` says how far a count may be from the time (SamplePrecision).
 package struct ProfileReport: Codable, Sendable, Equatable {
     package var sampling: SamplingInfo
+    /// How precise the sampled figures are, and whether the launch has
+    /// enough samples to act on.
+    package var precision: SamplingPrecision
     package var selection: Selection
     /// Lines about names that could not be found (missing or rebuilt binaries).
     package var warnings: [String]

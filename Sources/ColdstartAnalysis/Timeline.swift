@@ -181,6 +181,9 @@ package struct Timeline: Sendable {
             package var median: Double
             package var p99: Double
             package var max: Double?
+            /// Every recorded sample's handler time added up; absent in
+            /// files written before it was recorded.
+            package var totalNs: Double?
         }
     }
 

@@ -7,17 +7,20 @@ extension HTMLPage {
     mutating func findingsSection() {
         guard let findings = report.findings else { return }
         out += "<section id=\"findings\"><h2>Findings <span class=\"dim\">most time first; % of the launch's wall time</span></h2>\n"
+        // Too few samples to act on: said with the findings, which rest on them.
+        let notice = (report.profile?.precision.noticeLines ?? [])
+            .map { "<p class=\"warn\">\(e($0.trimmingCharacters(in: .whitespaces)))</p>\n" }.joined()
         guard !findings.isEmpty else {
-            out += "<p class=\"dim\">Nothing above 1% of the launch.</p></section>\n"
+            out += "<p class=\"dim\">Nothing above 1% of the launch.</p>\n\(notice)</section>\n"
             return
         }
         out += "<ol class=\"findings\">\n"
         for finding in findings {
             out += "<li><b>\(e(finding.title))</b> — \(ms(finding.ms)), \(fixed(finding.percent, 0))% "
-                + "<span class=\"dim\">(\(e(finding.certainty.text)))</span><br>"
+                + "<span class=\"dim\">(\(e(finding.certainty.text + (finding.intervalText.map { ", " + $0 } ?? ""))))</span><br>"
                 + "<span class=\"dim\">\(e(finding.location))</span><br>→ \(e(finding.advice))</li>\n"
         }
-        out += "</ol></section>\n"
+        out += "</ol>\n\(notice)</section>\n"
     }
 
     mutating func runtimeCostsSection() {
