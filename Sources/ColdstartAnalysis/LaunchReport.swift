@@ -41,9 +41,11 @@ package struct LaunchReport: Codable, Sendable {
         /// Process start → end of the launch (ready, exit or signal).
         package var totalMs: Double
         /// The part of `totalMs` that was Coldstart's own set-up (the
-        /// "Coldstart set-up" phase): without profiling the launch is about
-        /// this much shorter. Absent in timelines that predate the phase.
+        /// "Coldstart set-up" phase). Absent in timelines that predate the phase.
         package var profilerSetupMs: Double?
+        /// The launch without Coldstart: `totalMs` less what Coldstart cost
+        /// the critical path, or why that is not known (UnprofiledEstimate).
+        package var withoutProfiling: UnprofiledEstimate?
         /// The earliest user code ran (`.preinit_array`); absent when it did not.
         package var earliestInitMs: Double?
         /// The executable's first constructor ran, just before `main`.
@@ -194,6 +196,7 @@ extension LaunchReport {
         launch = Summary(timeline, totalMs: total)
         self.profile = profile
         blockedTime = BlockedTime(timeline, frameName: frameName)
+        launch.withoutProfiling = UnprofiledEstimate(timeline, blocked: blockedTime)
     }
 
     /// The phase holding `ns`. A time on a boundary belongs to the phase that

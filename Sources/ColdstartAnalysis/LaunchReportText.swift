@@ -78,9 +78,8 @@ extension LaunchReport {
             "Launch of \(name) (pid \(launch.pid)): \(Self.ms(launch.totalMs)) from process start to \(end)"
                 + (launch.completed ? "" : " — NOT completed"),
             "  clock \(launch.clock); start \(launch.startPrecision)",
-        ] + (launch.profilerSetupMs.map {
-            ["  of which \(Self.ms($0)) was Coldstart's own set-up (phase 'Coldstart set-up'): without profiling, about \(Self.ms(launch.totalMs - $0))"]
-        } ?? []) + [
+        ] + (launch.profilerSetupMs.map { ["  of which \(Self.ms($0)) was Coldstart's own set-up (phase 'Coldstart set-up')"] } ?? [])
+            + (launch.withoutProfiling.map { ["  " + $0.text] } ?? []) + [
             "  \(launch.executable) · kernel \(launch.kernelRelease) · Swift \(launch.swiftVersion)",
         ]
     }

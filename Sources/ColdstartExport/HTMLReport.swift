@@ -71,9 +71,8 @@ struct HTMLPage {
             + "\(ms(launch.totalMs)) from process start to \(e(end))</h1>\n"
         out += "<p class=\"\(launch.completed ? "ok" : "bad")\">\(e(launch.completion.prefix(1).uppercased() + launch.completion.dropFirst()))</p>\n"
         var facts = ["start: \(launch.startPrecision)", "clock \(launch.clock)"]
-        if let setup = launch.profilerSetupMs {
-            facts.append("\(ms(setup)) of it Coldstart's own set-up (without profiling, about \(ms(launch.totalMs - setup)))")
-        }
+        if let setup = launch.profilerSetupMs { facts.append("\(ms(setup)) of it Coldstart's own set-up") }
+        if let estimate = launch.withoutProfiling { facts.append(estimate.text) }
         if let profile = report.profile {
             let s = profile.sampling
             facts.append("\(s.samples) samples at \(fixed(s.effectiveHz, 1)) Hz effective (\(fixed(s.requestedHz, 0)) asked, "

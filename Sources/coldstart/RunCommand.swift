@@ -9,9 +9,9 @@ enum RunCommand: Command {
     static let summary = "Launch an app N times (exact start, optionally cold) and summarise"
     static let takesCommandLine = true
     static let help = """
-    Usage: coldstart run [-n RUNS] [--warmup K] [--cold] [--hz HZ] [--out DIR]
-                         [--append] [--timeout SECONDS] [--stop-after-ready] [--json]
-                         [--] COMMAND [ARGS…]
+    Usage: coldstart run [-n RUNS] [--warmup K] [--cold] [--hz HZ | --phases-only]
+                         [--out DIR] [--append] [--timeout SECONDS]
+                         [--stop-after-ready] [--json] [--] COMMAND [ARGS…]
 
     COMMAND starts at the first argument that is not an option (or after
     `--`); everything from there, --help included, is the app's.
@@ -36,6 +36,11 @@ enum RunCommand: Command {
                           resident and whether major faults before main rose
                           compared with the (warm) warm-up launches
       --hz HZ             sampling rate for the app (COLDSTART_HZ, 10…10000)
+      --phases-only       the launch without profiling: phases, marks and spans
+                          only (COLDSTART_SAMPLER=off, COLDSTART_WATCH=0, no
+                          loader sampling); its median is what a report's
+                          "without profiling" estimate of a profiled launch
+                          should come to (docs/report.md)
       --out DIR           where the timelines go (default ./coldstart-runs/<app>-<time>);
                           refuses a DIR that already holds runs unless --append
       --append            add runs to DIR after the ones there (interleave two
@@ -67,13 +72,17 @@ enum RunCommand: Command {
         options.warmups = try arguments.number("--warmup", in: 0...1_000) ?? 1
         options.cold = arguments.flag("--cold")
         options.hz = try arguments.number("--hz", in: 10...10_000)
+        options.phasesOnly = arguments.flag("--phases-only")
         options.outDirectory = try arguments.option("--out")
         options.append = arguments.flag("--append")
         options.timeout = try arguments.number("--timeout", in: 0.001...86_400.0)
         options.stopAfterReady = arguments.flag("--stop-after-ready")
         options.json = arguments.flag("--json")
-        options.sampleLoader = !arguments.flag("--no-sample-loader")  // LoaderSampling.swift
+        options.sampleLoader = !arguments.flag("--no-sample-loader") && !options.phasesOnly  // LoaderSampling.swift
         try arguments.finish()
+        if options.phasesOnly && options.hz != nil {
+            throw UsageError(message: "--phases-only samples nothing: --hz does not apply")
+        }
         guard let command, !command.isEmpty else {
             throw UsageError(message: "missing COMMAND [ARGS…] (the app to launch)")
         }
@@ -86,6 +95,8 @@ enum RunCommand: Command {
         var warmups = 1
         var cold = false
         var hz: Int?
+        /// No sampler, no watcher, no loader sampling: the unprofiled launch.
+        var phasesOnly = false
         var outDirectory: String?
         var append = false
         var timeout: Double?
@@ -165,6 +176,10 @@ private struct Session {
         var environment = ProcessInfo.processInfo.environment
         for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
         if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
+        if options.phasesOnly {
+            environment["COLDSTART_SAMPLER"] = "off"
+            environment["COLDSTART_WATCH"] = "0"
+        }
         launcher = Launcher(path: executable, arguments: options.command, environment: environment, stdoutToStderr: options.json)
         loaderSampling = options.sampleLoader ? LoaderSampling(hz: options.hz, executable: executable) : nil
         directory = absolute
@@ -179,7 +194,9 @@ private struct Session {
         // Every launch then sees a warm kernel: its sampler's first perf
         // event does not pay the kernel's one-time switch, as a launch on a
         // quiet machine does (the report's "Coldstart set-up" phase).
-        let warmKernel = cs_launch_keep_perf_warm()
+        // (Not for --phases-only: the unprofiled launch sees the kernel as
+        // it is without a profiler.)
+        let warmKernel = options.phasesOnly ? -1 : cs_launch_keep_perf_warm()
         defer { if warmKernel >= 0 { close(warmKernel) } }
 
         var evictionList: [String] = []

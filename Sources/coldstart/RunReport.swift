@@ -54,9 +54,20 @@ struct RunReport {
             lines.append("")
             lines.append(contentsOf: table(measures))
         }
+        if let estimate = withoutProfiling { lines.append(estimate.text(phasesOnly: options.phasesOnly)) }
         if let hz = options.hz { lines.append(samplingLine(hz: hz)) }
         if options.cold { lines.append(""); lines.append(contentsOf: coldLines()) }
         return lines.joined(separator: "\n")
+    }
+
+    /// The reports' estimates of the completed launches without profiling.
+    private var withoutProfiling: EstimateSummary? {
+        let estimates = completedRuns.map { UnprofiledEstimate($0.timeline) }
+        let known = estimates.compactMap(\.ms)
+        guard !estimates.isEmpty else { return nil }
+        return EstimateSummary(
+            count: known.count, of: estimates.count, medianMs: Statistics.median(known), minMs: known.min(), maxMs: known.max(),
+            unknown: estimates.compactMap(\.unknown).first)
     }
 
     private func startLine() -> String {
@@ -195,6 +206,27 @@ struct RunReport {
         return names[Int(signal)] ?? "signal \(signal)"
     }
 
+    /// `withoutProfiling` of the run's JSON, and its line of text.
+    struct EstimateSummary: Encodable {
+        var count: Int
+        var of: Int
+        var medianMs: Double?
+        var minMs: Double?
+        var maxMs: Double?
+        /// Why the first launch without an estimate has none.
+        var unknown: String?
+
+        func text(phasesOnly: Bool) -> String {
+            let what = phasesOnly
+                ? "without profiling (--phases-only: the launch less its set-up phase; nothing sampled or watched)"
+                : "without profiling (each report's estimate: the launch less Coldstart's cost on its critical path)"
+            guard let medianMs, let minMs, let maxMs else { return "\(what): not known for any launch: \(unknown ?? "?")" }
+            return "\(what): median \(String(format: "%.2f", medianMs)) ms, min \(String(format: "%.2f", minMs)), "
+                + "max \(String(format: "%.2f", maxMs)) over \(count) launch\(count == 1 ? "" : "es")"
+                + (count < of ? "; not known for \(of - count): \(unknown ?? "?")" : "")
+        }
+    }
+
     // MARK: JSON
 
     private struct JSONReport: Encodable {
@@ -207,6 +239,8 @@ struct RunReport {
         var runs: [JSONRun]
         var completed: Int
         var measures: [JSONMeasure]
+        var withoutProfiling: EstimateSummary?
+        var phasesOnly: Bool
         var cold: JSONCold?
     }
 
@@ -282,7 +316,8 @@ struct RunReport {
         }
         let report = JSONReport(
             executable: executable, command: options.command, directory: directory, warmups: warmups.count, runs: runs,
-            completed: runs.filter(\.completed).count, measures: measures, cold: cold)
+            completed: runs.filter(\.completed).count, measures: measures, withoutProfiling: withoutProfiling,
+            phasesOnly: options.phasesOnly, cold: cold)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(report), as: UTF8.self)

@@ -1,0 +1,197 @@
+import Foundation
+
+/// The launch as it would have taken without Coldstart: its wall time less
+/// what Coldstart cost the launch's critical path (`launch.withoutProfiling`
+/// in the JSON).
+///
+/// What is subtracted, and how well each part is known:
+/// - **set-up**: the "Coldstart set-up" phase, on the main thread before any
+///   library initializer (exact).
+/// - **sampling**: every sample the critical path's threads took before the
+///   launch's end interrupted them: the handler's own time (measured: its
+///   mean, `handlerNs.totalNs` ÷ samples) plus the kernel's part of the
+///   signal — the timer interrupt, the delivery and `sigreturn`, and the
+///   caches the interrupted start-up code finds cold afterwards — which the
+///   process cannot time: `kernelNsPerSample` ± `kernelNsUncertainty`,
+///   measured on the reference machine (docs/performance.md).
+/// - **Coldstart's threads** (the watcher, the sampler's scanner): their CPU
+///   time delayed the path only where the path waited for a CPU. At most
+///   the smaller of their CPU time and the path's run-queue wait; at least
+///   that wait × their share of the CPUs' time in the window (every CPU
+///   busy, the wait shared out by use). The estimate takes the middle.
+///
+/// When the uncertainty is over a tenth of the estimate, or a cost cannot
+/// be known at all (the start known to a clock tick only, the loader sampled
+/// by `coldstart run`, figures missing), there is no number: `unknown` says
+/// why.
+package struct UnprofiledEstimate: Codable, Sendable, Equatable {
+    /// The estimate, wall ms; absent when it cannot be known well enough.
+    package var ms: Double?
+    /// ± around `ms`, or around the range's middle when `ms` is absent.
+    package var uncertaintyMs: Double
+    /// The range the launch lies in, when the parts are known at all.
+    package var lowMs: Double?
+    package var highMs: Double?
+    /// What Coldstart cost the launch, the parts added up.
+    package var subtractedMs: Double
+    package var parts: [Part]
+    /// Why there is no number.
+    package var unknown: String?
+
+    package struct Part: Codable, Sendable, Equatable {
+        /// "set-up", "sampling", "Coldstart's threads", "start time".
+        package var name: String
+        package var ms: Double
+        package var uncertaintyMs: Double
+        /// How it was obtained, in a few words.
+        package var basis: String
+    }
+
+    /// The kernel's part of one sample during a launch, and how far off it
+    /// may be: 45–60 µs per sample on the reference VM (docs/performance.md:
+    /// 1 kHz against 10 Hz with frame pointers; ~24 µs in a steady loop, the
+    /// rest cold caches after each interrupt), single-digit µs on bare metal.
+    static let kernelNsPerSample = 40_000.0
+    static let kernelNsUncertainty = 30_000.0
+
+    /// An estimate is given when its uncertainty is at most this share of it.
+    static let tolerance = 0.10
+
+    /// The estimate for `timeline` alone (`coldstart run`'s summary).
+    package init(_ timeline: Timeline) {
+        self.init(timeline, blocked: LaunchReport.BlockedTime(timeline, frameName: nil))
+    }
+
+    /// The estimate for `timeline`; `blocked` is its blocked-time section
+    /// (the path's run-queue wait), when the watcher ran.
+    init(_ timeline: Timeline, blocked: LaunchReport.BlockedTime?) {
+        let launchMs = Double(timeline.launch.endNs) / 1e6
+        var parts: [Part] = []
+        var unknown: [String] = []
+
+        if let setup = timeline.phases.first(where: { $0.kind == "profiler" }) {
+            parts.append(Part(name: "set-up", ms: Double(setup.durationNs) / 1e6, uncertaintyMs: 0,
+                              basis: "the 'Coldstart set-up' phase, exact"))
+        } else {
+            unknown.append("the timeline has no 'Coldstart set-up' phase (written before it was recorded)")
+        }
+        if let sampling = timeline.sampling {
+            parts.append(Self.sampling(timeline, sampling))
+        }
+        if let threads = Self.ownThreads(timeline, blocked: blocked) { parts.append(threads) }
+
+        let launch = timeline.launch
+        if launch.startSource != "spawn-env" && launch.startPrecisionNs > 0 {
+            let precision = Double(launch.startPrecisionNs) / 1e6
+            // The recorded start may be early by up to the precision: the
+            // launch may be that much shorter.
+            parts.append(Part(name: "start time", ms: precision / 2, uncertaintyMs: precision / 2,
+                              basis: launch.startSource == "proc-stat"
+                                  ? "/proc starttime in clock ticks: up to \(LaunchReport.format(precision, decimals: 0)) ms early"
+                                  : "estimated start (\(launch.startSource)), ±\(LaunchReport.format(precision, decimals: 2)) ms"))
+        }
+        if Self.loaderWasSampled(timeline) {
+            unknown.append("coldstart run sampled the loader (an LD_AUDIT module and perf events from exec), "
+                + "which slows the time before main by an amount the launch cannot time; run with --no-sample-loader")
+        }
+
+        self.parts = parts
+        subtractedMs = parts.map(\.ms).reduce(0, +)
+        uncertaintyMs = parts.map(\.uncertaintyMs).reduce(0, +)
+        let estimate = launchMs - subtractedMs
+        if unknown.isEmpty {
+            lowMs = max(estimate - uncertaintyMs, 0)
+            highMs = estimate + uncertaintyMs
+        }
+        if unknown.isEmpty, estimate > 0, uncertaintyMs <= Self.tolerance * estimate {
+            ms = estimate
+        } else if unknown.isEmpty {
+            let widest = parts.max { $0.uncertaintyMs < $1.uncertaintyMs }
+            unknown.append("not known to \(Int(Self.tolerance * 100))%: ±\(LaunchReport.format(uncertaintyMs, decimals: 2)) ms, "
+                + "mostly \(widest.map { "\($0.name) (\($0.basis))" } ?? "?")")
+        }
+        self.unknown = unknown.isEmpty ? nil : unknown.joined(separator: "; ")
+    }
+
+    /// The samples that interrupted the critical path: the main thread's
+    /// before `main`, then the path's threads', up to the launch's end. The
+    /// launcher's samples before the earliest init are perf records, not
+    /// signals: they are not counted.
+    static func sampling(_ timeline: Timeline, _ sampling: Timeline.Sampling) -> Part {
+        let path = CriticalPath(timeline)
+        let from = timeline.launch.earliestInitNs ?? sampling.startNs
+        let main = timeline.process.pid
+        let count = timeline.samples.filter { sample in
+            guard sample.ns >= from, sample.ns <= timeline.launch.endNs else { return false }
+            if sample.ns < timeline.launch.mainNs { return sample.tid == main }
+            return path.thread(at: sample.ns) == sample.tid || (sample.ns == timeline.launch.endNs && sample.tid == main)
+        }.count
+        let handler: Double
+        let handlerBasis: String
+        if let total = sampling.handlerNs?.totalNs, sampling.samples > 0 {
+            handler = total / Double(sampling.samples)
+            handlerBasis = "handler \(LaunchReport.format(handler / 1000, decimals: 1)) µs (mean, measured)"
+        } else if let median = sampling.handlerNs?.median {
+            handler = median
+            handlerBasis = "handler \(LaunchReport.format(handler / 1000, decimals: 1)) µs (median: no total recorded)"
+        } else {
+            handler = 0
+            handlerBasis = "handler time not recorded"
+        }
+        let perSample = handler + kernelNsPerSample
+        return Part(
+            name: "sampling", ms: Double(count) * perSample / 1e6, uncertaintyMs: Double(count) * kernelNsUncertainty / 1e6,
+            basis: "\(count) sample\(count == 1 ? "" : "s") on the critical path × \(LaunchReport.format(perSample / 1000, decimals: 0)) µs: "
+                + handlerBasis + " + the kernel's ~\(LaunchReport.format(kernelNsPerSample / 1000, decimals: 0))±"
+                + "\(LaunchReport.format(kernelNsUncertainty / 1000, decimals: 0)) µs (not timed in the launch)")
+    }
+
+    /// The watcher's and the scanner's CPU time where it delayed the path;
+    /// nil when neither ran.
+    static func ownThreads(_ timeline: Timeline, blocked: LaunchReport.BlockedTime?) -> Part? {
+        let cpuMs: Double
+        if let own = timeline.sampling?.coldstartCpuNs {
+            cpuMs = Double(own) / 1e6
+        } else if let watch = timeline.watch, watch.stopNs > watch.startNs {
+            // The watcher's CPU over its window, the launch's part of it.
+            let share = min(max(Double(timeline.launch.endNs - watch.startNs) / Double(watch.stopNs - watch.startNs), 0), 1)
+            cpuMs = Double(watch.cpuNs) / 1e6 * share
+        } else {
+            return nil
+        }
+        guard cpuMs > 0 else { return nil }
+        let cpus = Double(blocked?.watcher.cpus ?? 0)
+        guard let blocked, blocked.watcher.watchedTheLaunch, cpus > 0, blocked.launch.wallMs > 0 else {
+            // No run-queue figures: anywhere from nothing to all of it.
+            return Part(name: "Coldstart's threads", ms: cpuMs / 2, uncertaintyMs: cpuMs / 2,
+                        basis: "\(LaunchReport.format(cpuMs, decimals: 2)) ms of CPU; the path's waits for a CPU unknown (no watcher)")
+        }
+        let wait = blocked.launch.runQueueMs
+        let high = min(wait, cpuMs)
+        let low = min(wait * cpuMs / (cpus * blocked.launch.wallMs), high)
+        return Part(name: "Coldstart's threads", ms: (low + high) / 2, uncertaintyMs: (high - low) / 2,
+                    basis: "\(LaunchReport.format(cpuMs, decimals: 2)) ms of CPU; the path waited \(LaunchReport.format(wait, decimals: 2)) ms "
+                        + "for one of \(Int(cpus)) CPUs")
+    }
+
+    /// `coldstart run` sampled the time before main from exec (its launcher
+    /// section with samples or the LD_AUDIT module's times).
+    static func loaderWasSampled(_ timeline: Timeline) -> Bool {
+        guard let launcher = (timeline.documentBox.value["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return false }
+        return launcher["audit"] != nil || ((launcher["samples"] as? NSNumber)?.intValue ?? 0) > 0
+            || !((launcher["faults"] as? [Any]) ?? []).isEmpty
+    }
+
+    /// The sentence the report prints.
+    package var text: String {
+        let costs = parts.filter { $0.ms > 0 || $0.uncertaintyMs > 0 }
+            .map { "\($0.name) \(LaunchReport.format($0.ms, decimals: 2))" + ($0.uncertaintyMs > 0 ? "±\(LaunchReport.format($0.uncertaintyMs, decimals: 2))" : "") }
+            .joined(separator: ", ")
+        guard let ms else {
+            let range = lowMs.flatMap { low in highMs.map { " (somewhere in \(LaunchReport.format(low, decimals: 2))–\(LaunchReport.format($0, decimals: 2)) ms)" } } ?? ""
+            return "without profiling: not known\(range): \(unknown ?? "")"
+        }
+        return "without profiling, about \(LaunchReport.format(ms, decimals: 2)) ms ±\(LaunchReport.format(uncertaintyMs, decimals: 2))"
+            + " (Coldstart's cost on the critical path: \(costs) ms)"
+    }
+}
