@@ -7,7 +7,7 @@ DEMO_TIMELINE ?= .build/demo-timeline.json
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short audit-module
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -63,6 +63,11 @@ bench: deps
 # What the off-CPU watcher costs (docs/performance.md, "Off-CPU watcher").
 bench-watcher: deps
 	scripts/bench-watcher.sh $(BENCH_RUNS)
+
+# How close a report's "without profiling" estimate comes to the launch run
+# with --phases-only (docs/performance.md, "Without profiling").
+bench-estimate: deps
+	scripts/bench-estimate.sh $(BENCH_RUNS)
 
 # The LD_AUDIT module as plain C: SwiftPM links its own build of it with
 # libswiftCore, which the audit namespace then loads too (docs/before-main.md).

@@ -171,7 +171,8 @@ package struct FindingInputs: Sendable {
     package struct ProfilerCost: Sendable {
         /// Coldstart's set-up phase, exact.
         package var setupMs: Double
-        /// CPU time its sampling took (signal handlers, watcher), measured.
+        /// What sampling and Coldstart's threads cost the critical path
+        /// (UnprofiledEstimate: signals on the path, CPU it waited for).
         package var samplingMs: Double
         package init(setupMs: Double, samplingMs: Double) {
             (self.setupMs, self.samplingMs) = (setupMs, samplingMs)
@@ -273,8 +274,9 @@ extension Finding {
             let ms = cost.setupMs + cost.samplingMs
             candidates.append(Finding(
                 kind: .profilerCost, title: "Coldstart's own cost", ms: ms, percent: percent(ms),
-                location: String(format: "set-up %.1f ms, sampling %.1f ms CPU", cost.setupMs, cost.samplingMs), certainty: .exact,
-                advice: "subtract it from the launch; a lower COLDSTART_HZ costs less"))
+                location: String(format: "set-up %.1f ms, sampling and its threads %.1f ms on the critical path", cost.setupMs, cost.samplingMs),
+                certainty: cost.samplingMs > 0 ? .estimate : .exact,
+                advice: "not the app's: the header's 'without profiling' leaves it out; a lower COLDSTART_HZ costs less"))
         }
         for index in candidates.indices {
             guard case .samples(let count) = candidates[index].certainty, count > 0 else { continue }

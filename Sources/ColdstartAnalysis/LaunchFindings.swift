@@ -124,8 +124,9 @@ extension FindingInputs {
             pageFaults = PageFaults(counts: counts.reduce((0, 0)) { ($0.0 &+ $1.0, $0.1 &+ $1.1) },
                                     watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
+        // What Coldstart cost the critical path (the estimate without profiling).
         let setup = report.launch.profilerSetupMs ?? 0
-        let sampling = (timeline.sampling?.coldstartCpuNs).map { Double($0) / 1e6 } ?? 0
-        if setup + sampling > 0 { profilerCost = ProfilerCost(setupMs: setup, samplingMs: sampling) }
+        let running = report.launch.withoutProfiling.map { $0.subtractedMs - setup - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
+        if setup + running > 0 { profilerCost = ProfilerCost(setupMs: setup, samplingMs: max(running, 0)) }
     }
 }

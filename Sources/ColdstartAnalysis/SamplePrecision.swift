@@ -74,7 +74,7 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
         // Enough launches that their pooled samples reach about five times
         // the minimum: each finding then rests on tens of samples.
         let launches = min(max(5 * SamplePrecision.minimumSamples / max(launchSamples, 1), 5), 200)
-        let faster = requestedHz < 10_000 ? " or sample faster with COLDSTART_HZ=10000 (costs more per launch)" : ""
+        let faster = requestedHz < 10_000 ? "; or sample faster with COLDSTART_HZ=10000 (costs more per launch)" : ""
         advice = "pool launches: coldstart run -n \(launches) --out DIR APP, then coldstart report DIR\(faster)"
     }
 

@@ -167,11 +167,20 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
                         basis: "\(LaunchReport.format(cpuMs, decimals: 2)) ms of CPU; the path's waits for a CPU unknown (no watcher)")
         }
         let wait = blocked.launch.runQueueMs
-        let high = min(wait, cpuMs)
-        let low = min(wait * cpuMs / (cpus * blocked.launch.wallMs), high)
-        return Part(name: "Coldstart's threads", ms: (low + high) / 2, uncertaintyMs: (high - low) / 2,
+        let delay = competition(cpuMs: cpuMs, waitMs: wait, cpus: cpus, wallMs: blocked.launch.wallMs)
+        return Part(name: "Coldstart's threads", ms: delay.ms, uncertaintyMs: delay.uncertaintyMs,
                     basis: "\(LaunchReport.format(cpuMs, decimals: 2)) ms of CPU; the path waited \(LaunchReport.format(wait, decimals: 2)) ms "
                         + "for one of \(Int(cpus)) CPUs")
+    }
+
+    /// How much `cpuMs` of Coldstart's threads delayed a path that waited
+    /// `waitMs` for one of `cpus` CPUs in a `wallMs` window: at most the
+    /// smaller of the two; at least the wait × their share of the CPUs'
+    /// time. The middle, ± half the range.
+    static func competition(cpuMs: Double, waitMs: Double, cpus: Double, wallMs: Double) -> (ms: Double, uncertaintyMs: Double) {
+        let high = max(min(waitMs, cpuMs), 0)
+        let low = min(waitMs * cpuMs / (cpus * wallMs), high)
+        return ((low + high) / 2, (high - low) / 2)
     }
 
     /// `coldstart run` sampled the time before main from exec (its launcher

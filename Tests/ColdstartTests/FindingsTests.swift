@@ -99,7 +99,9 @@ final class FindingsTests: XCTestCase {
         XCTAssertTrue(lines[1].hasPrefix(" 1. slow lazy global AVeryLong"))
         XCTAssertTrue(lines[1].contains("…"))
         XCTAssertTrue(lines[1].hasSuffix("28.1 ms   62%  262 samples"), lines[1])
-        let msColumn = lines.filter { $0.contains(" ms ") }.map { $0.range(of: " ms ")!.lowerBound.utf16Offset(in: $0) }
+        XCTAssertTrue(lines[2].hasPrefix("    95%: 24.8–31.7 ms · module ServiceStartup"), lines[2])
+        // The rank lines (a sampled finding's location line has its interval in ms too).
+        let msColumn = lines.filter { $0.range(of: #"^ *\d+\. "#, options: .regularExpression) != nil }.map { $0.range(of: " ms ")!.lowerBound.utf16Offset(in: $0) }
         XCTAssertEqual(Set(msColumn).count, 1, "the figures line up")
         XCTAssertTrue(Finding.lines(Finding.ranked(inputs), width: 60).allSatisfy { $0.count <= 60 })
     }

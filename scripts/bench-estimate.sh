@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# How close a report's "without profiling" estimate comes to the launch
+# without profiling (docs/report.md, docs/performance.md). Release builds.
+# For each program, RUNS profiled launches (`coldstart run --no-sample-loader`,
+# default sampling and watcher) interleaved with RUNS unprofiled ones
+# (`coldstart run --phases-only`); prints the medians of the profiled
+# launches, of their estimates and of the unprofiled launches (each less its
+# set-up phase), the estimate's error against the unprofiled median, and how
+# many estimates said "not known". Exact starts (COLDSTART_SPAWN_NS);
+# CLOCK_MONOTONIC ms.
+# Usage: scripts/bench-estimate.sh [RUNS]   (default 20)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-20}
+# The CLI only spawns and reads: its debug build will do; the programs are release builds.
+swift build --product coldstart >/dev/null
+swift build -c release --product ServiceStartup >/dev/null
+swift build -c release --package-path Tests/Fixtures >/dev/null
+cli=.build/debug/coldstart
+bin=.build/release
+fixtures=Tests/Fixtures/.build/release
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+program() {   # name, then the command
+    local name=$1; shift
+    # One launch of each first, not counted: page cache and the kernel's perf hooks warm.
+    "$cli" run -n 1 --warmup 0 --out "$work/$name/warm" --no-sample-loader -- "$@" >/dev/null 2>&1
+    for ((i = 0; i < runs; i++)); do
+        "$cli" run -n 1 --warmup 0 --append --out "$work/$name/profiled" --no-sample-loader -- "$@" >/dev/null 2>&1
+        "$cli" run -n 1 --warmup 0 --append --out "$work/$name/unprofiled" --phases-only -- "$@" >/dev/null 2>&1
+    done
+    for mode in profiled unprofiled; do
+        for f in "$work/$name/$mode"/run-*.json; do
+            "$cli" report --json "$f" > "$f.report"
+        done
+    done
+    python3 - "$name" "$work/$name" <<'PY'
+import glob, json, statistics, sys
+name, base = sys.argv[1], sys.argv[2]
+def load(mode):
+    return [json.load(open(f))["launch"] for f in sorted(glob.glob(f"{base}/{mode}/*.report"))]
+profiled, unprofiled = load("profiled"), load("unprofiled")
+median = statistics.median
+truth = median(l["withoutProfiling"]["ms"] for l in unprofiled)
+known = [l["withoutProfiling"]["ms"] for l in profiled if "ms" in l["withoutProfiling"]]
+total = median(l["totalMs"] for l in profiled)
+setup = median(l.get("profilerSetupMs", 0) for l in profiled)
+print(f"{name}: {len(profiled)} profiled launches, median {total:.2f} ms (set-up {setup:.2f}); "
+      f"unprofiled (--phases-only, less set-up) median {truth:.2f} ms over {len(unprofiled)}")
+if known:
+    estimate = median(known)
+    naive = median(l["totalMs"] - l.get("profilerSetupMs", 0) for l in profiled)
+    print(f"  estimate median {estimate:.2f} ms: error {100 * (estimate / truth - 1):+.1f}% "
+          f"(launch − set-up alone: {naive:.2f} ms, {100 * (naive / truth - 1):+.1f}%); "
+          f"not known in {len(profiled) - len(known)} of {len(profiled)}")
+    parts = {}
+    for l in profiled:
+        for p in l["withoutProfiling"]["parts"]:
+            parts.setdefault(p["name"], []).append(p["ms"])
+    print("  subtracted (medians): " + ", ".join(f"{k} {median(v):.2f} ms" for k, v in parts.items()))
+else:
+    print(f"  no estimate: {profiled[0]['withoutProfiling'].get('unknown')}")
+PY
+}
+
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+program "example (ServiceStartup, release)" "$bin/ServiceStartup"
+program "short launch (SamplerHost burn 8 ms)" "$fixtures/SamplerHost" burn 8
