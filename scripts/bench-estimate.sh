@@ -8,10 +8,10 @@
 # set-up phase), the estimate's error against the unprofiled median, and how
 # many estimates said "not known". Exact starts (COLDSTART_SPAWN_NS);
 # CLOCK_MONOTONIC ms.
-# Usage: scripts/bench-estimate.sh [RUNS]   (default 20)
+# Usage: scripts/bench-estimate.sh [RUNS]   (default 40)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-20}
+runs=${1:-40}
 # The CLI only spawns and reads: its debug build will do; the programs are release builds.
 swift build --product coldstart >/dev/null
 swift build -c release --product ServiceStartup >/dev/null
@@ -38,8 +38,10 @@ program() {   # name, then the command
     python3 - "$name" "$work/$name" <<'PY'
 import glob, json, statistics, sys
 name, base = sys.argv[1], sys.argv[2]
+def full(mode):
+    return [json.load(open(f)) for f in sorted(glob.glob(f"{base}/{mode}/*.report"))]
 def load(mode):
-    return [json.load(open(f))["launch"] for f in sorted(glob.glob(f"{base}/{mode}/*.report"))]
+    return [r["launch"] for r in full(mode)]
 profiled, unprofiled = load("profiled"), load("unprofiled")
 median = statistics.median
 truth = median(l["withoutProfiling"]["ms"] for l in unprofiled)
@@ -54,6 +56,13 @@ if known:
     print(f"  estimate median {estimate:.2f} ms: error {100 * (estimate / truth - 1):+.1f}% "
           f"(launch − set-up alone: {naive:.2f} ms, {100 * (naive / truth - 1):+.1f}%); "
           f"not known in {len(profiled) - len(known)} of {len(profiled)}")
+    # The loader phase runs before any of Coldstart's code: the same work in
+    # both, and on a busy machine the noisiest part. Without it:
+    def loader(l, r):
+        return next(p["durationMs"] for p in r["phases"] if p["kind"] == "loader")
+    after = median(r["launch"]["withoutProfiling"]["ms"] - loader(None, r) for r in full("profiled") if "ms" in r["launch"]["withoutProfiling"])
+    truth_after = median(r["launch"]["withoutProfiling"]["ms"] - loader(None, r) for r in full("unprofiled"))
+    print(f"  after the loader phase: estimate {after:.2f} ms, unprofiled {truth_after:.2f} ms: error {100 * (after / truth_after - 1):+.1f}%")
     parts = {}
     for l in profiled:
         for p in l["withoutProfiling"]["parts"]:

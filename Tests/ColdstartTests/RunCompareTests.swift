@@ -1,4 +1,4 @@
-import ColdstartAnalysis
+@testable import ColdstartAnalysis
 import Foundation
 import XCTest
 
@@ -125,6 +125,39 @@ final class RunCompareTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("completed: 2 of 2 exited normally"), result.stdout)
         XCTAssertFalse(result.stdout.contains("reached ready()"), result.stdout)
         XCTAssertNotNil(result.stdout.range(of: #"(?m)^launch \(start → exit\)\s+\d+\.\d\d"#, options: .regularExpression), result.stdout)
+    }
+
+    /// --phases-only: the launch without profiling, to check a report's
+    /// estimate against (docs/report.md, "Without profiling").
+    func testPhasesOnlyRecordsTheLaunchWithoutProfiling() throws {
+        let app = try Products.path("ServiceStartup")
+        let base = try makeTemporaryDirectory(for: self)
+        let plain = base.appendingPathComponent("plain").path
+        let result = try coldstart(["run", "-n", "2", "--warmup", "0", "--phases-only", "--json", "--out", plain, "--", app])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let report = try json(result.stdout)
+        XCTAssertEqual(report["phasesOnly"] as? Bool, true)
+        let estimate = try XCTUnwrap(report["withoutProfiling"] as? [String: Any])
+        XCTAssertEqual(estimate["count"] as? Int, 2, "a launch that was not profiled has an estimate: its wall time less its set-up")
+        for run in try RunSet(path: plain).runs {
+            let timeline = run.timeline
+            XCTAssertNil(timeline.sampling, "\(run.label): nothing sampled")
+            XCTAssertNil(timeline.watch, "\(run.label): nothing watched")
+            XCTAssertNil(timeline.documentBox.value["coldstart"].flatMap { ($0 as? [String: Any])?["launcher"] }, "\(run.label): the loader not sampled")
+            let without = UnprofiledEstimate(timeline)
+            let setup = try XCTUnwrap(timeline.phases.first { $0.kind == "profiler" })
+            XCTAssertEqual(try XCTUnwrap(without.ms), Double(timeline.launch.endNs - setup.durationNs) / 1e6, accuracy: 1e-9)
+        }
+
+        // A profiled run says what its reports estimate, or why they cannot.
+        let profiled = try coldstart(["run", "-n", "1", "--warmup", "0", "--no-sample-loader", "--out", base.appendingPathComponent("profiled").path, "--", app])
+        XCTAssertEqual(profiled.status, 0, profiled.stderr)
+        XCTAssertNotNil(profiled.stdout.range(of: #"without profiling \(each report's estimate: the launch less Coldstart's cost on its critical path\): (median \d+\.\d\d ms|not known)"#,
+                                              options: .regularExpression), profiled.stdout)
+
+        let both = try coldstart(["run", "-n", "1", "--phases-only", "--hz", "100", "--out", base.appendingPathComponent("x").path, "--", app])
+        XCTAssertEqual(both.status, 2)
+        XCTAssertTrue(both.stderr.contains("--phases-only samples nothing: --hz does not apply"), both.stderr)
     }
 
     /// A service that reached ready() but was still running at --timeout was
