@@ -26,6 +26,14 @@ struct TimelineValidator {
         }
     }
 
+    /// A duration written as a JSON number that may have a fraction.
+    func duration(_ value: Double?, _ field: @autoclosure () -> String) throws {
+        guard let value else { return }
+        guard value.isFinite, value >= 0, value <= Double(TimelineLimits.maxOffsetNs) else {
+            throw problem(field(), "\(value)", "0 to \(TimelineLimits.maxOffsetNs) ns")
+        }
+    }
+
     func count(_ value: UInt64?, _ field: @autoclosure () -> String) throws {
         guard let value else { return }
         guard value <= TimelineLimits.maxCount else { throw problem(field(), "\(value)", "0 to \(TimelineLimits.maxCount)") }
@@ -105,6 +113,8 @@ extension Timeline {
                                ("coldstartCpuNs", sampling.coldstartCpuNs)] {
             try check.duration(value, "sampling." + field)
         }
+        // The report's estimate divides it by the samples.
+        try check.duration(sampling.handlerNs?.totalNs, "sampling.handlerNs.totalNs")
         for (field, value) in [("samples", sampling.samples), ("dropped", sampling.dropped), ("maxSamples", sampling.maxSamples),
                                ("threadsSampled", sampling.threadsSampled), ("threadsMissed", sampling.threadsMissed),
                                ("unwindFailures", sampling.unwindFailures)] {

@@ -38,6 +38,8 @@ final class HostileTimelineTests: XCTestCase {
         XCTAssertNoThrow(try timeline { _ in }, "the unchanged timeline reads")
         assertRefused("malformed timeline: sampling.effectiveHz is 1e-300 Hz, out of range",
                       set("effectiveHz", in: "sampling", to: 1e-300))
+        assertRefused("malformed timeline: sampling.handlerNs.totalNs is -1.0, out of range",
+                      set("handlerNs", in: "sampling", to: ["median": 800, "p99": 4000, "max": 9000, "totalNs": -1]))
         assertRefused("malformed timeline: launch.startRealtimeUs is 18446744073709551615, out of range",
                       set("startRealtimeUs", in: "launch", to: UInt64.max))
         assertRefused("malformed timeline: launch.endNs is 9223372036854775807, out of range",
