@@ -94,6 +94,9 @@ package struct LaunchReport: Codable, Sendable {
         package var sharePercent: Double
         /// Absent when the timeline has no snapshots around this phase.
         package var usage: Usage?
+        /// The phase's CPU split into sampled user time and kernel time;
+        /// absent when either is unknown (`KernelShare`).
+        package var kernel: KernelShare?
     }
 
     package struct MarkRow: Codable, Sendable {
@@ -140,7 +143,8 @@ extension LaunchReport {
         let threadNames = ThreadNames(timeline, frameName: frameName)
         let path = CriticalPath(timeline)
 
-        self.phases = phases.map { phase in
+        let kernelShares = KernelShare.phases(timeline)
+        self.phases = zip(phases, kernelShares).map { phase, kernel in
             let duration = Self.milliseconds(from: phase.startNs, to: phase.endNs)
             return PhaseRow(
                 name: phase.name,
@@ -148,7 +152,8 @@ extension LaunchReport {
                 startMs: Self.milliseconds(phase.startNs),
                 durationMs: duration,
                 sharePercent: total > 0 ? duration / total * 100 : 0,
-                usage: phase.rusage.map(Usage.init)
+                usage: phase.rusage.map(Usage.init),
+                kernel: kernel
             )
         }
 

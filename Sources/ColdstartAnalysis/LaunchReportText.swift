@@ -89,7 +89,8 @@ extension LaunchReport {
             .init("waterfall", .left),
         ]
         let resources: [Table.Column] = [
-            .init("CPU ms", .right), .init("CPU/wall", .right), .init("faults minor/major", .right), .init("switches vol/invol", .right),
+            .init("CPU ms", .right), .init("CPU/wall", .right), .init("user+kernel ms", .right), .init("kernel", .right),
+            .init("faults minor/major", .right), .init("switches vol/invol", .right),
         ]
         var table = Table(columns: split ? waterfall : waterfall + resources, flexible: 0)
         var usageTable = Table(columns: [.init("phase", .left)] + resources)
@@ -98,9 +99,12 @@ extension LaunchReport {
         let shares = Self.roundedParts(phases.map(\.sharePercent), total: phases.map(\.sharePercent).reduce(0, +), decimals: 1)
         for (phase, share) in zip(phases, shares) {
             let usage = phase.usage
-            let usageCells = [
+            let userKernel: String = phase.kernel.map { Self.number($0.userMs) + "+" + Self.number($0.kernelMs) } ?? "–"
+            let kernelShare: String = phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"
+            let usageCells: [String] = [
                 usage.map { Self.number($0.cpuMs) } ?? "–",
                 usage.map { phase.durationMs > 0 ? Self.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
+                userKernel, kernelShare,
                 usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
                 usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
             ]
@@ -116,6 +120,7 @@ extension LaunchReport {
         }
         let title = "Phases (times in ms from process start; share of the \(Self.ms(launch.totalMs)) launch; "
             + "waterfall \(barWidth) columns = \(Self.ms(launch.totalMs)); CPU is user+system of all threads; "
+            + "user+kernel splits it: user-mode samples × period, and the rest (or kernel-mode samples) the kernel's; "
             + "faults and context switches are counts)"
         return [title] + table.render(width: width) + (split ? usageTable.render(width: width) : [])
     }

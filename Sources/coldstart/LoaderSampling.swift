@@ -91,7 +91,7 @@ struct LoaderSampling {
         if launch.sampling != 0 {
             let capture = LauncherCapture(
                 pid: Int(launch.pid), executable: launcher.path, hz: Double(hz), faultPeriod: launch.faults != 0 ? faultPeriod : 0,
-                perCPU: launch.per_cpu != 0, releaseNs: launch.release_ns, endNs: endNs,
+                perCPU: launch.per_cpu != 0, kernelSampling: launch.kernel_samples != 0, releaseNs: launch.release_ns, endNs: endNs,
                 bootMinusMonotonicNs: cs_launch_boottime_ns() &- cs_launch_monotonic_ns(), waitStatus: status, rusage: usage,
                 records: records.bytes.map { Array(UnsafeBufferPointer(start: $0, count: records.count)) } ?? [],
                 clockIDs: Self.ids(launch.clock_ids, count: Int(launch.ncpus)),
