@@ -29,9 +29,20 @@ package struct LaunchReport: Codable, Sendable {
     package var profile: ProfileReport?
     /// Why the main thread was not running; absent without the off-CPU watch.
     package var blockedTime: BlockedTime?
+    /// What `coldstart run`'s launcher saw before `main` (loader samples,
+    /// libraries mapped, page faults, kernel share); absent without it.
+    package var beforeMain: BeforeMain?
+    /// Relocations of every object loaded before `main`, read from the
+    /// files; absent when none could be read.
+    package var loaderStatistics: LoaderStatistics?
 
     /// The launch as a whole: how long, how exactly it is known, how it ended.
     package struct Summary: Codable, Sendable {
+        /// How the launch was profiled (`LaunchMode`); decides what is
+        /// known before `main`.
+        package var mode: LaunchMode
+        /// One line saying so.
+        package var modeDescription: String
         package var executable: String
         package var pid: Int
         package var kernelRelease: String
@@ -234,6 +245,8 @@ extension LaunchReport.Usage {
 extension LaunchReport.Summary {
     init(_ timeline: Timeline, totalMs: Double) {
         let launch = timeline.launch
+        mode = LaunchMode(timeline)
+        modeDescription = mode.description(startSource: launch.startSource)
         executable = timeline.process.executable
         pid = timeline.process.pid
         kernelRelease = timeline.process.kernelRelease

@@ -16,9 +16,9 @@ extension LaunchReport {
         // The answer first: the launch in one line, then the findings; the
         // rest is the evidence.
         let header = headerLines()
-        lines += header.prefix(1)
+        lines += header.prefix(2)
         if let findings { lines += [""] + Finding.lines(findings, width: width) }
-        lines += [""] + header.dropFirst()
+        lines += [""] + header.dropFirst(2)
         lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
         guard full else {
             if !spans.isEmpty { lines += [""] + spanLines(limit: min(max(spanLimit, 0), 5), width: width) }
@@ -26,6 +26,7 @@ extension LaunchReport {
             var more = ["marks", "all spans", "functions per phase", "initializers", "lazy globals", "threads", "call tree"]
             if runtimeCosts != nil { more.append("runtime costs") }
             if blockedTime != nil { more.append("blocked time") }
+            if beforeMain != nil || loaderStatistics != nil { more.append("before main") }
             lines += [""] + footerLines() + ["", "More with --full: " + more.joined(separator: ", ") + "."]
             // Tables are already narrowed; sentences wrap, keeping their indent.
             let limit = width ?? Finding.defaultWidth
@@ -37,6 +38,7 @@ extension LaunchReport {
             }
             return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
         }
+        lines += beforeMainLines(width: width)
         if !marks.isEmpty { lines += [""] + markLines(width: width) }
         if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0), width: width) }
         if let profile { lines += [""] + profile.lines(width: width) }
@@ -70,6 +72,7 @@ extension LaunchReport {
         return [
             "Launch of \(name) (pid \(launch.pid)): \(Self.ms(launch.totalMs)) from process start to \(end)"
                 + (launch.completed ? "" : " — NOT completed"),
+            "  mode: \(launch.modeDescription)",
             "  clock \(launch.clock); start \(launch.startPrecision)",
         ] + (launch.profilerSetupMs.map {
             ["  of which \(Self.ms($0)) was Coldstart's own set-up (phase 'Coldstart set-up'): without profiling, about \(Self.ms(launch.totalMs - $0))"]

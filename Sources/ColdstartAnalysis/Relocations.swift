@@ -15,7 +15,8 @@ import Foundation
 /// `lookups` is glibc's "number of relocations" and `cachedLookups` its
 /// "number of relocations from cache" (docs/before-main.md, measured).
 package struct ObjectRelocations: Codable, Sendable, Equatable {
-    /// The file's name (its last path component).
+    /// The file's name (its last path component, symbolic links resolved:
+    /// `libstdc++.so.6.0.30`, as the loader's mappings name it).
     package var name: String
     /// `R_*_RELATIVE` entries: the load address added to a pointer, no
     /// symbol involved (a position-independent pointer).
@@ -34,21 +35,28 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
     package var cachedLookups: Int
     /// PLT slots are bound at start-up (`-z now`), not at their first call.
     package var bindNow: Bool
+    /// Neither the system's (`/lib`, `/usr/lib`, `/lib64`) nor the Swift
+    /// toolchain's (a `lib/swift/` directory), nor the executable itself:
+    /// a library built with the app, whose relocations its developer can change.
+    package var isOwn: Bool
 
     package init(name: String, relative: Int, packedRelative: Int = 0, symbolic: Int, plt: Int, lookups: Int, cachedLookups: Int,
-                 bindNow: Bool) {
+                 bindNow: Bool, isOwn: Bool = false) {
         (self.name, self.relative, self.packedRelative, self.symbolic, self.plt) = (name, relative, packedRelative, symbolic, plt)
-        (self.lookups, self.cachedLookups, self.bindNow) = (lookups, cachedLookups, bindNow)
+        (self.lookups, self.cachedLookups, self.bindNow, self.isOwn) = (lookups, cachedLookups, bindNow, isOwn)
     }
 
     /// Reads `path`; throws `ELFError` for a file that is not a readable
     /// ELF64 little-endian object. An object with no dynamic section (a
     /// static executable) has no relocations.
-    init(path: String) throws {
+    init(path: String, executable: String) throws {
         let file = try ELFFile(path: path)
         let header = try file.header()
         let programHeaders = try file.programHeaders(header)
-        name = (path as NSString).lastPathComponent
+        let canonical = SharedLibraries.canonicalPath(path)
+        name = (canonical as NSString).lastPathComponent
+        isOwn = canonical != SharedLibraries.canonicalPath(executable) && !canonical.contains("/lib/swift/")
+            && !["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"].contains { canonical.hasPrefix($0) }
         (relative, packedRelative, symbolic, plt, lookups, cachedLookups, bindNow) = (0, 0, 0, 0, 0, 0, false)
         guard let dynamic = programHeaders.first(where: { $0.type == 2 }), dynamic.filesz >= 16, dynamic.filesz < 1 << 20 else { return }
         let entries = try file.read(offset: dynamic.offset, count: dynamic.filesz)
@@ -163,7 +171,8 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
 /// counterpart of DYLD's start-up statistics, and what the relocation
 /// finding is made of.
 package struct LoaderStatistics: Codable, Sendable {
-    /// Most symbolic relocations first.
+    /// Most symbolic relocations first: those are the ones that cost a
+    /// look-up (or a cache check) each at start-up.
     package var objects: [ObjectRelocations]
     package var relative: Int
     package var packedRelative: Int
@@ -203,14 +212,14 @@ package struct LoaderStatistics: Codable, Sendable {
                 unreadable.append((path as NSString).lastPathComponent)
                 continue
             }
-            guard let object = try? ObjectRelocations(path: path) else {
+            guard let object = try? ObjectRelocations(path: path, executable: timeline.process.executable) else {
                 unreadable.append((path as NSString).lastPathComponent)
                 continue
             }
             objects.append(object)
         }
         guard !objects.isEmpty else { return nil }
-        self.objects = objects.sorted { ($0.symbolic + $0.plt, $1.name) > ($1.symbolic + $1.plt, $0.name) }
+        self.objects = objects.sorted { ($0.symbolic, $1.name) > ($1.symbolic, $0.name) }
         relative = objects.reduce(0) { $0 + $1.relative }
         packedRelative = objects.reduce(0) { $0 + $1.packedRelative }
         symbolic = objects.reduce(0) { $0 + $1.symbolic }

@@ -107,7 +107,9 @@ struct LoaderSampling {
     static func summary(_ records: [RunRecord]) -> String? {
         guard let record = records.last(where: { $0.timeline != nil }), let timeline = record.timeline,
               let beforeMain = BeforeMain(timeline) else { return nil }
-        return beforeMain.text().replacingOccurrences(of: "Before main (", with: "Before main, \(record.label) (")
+        let statistics = LoaderStatistics(timeline)
+        return beforeMain.text(statistics: statistics).replacingOccurrences(of: "Before main (", with: "Before main, \(record.label) (")
+            + (statistics.map { "\n  " + $0.summary } ?? "")
     }
 
     private func write(_ capture: LauncherCapture, linked: Bool, to path: String) throws {

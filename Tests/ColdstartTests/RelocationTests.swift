@@ -50,4 +50,21 @@ final class RelocationTests: XCTestCase {
         let swift = statistics.objects.filter { $0.name.hasPrefix("libswift") || $0.name.hasPrefix("libFoundation") }
         XCTAssertGreaterThan(swift.reduce(0) { $0 + $1.symbolic }, statistics.symbolic / 2)
     }
+
+    func testTheLoaderFindingNamesTheRelocationsAndAdvisesOnTheAppsOwnLibrary() throws {
+        func loaderFinding(_ heaviest: FindingInputs.Loader.Library) throws -> Finding {
+            var inputs = FindingInputs(launchMs: 20)
+            inputs.loader = .init(ms: 9, libraryCount: 21, relocations: 21123, lookups: 8477, heaviest: heaviest,
+                                  swiftRuntimeIsShared: true, usesFoundation: true)
+            return try XCTUnwrap(Finding.ranked(inputs).first { $0.kind == .loader })
+        }
+        let toolchain = try loaderFinding(.init(name: "lib_FoundationICU.so", symbolic: 3377, lookups: 2110, ms: 1.93, isOwn: false))
+        XCTAssertEqual(toolchain.location, "21 libraries, 21123 symbolic relocations (8477 look-ups); slowest lib_FoundationICU.so 1.9 ms")
+        XCTAssertTrue(toolchain.advice.contains("-static-stdlib"), toolchain.advice)
+
+        let own = try loaderFinding(.init(name: "libModels.so", symbolic: 40000, lookups: 9000, ms: nil, isOwn: true))
+        XCTAssertTrue(own.location.hasSuffix("; most libModels.so 40000"), own.location)
+        XCTAssertTrue(own.advice.hasPrefix("libModels.so is yours"), own.advice)
+        XCTAssertTrue(own.advice.contains("-Bsymbolic"), own.advice)
+    }
 }
