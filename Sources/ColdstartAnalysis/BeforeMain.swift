@@ -137,8 +137,8 @@ package struct BeforeMain: Codable, Sendable {
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
             + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
         if !kernelByPhase.isEmpty {
-            lines.append("  CPU by phase, user + kernel (" + (kernelSampled ? "user- and kernel-mode samples × period, or " : "")
-                + "getrusage CPU less user samples × period): "
+            lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: getrusage CPU less that"
+                + (kernelSampled ? ", or kernel samples × period" : "") + "): "
                 + kernelByPhase.map { "\($0.phase) \(ms($0.split.userMs)) + \(ms($0.split.kernelMs)) ms ("
                     + String(format: "%.0f%%", $0.split.kernelPercent) + " kernel)" }.joined(separator: " · "))
         }
