@@ -88,17 +88,31 @@ static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     l->ring_data_bytes = RING_DATA_PAGES * page;
     l->faults = fault_period > 0;
+    /* Kernel-mode samples too where perf_event_paranoid (or CAP_PERFMON)
+     * allows: each phase's kernel time is then counted, not inferred. The
+     * first refusal drops back to user mode for every CPU. */
+    l->kernel_samples = 1;
     for (int i = 0; i < ncpus; i++) {
         int cpu = per_cpu ? i : -1;
         struct perf_event_attr a;
         base_attr(&a, per_cpu);
         a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.exclude_kernel = l->kernel_samples ? 0 : 1;
         a.sample_period = 1000000000u / (hz ? hz : 1000);
         a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
         /* Data mappings too: a fault's address names the file it touched. */
         a.mmap = 1;
         a.mmap_data = 1;
         long fd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0 && l->kernel_samples && (errno == EACCES || errno == EPERM)) {
+            if (i > 0) {
+                snprintf(l->error, sizeof l->error, "perf_event_open(task-clock, cpu %d): kernel mode refused after cpu 0", cpu);
+                return -1;
+            }
+            l->kernel_samples = 0;
+            a.exclude_kernel = 1;
+            fd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        }
         if (fd < 0) {
             snprintf(l->error, sizeof l->error, "perf_event_open(task-clock, cpu %d): %s", cpu, strerror(errno));
             return -1;

@@ -3,15 +3,15 @@ import Foundation
 /// What the launcher section of a timeline says about the time before
 /// `main` (docs/before-main.md): each library's mapping time (LD_AUDIT), the
 /// loader's relocation work by library, page faults per phase by file and by
-/// code, and the kernel's share of the loader phase.
-package struct BeforeMain {
-    package struct Entry {
+/// code, and the kernel's share of each phase's CPU.
+package struct BeforeMain: Codable, Sendable {
+    package struct Entry: Codable, Sendable {
         package var name: String
         package var ms: Double
         package var count: Int
     }
 
-    package struct PhaseFaults {
+    package struct PhaseFaults: Codable, Sendable {
         package var phase: String
         package var faults: Int
         package var files: [Entry]
@@ -29,17 +29,21 @@ package struct BeforeMain {
     package var relocation: [Entry]
     package var faultPeriod: Int
     package var phaseFaults: [PhaseFaults]
-    /// CPU time before main (getrusage at `main`: la_preinit, or a linked
-    /// app's first constructor) and the part of it its user-mode samples do
-    /// not cover (1 − samples × period / CPU): the kernel's share, good to
-    /// about √samples periods. getrusage's own user/system split is made from
-    /// 4 ms ticks, too coarse for a launch this short.
-    package var preMainCPUMs: Double?
-    package var preMainKernelShare: Double?
+    /// Each phase's CPU split into sampled user time and kernel time, where
+    /// both are known (`KernelShare`), in phase order.
+    package var kernelByPhase: [PhaseKernel]
+    /// The task clock sampled kernel mode too (perf_event_paranoid allowed it).
+    package var kernelSampled: Bool
     package var lostRecords: Int
 
-    /// Nil when the timeline has no launcher section.
-    package init?(_ timeline: Timeline) {
+    package struct PhaseKernel: Codable, Sendable {
+        package var phase: String
+        package var split: KernelShare
+    }
+
+    /// Nil when the timeline has no launcher section. `symbols` names frames
+    /// already named (the report's); the rest are looked up in the modules.
+    package init?(_ timeline: Timeline, symbols known: [String: Timeline.Symbol] = [:]) {
         guard let section = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
         mode = section["mode"] as? String ?? "?"
         let period = (section["faultPeriod"] as? NSNumber)?.intValue ?? 0
@@ -60,7 +64,7 @@ package struct BeforeMain {
         }
         let faultFrames = faultRows.map { Timeline.Frame(module: $0[2].intValue, address: $0[3].uint64Value) }
         let early = timeline.samples.filter { $0.tid == timeline.process.pid && $0.ns < loaderEnd }
-        var symbols = timeline.symbols
+        var symbols = timeline.symbols.merging(known) { own, _ in own }
         let leaves = early.compactMap(\.frames.first) + faultFrames
         if leaves.contains(where: { symbols[$0.key] == nil }) {
             let named = Symbolizer(modules: timeline.modules).symbolize(leaves.map { Timeline.Sample(ns: 0, tid: 0, frames: [$0]) })
@@ -120,22 +124,23 @@ package struct BeforeMain {
             return PhaseFaults(phase: phase.name, faults: inside.count * max(period, 1),
                                files: top(byFile, scale: 0, limit: 5), code: top(byCode, scale: 0, limit: 5))
         }
-        let requestedHz = (section["requestedHz"] as? NSNumber)?.doubleValue ?? 0
-        if let snapshot = timeline.rusage.first(where: { $0.at == "main" }), snapshot.usage.cpuNs > 0, requestedHz > 0 {
-            let sampled = timeline.samples.filter { $0.ns < timeline.launch.mainNs }.count
-            preMainCPUMs = Double(snapshot.usage.cpuNs) / 1e6
-            preMainKernelShare = max(0, 1 - Double(sampled) * 1e9 / requestedHz / Double(snapshot.usage.cpuNs))
+        kernelSampled = section["kernelSamples"] != nil
+        kernelByPhase = zip(timeline.phases, KernelShare.phases(timeline)).compactMap { phase, split in
+            split.map { PhaseKernel(phase: phase.name, split: $0) }
         }
     }
 
-    package func text() -> String {
+    /// The section as text; `statistics` adds each library's relocation counts.
+    package func text(statistics: LoaderStatistics? = nil) -> String {
         func ms(_ v: Double) -> String { String(format: "%.2f", v) }
         var lines = ["Before main (launcher: perf events from exec\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
             + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
-        if let cpu = preMainCPUMs, let share = preMainKernelShare {
-            lines.append("  before main: \(ms(cpu)) ms of CPU, " + String(format: "~%.0f%%", share * 100)
-                + " of it in the kernel (exec, page faults, mmap: CPU time less the sampled user time)")
+        if !kernelByPhase.isEmpty {
+            lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: getrusage CPU less that"
+                + (kernelSampled ? ", or kernel samples × period" : "") + "): "
+                + kernelByPhase.map { "\($0.phase) \(ms($0.split.userMs)) + \(ms($0.split.kernelMs)) ms ("
+                    + String(format: "%.0f%%", $0.split.kernelPercent) + " kernel)" }.joined(separator: " · "))
         }
         if !loaderFunctions.isEmpty {
             lines.append("  loader functions (self, samples × period): "
@@ -149,8 +154,12 @@ package struct BeforeMain {
             lines.append("  objects mapped: not timed (the LD_AUDIT module did not run)")
         }
         if !relocation.isEmpty {
-            lines.append("  relocation by library (loader samples after the last mapping, by the file it was writing): "
-                + relocation.map { "\($0.name) \(ms($0.ms)) ms" }.joined(separator: " · "))
+            let counts = Dictionary((statistics?.objects ?? []).map { ($0.name, $0) }) { first, _ in first }
+            lines.append("  relocation by library (loader samples after the last mapping, by the file it was writing"
+                + (statistics == nil ? "" : "; symbolic relocations and look-ups from its ELF file") + "): "
+                + relocation.map { entry in
+                    "\(entry.name) \(ms(entry.ms)) ms" + (counts[entry.name].map { " (\($0.symbolic) symbolic, \($0.lookups) look-ups)" } ?? "")
+                }.joined(separator: " · "))
         }
         if faultPeriod > 0 {
             lines.append("  page faults in user mode by phase (1 sample per \(faultPeriod)): ")

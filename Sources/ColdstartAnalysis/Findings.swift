@@ -121,14 +121,34 @@ package struct FindingInputs: Sendable {
         /// Process start to the first user code (the loader phase).
         package var ms: Double
         package var libraryCount: Int
-        /// Relocations processed, when known (`LD_DEBUG=statistics`).
+        /// Symbolic relocations processed at start-up, when known (`LoaderStatistics`).
         package var relocations: Int?
+        /// Symbol look-ups they took (glibc's "number of relocations").
+        package var lookups: Int?
+        /// The object the loader spent most sampled time relocating, else
+        /// the one with most symbolic relocations.
+        package var heaviest: Library?
         /// libswiftCore.so was loaded: the Swift runtime is linked dynamically.
         package var swiftRuntimeIsShared: Bool
         package var usesFoundation: Bool
-        package init(ms: Double, libraryCount: Int, relocations: Int? = nil, swiftRuntimeIsShared: Bool, usesFoundation: Bool) {
-            (self.ms, self.libraryCount, self.relocations, self.swiftRuntimeIsShared, self.usesFoundation) =
-                (ms, libraryCount, relocations, swiftRuntimeIsShared, usesFoundation)
+        package init(ms: Double, libraryCount: Int, relocations: Int? = nil, lookups: Int? = nil, heaviest: Library? = nil,
+                     swiftRuntimeIsShared: Bool, usesFoundation: Bool) {
+            (self.ms, self.libraryCount, self.relocations, self.lookups, self.heaviest) = (ms, libraryCount, relocations, lookups, heaviest)
+            (self.swiftRuntimeIsShared, self.usesFoundation) = (swiftRuntimeIsShared, usesFoundation)
+        }
+
+        package struct Library: Sendable {
+            package var name: String
+            package var symbolic: Int
+            package var lookups: Int
+            /// The loader's sampled time relocating it, when sampled.
+            package var ms: Double?
+            /// Built with the app (not the Swift toolchain's nor the system's):
+            /// its relocations are the developer's to change.
+            package var isOwn: Bool
+            package init(name: String, symbolic: Int, lookups: Int, ms: Double?, isOwn: Bool) {
+                (self.name, self.symbolic, self.lookups, self.ms, self.isOwn) = (name, symbolic, lookups, ms, isOwn)
+            }
         }
     }
 
@@ -217,8 +237,13 @@ extension Finding {
         if let loader = inputs.loader {
             candidates.append(Finding(
                 kind: .loader, title: "dynamic loading before any code runs", ms: loader.ms, percent: percent(loader.ms),
-                location: "\(loader.libraryCount) shared librar\(loader.libraryCount == 1 ? "y" : "ies")"
-                    + (loader.relocations.map { ", \($0) relocations" } ?? ""),
+                location: (loader.relocations == nil ? "\(loader.libraryCount) shared librar\(loader.libraryCount == 1 ? "y" : "ies")"
+                                : "\(loader.libraryCount) libraries")
+                    + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
+                    + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
+                    + (loader.heaviest.map { library in
+                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; most \(library.name) \(library.symbolic)"
+                    } ?? ""),
                 certainty: .exact, advice: loaderAdvice(loader)))
         }
         for global in inputs.lazyGlobals {
@@ -290,6 +315,13 @@ extension Finding {
     }
 
     private static func loaderAdvice(_ loader: FindingInputs.Loader) -> String {
+        // -Bsymbolic binds a library's references to its own definitions at
+        // link time (relative relocations, no look-up); fewer exported
+        // symbols leave fewer to interpose. Prelinking left glibc in 2.36.
+        if let library = loader.heaviest, library.isOwn {
+            return "\(library.name) is yours: link it into the executable (a static product), or with -Xlinker -Bsymbolic "
+                + "so its references to itself need no look-up, and export less (internal or package instead of public)"
+        }
         if loader.swiftRuntimeIsShared {
             // Measured: a Foundation "hello" started in ~3 ms with
             // -static-stdlib, ~13 ms without (docs/performance.md).

@@ -35,6 +35,8 @@ package struct LaunchAnalysis {
             stacks = nil
         }
         var report = LaunchReport(timeline, profile: profile) { naming.symbols[$0.key]?.name }
+        report.beforeMain = BeforeMain(timeline, symbols: naming.symbols)
+        report.loaderStatistics = LoaderStatistics(timeline)
         // The findings and runtime costs are the whole launch's, whatever
         // phase or thread `options` select for the evidence.
         let inputs = FindingInputs(report: report, timeline: timeline, analysis: analysis)

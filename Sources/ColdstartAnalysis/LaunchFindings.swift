@@ -86,9 +86,16 @@ extension FindingInputs {
         self.init(launchMs: report.launch.totalMs)
         let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
         if let phase = report.phases.first(where: { $0.kind == "loader" }) {
+            let statistics = report.loaderStatistics
+            let relocationMs = Dictionary((report.beforeMain?.relocation ?? []).map { ($0.name, $0.ms) }) { first, _ in first }
             loader = Loader(
                 ms: phase.durationMs,
                 libraryCount: modules.filter { $0.contains(".so") && !$0.hasPrefix("ld-linux") && !$0.hasPrefix("linux-vdso") }.count,
+                relocations: statistics?.symbolic, lookups: statistics?.lookups,
+                heaviest: (statistics?.objects.max { relocationMs[$0.name] ?? -1 < relocationMs[$1.name] ?? -1 }
+                    .flatMap { relocationMs[$0.name] == nil ? nil : $0 } ?? statistics?.objects.first).map {
+                    Loader.Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: relocationMs[$0.name], isOwn: $0.isOwn)
+                },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
                 usesFoundation: modules.contains { $0.hasPrefix("libFoundation") })
         }

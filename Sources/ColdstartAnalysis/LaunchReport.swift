@@ -29,9 +29,20 @@ package struct LaunchReport: Codable, Sendable {
     package var profile: ProfileReport?
     /// Why the main thread was not running; absent without the off-CPU watch.
     package var blockedTime: BlockedTime?
+    /// What `coldstart run`'s launcher saw before `main` (loader samples,
+    /// libraries mapped, page faults, kernel share); absent without it.
+    package var beforeMain: BeforeMain?
+    /// Relocations of every object loaded before `main`, read from the
+    /// files; absent when none could be read.
+    package var loaderStatistics: LoaderStatistics?
 
     /// The launch as a whole: how long, how exactly it is known, how it ended.
     package struct Summary: Codable, Sendable {
+        /// How the launch was profiled (`LaunchMode`); decides what is
+        /// known before `main`.
+        package var mode: LaunchMode
+        /// One line saying so.
+        package var modeDescription: String
         package var executable: String
         package var pid: Int
         package var kernelRelease: String
@@ -96,6 +107,9 @@ package struct LaunchReport: Codable, Sendable {
         package var sharePercent: Double
         /// Absent when the timeline has no snapshots around this phase.
         package var usage: Usage?
+        /// The phase's CPU split into sampled user time and kernel time;
+        /// absent when either is unknown (`KernelShare`).
+        package var kernel: KernelShare?
     }
 
     package struct MarkRow: Codable, Sendable {
@@ -142,7 +156,8 @@ extension LaunchReport {
         let threadNames = ThreadNames(timeline, frameName: frameName)
         let path = CriticalPath(timeline)
 
-        self.phases = phases.map { phase in
+        let kernelShares = KernelShare.phases(timeline)
+        self.phases = zip(phases, kernelShares).map { phase, kernel in
             let duration = Self.milliseconds(from: phase.startNs, to: phase.endNs)
             return PhaseRow(
                 name: phase.name,
@@ -150,7 +165,8 @@ extension LaunchReport {
                 startMs: Self.milliseconds(phase.startNs),
                 durationMs: duration,
                 sharePercent: total > 0 ? duration / total * 100 : 0,
-                usage: phase.rusage.map(Usage.init)
+                usage: phase.rusage.map(Usage.init),
+                kernel: kernel
             )
         }
 
@@ -232,6 +248,8 @@ extension LaunchReport.Usage {
 extension LaunchReport.Summary {
     init(_ timeline: Timeline, totalMs: Double) {
         let launch = timeline.launch
+        mode = LaunchMode(timeline)
+        modeDescription = mode.description(startSource: launch.startSource)
         executable = timeline.process.executable
         pid = timeline.process.pid
         kernelRelease = timeline.process.kernelRelease

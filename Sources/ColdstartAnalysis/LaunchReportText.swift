@@ -16,7 +16,7 @@ extension LaunchReport {
         // The answer first: the launch in one line, then the findings; the
         // rest is the evidence.
         let header = headerLines()
-        lines += header.prefix(1)
+        lines += header.prefix(2)
         if let findings { lines += [""] + Finding.lines(findings, width: width) }
         if let notice = profile?.precision.noticeLines, !notice.isEmpty {
             let limit = width ?? Finding.defaultWidth
@@ -25,7 +25,7 @@ extension LaunchReport {
                 return Finding.wrapped(String(line.dropFirst(indent.count)), width: limit - indent.count, continuation: "  ").map { indent + $0 }
             }
         }
-        lines += [""] + header.dropFirst()
+        lines += [""] + header.dropFirst(2)
         lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
         guard full else {
             if !spans.isEmpty { lines += [""] + spanLines(limit: min(max(spanLimit, 0), 5), width: width) }
@@ -33,6 +33,7 @@ extension LaunchReport {
             var more = ["marks", "all spans", "functions per phase", "initializers", "lazy globals", "threads", "call tree"]
             if runtimeCosts != nil { more.append("runtime costs") }
             if blockedTime != nil { more.append("blocked time") }
+            if beforeMain != nil || loaderStatistics != nil { more.append("before main") }
             lines += [""] + footerLines() + ["", "More with --full: " + more.joined(separator: ", ") + "."]
             // Tables are already narrowed; sentences wrap, keeping their indent.
             let limit = width ?? Finding.defaultWidth
@@ -44,6 +45,7 @@ extension LaunchReport {
             }
             return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
         }
+        lines += beforeMainLines(width: width)
         if !marks.isEmpty { lines += [""] + markLines(width: width) }
         if !spans.isEmpty { lines += [""] + spanLines(limit: max(spanLimit, 0), width: width) }
         if let profile { lines += [""] + profile.lines(width: width) }
@@ -77,6 +79,7 @@ extension LaunchReport {
         return [
             "Launch of \(name) (pid \(launch.pid)): \(Self.ms(launch.totalMs)) from process start to \(end)"
                 + (launch.completed ? "" : " — NOT completed"),
+            "  mode: \(launch.modeDescription)",
             "  clock \(launch.clock); start \(launch.startPrecision)",
         ] + (launch.profilerSetupMs.map { ["  of which \(Self.ms($0)) was Coldstart's own set-up (phase 'Coldstart set-up')"] } ?? [])
             + (launch.withoutProfiling.map { ["  " + $0.text] } ?? []) + [
@@ -95,7 +98,8 @@ extension LaunchReport {
             .init("waterfall", .left),
         ]
         let resources: [Table.Column] = [
-            .init("CPU ms", .right), .init("CPU/wall", .right), .init("faults minor/major", .right), .init("switches vol/invol", .right),
+            .init("CPU ms", .right), .init("CPU/wall", .right), .init("user+kernel ms", .right), .init("kernel", .right),
+            .init("faults minor/major", .right), .init("switches vol/invol", .right),
         ]
         var table = Table(columns: split ? waterfall : waterfall + resources, flexible: 0)
         var usageTable = Table(columns: [.init("phase", .left)] + resources)
@@ -104,9 +108,12 @@ extension LaunchReport {
         let shares = Self.roundedParts(phases.map(\.sharePercent), total: phases.map(\.sharePercent).reduce(0, +), decimals: 1)
         for (phase, share) in zip(phases, shares) {
             let usage = phase.usage
-            let usageCells = [
+            let userKernel: String = phase.kernel.map { Self.number($0.userMs) + "+" + Self.number($0.kernelMs) } ?? "–"
+            let kernelShare: String = phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"
+            let usageCells: [String] = [
                 usage.map { Self.number($0.cpuMs) } ?? "–",
                 usage.map { phase.durationMs > 0 ? Self.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
+                userKernel, kernelShare,
                 usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
                 usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
             ]
@@ -122,6 +129,7 @@ extension LaunchReport {
         }
         let title = "Phases (times in ms from process start; share of the \(Self.ms(launch.totalMs)) launch; "
             + "waterfall \(barWidth) columns = \(Self.ms(launch.totalMs)); CPU is user+system of all threads; "
+            + "user+kernel splits it: user-mode samples × period, and the rest (or kernel-mode samples) the kernel's; "
             + "faults and context switches are counts)"
         return [title] + table.render(width: width) + (split ? usageTable.render(width: width) : [])
     }

@@ -13,6 +13,8 @@ package struct LauncherCapture {
     package var faultPeriod: Int
     /// One inherited event per CPU (every thread) rather than the exec'ing thread only.
     package var perCPU: Bool
+    /// The task clock sampled kernel mode too (perf_event_paranoid allowed it).
+    package var kernelSampling: Bool
     /// CLOCK_MONOTONIC just before the child was released to exec.
     package var releaseNs: UInt64
     /// CLOCK_MONOTONIC when `waitpid` returned.
@@ -29,12 +31,12 @@ package struct LauncherCapture {
     package var kernelRelease: String
 
     package init(
-        pid: Int, executable: String, hz: Double, faultPeriod: Int, perCPU: Bool, releaseNs: UInt64, endNs: UInt64,
+        pid: Int, executable: String, hz: Double, faultPeriod: Int, perCPU: Bool, kernelSampling: Bool, releaseNs: UInt64, endNs: UInt64,
         bootMinusMonotonicNs: UInt64, waitStatus: Int32, rusage: Timeline.Rusage, records: [UInt8],
         clockIDs: Set<UInt64>, faultIDs: Set<UInt64>, auditText: String?, kernelRelease: String
     ) {
         self.pid = pid; self.executable = executable; self.hz = hz; self.faultPeriod = faultPeriod
-        self.perCPU = perCPU; self.releaseNs = releaseNs; self.endNs = endNs
+        self.perCPU = perCPU; self.kernelSampling = kernelSampling; self.releaseNs = releaseNs; self.endNs = endNs
         self.bootMinusMonotonicNs = bootMinusMonotonicNs; self.waitStatus = waitStatus; self.rusage = rusage
         self.records = records; self.clockIDs = clockIDs; self.faultIDs = faultIDs; self.auditText = auditText
         self.kernelRelease = kernelRelease
@@ -59,6 +61,12 @@ package struct PerfRecords {
         package var addresses: [UInt64]
     }
 
+    /// A task-clock sample taken in kernel mode: only when and on which thread.
+    package struct KernelSample {
+        package var ns: UInt64
+        package var tid: Int
+    }
+
     package struct Fault {
         package var ns: UInt64
         package var tid: Int
@@ -68,6 +76,7 @@ package struct PerfRecords {
 
     package var mappings: [Mapping] = []
     package var samples: [Sample] = []
+    package var kernelSamples: [KernelSample] = []
     package var faults: [Fault] = []
     /// Records the kernel could not write because a ring was full.
     package var lost: UInt64 = 0
@@ -99,6 +108,8 @@ package struct PerfRecords {
                 let id = u64(body), ip = u64(body + 8), tid = Int(u32(body + 20)), ns = u64(body + 24)
                 if faultIDs.contains(id), size >= 8 + 40 {
                     faults.append(Fault(ns: ns, tid: tid, instruction: ip, address: u64(body + 32)))
+                } else if clockIDs.contains(id), misc & 7 == 1 {  // PERF_RECORD_MISC_KERNEL
+                    kernelSamples.append(KernelSample(ns: ns, tid: tid))
                 } else if clockIDs.contains(id), size >= 8 + 40 {
                     let count = Int(u64(body + 32))
                     guard count >= 0, body + 40 + count * 8 <= end else { continue }

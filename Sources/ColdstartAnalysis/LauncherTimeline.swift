@@ -77,8 +77,10 @@ package struct LauncherTimeline {
     }
 
     /// The launcher section, with times as offsets from `startNs`.
+    /// `kernelCut`: kernel samples from this offset on are left out (the
+    /// linked app's own sampler takes over at its earliest init).
     func launcherSection(mode: String, startNs: UInt64, encoder: FrameEncoder, samplesWritten: Int,
-                         boundaries: Boundaries?) -> [String: Any] {
+                         boundaries: Boundaries?, kernelCut: Int64 = .max) -> [String: Any] {
         var section: [String: Any] = [
             "mode": mode, "requestedHz": capture.hz, "threads": capture.perCPU ? "per-cpu-inherit" : "exec-thread",
             "samples": samplesWritten, "lostRecords": Int(records.lost), "faultPeriod": capture.faultPeriod,
@@ -109,6 +111,10 @@ package struct LauncherTimeline {
             return [offset(fault.ns, from: startNs), fault.tid, frame.module, frame.address, file, fileOffset]
         }
         section["faultFiles"] = files
+        if capture.kernelSampling {
+            section["kernelSamples"] = records.kernelSamples.filter { offset($0.ns, from: startNs) < kernelCut }
+                .map { [offset($0.ns, from: startNs), $0.tid] }
+        }
         return section
     }
 
@@ -145,7 +151,8 @@ package struct LauncherTimeline {
                 section["sampling"] = sampling
             }
         }
-        section["launcher"] = launcherSection(mode: "linked", startNs: startNs, encoder: encoder, samplesWritten: early.count, boundaries: nil)
+        section["launcher"] = launcherSection(mode: "linked", startNs: startNs, encoder: encoder, samplesWritten: early.count,
+                                              boundaries: nil, kernelCut: cut)
         root["coldstart"] = section
         return root
     }

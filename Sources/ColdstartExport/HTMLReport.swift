@@ -45,6 +45,7 @@ struct HTMLPage {
         header()
         findingsSection()
         waterfall()
+        beforeMainSection()
         if let profile = report.profile, let stacks {
             flameSections(profile, stacks)
             functionSections(profile)
@@ -69,6 +70,7 @@ struct HTMLPage {
         let end = launch.endReason == "ready" ? "ready()" : (launch.endPhase?.components(separatedBy: " → ").last ?? launch.endReason)
         out += "<header><h1>Launch of \(e(name)) <span class=\"dim\">pid \(launch.pid)</span>: "
             + "\(ms(launch.totalMs)) from process start to \(e(end))</h1>\n"
+        out += "<p class=\"mode\">Mode: \(e(launch.modeDescription))</p>\n"
         out += "<p class=\"\(launch.completed ? "ok" : "bad")\">\(e(launch.completion.prefix(1).uppercased() + launch.completion.dropFirst()))</p>\n"
         var facts = ["start: \(launch.startPrecision)", "clock \(launch.clock)"]
         if let setup = launch.profilerSetupMs { facts.append("\(ms(setup)) of it Coldstart's own set-up") }
@@ -87,7 +89,7 @@ struct HTMLPage {
                 + "\(profile.selection.samples) samples = \(ms(profile.selection.ms)).</p>\n"
         }
         for warning in report.profile?.warnings ?? [] { out += "<p class=\"warn\">warning: \(e(warning))</p>\n" }
-        out += "<nav>" + [("findings", "Findings"), ("waterfall", "Waterfall"), ("flamechart", "Flame chart"), ("flamegraph", "Flame graph"),
+        out += "<nav>" + [("findings", "Findings"), ("waterfall", "Waterfall"), ("beforemain", "Before main"), ("flamechart", "Flame chart"), ("flamegraph", "Flame graph"),
                           ("functions", "Functions"), ("runtime", "Runtime costs"), ("initializers", "Initializers"), ("globals", "Lazy globals"),
                           ("threads", "Threads"), ("blocked", "Blocked time"), ("marks", "Marks"), ("spans", "Spans"),
                           ("metadata", "Metadata")]
@@ -97,6 +99,7 @@ struct HTMLPage {
     mutating func metadata() {
         let launch = report.launch
         var rows: [(String, String)] = [
+            ("mode", "\(launch.mode.rawValue): \(launch.modeDescription)"),
             ("executable", launch.executable), ("pid", "\(launch.pid)"), ("kernel", launch.kernelRelease),
             ("Swift", launch.swiftVersion), ("clock", launch.clock),
             ("process start", "\(launch.startSource): \(launch.startPrecision)"),

@@ -130,7 +130,7 @@ extension HTMLPage {
     mutating func phaseTable() {
         var table = HTMLTable(columns: [
             .text("phase"), .number("start ms"), .number("wall ms"), .number("share"), .number("CPU ms"),
-            .number("CPU/wall"), .number("minor faults"), .number("major faults"), .number("vol. switches"), .number("invol. switches"),
+            .number("CPU/wall"), .number("user ms"), .number("kernel ms"), .number("kernel"), .number("minor faults"), .number("major faults"), .number("vol. switches"), .number("invol. switches"),
         ])
         for (phase, share) in zip(report.phases, phaseShares) {
             let usage = phase.usage
@@ -138,10 +138,14 @@ extension HTMLPage {
                 .text(phase.name), .ms(phase.startMs), .ms(phase.durationMs), .percent(share),
                 usage.map { .ms($0.cpuMs) } ?? .missing,
                 usage.map { phase.durationMs > 0 ? .percent($0.cpuMs / phase.durationMs * 100, decimals: 0) : .missing } ?? .missing,
+                phase.kernel.map { .ms($0.userMs) } ?? .missing, phase.kernel.map { .ms($0.kernelMs) } ?? .missing,
+                phase.kernel.map { .percent($0.kernelPercent, decimals: 0) } ?? .missing,
                 usage.map { .count(Int($0.minorFaults)) } ?? .missing, usage.map { .count(Int($0.majorFaults)) } ?? .missing,
                 usage.map { .count(Int($0.voluntarySwitches)) } ?? .missing, usage.map { .count(Int($0.involuntarySwitches)) } ?? .missing,
             ])
         }
-        out += table.render(caption: "CPU is user + system time of all threads (it can exceed the wall time); faults and switches are counts, process-wide; – means no snapshot.")
+        out += table.render(caption: "CPU is user + system time of all threads (it can exceed the wall time); user + kernel splits it: "
+            + "user-mode samples × period, the rest (or kernel-mode samples × period) the kernel's; "
+            + "faults and switches are counts, process-wide; – means no snapshot.")
     }
 }

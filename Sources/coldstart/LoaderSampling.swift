@@ -91,7 +91,7 @@ struct LoaderSampling {
         if launch.sampling != 0 {
             let capture = LauncherCapture(
                 pid: Int(launch.pid), executable: launcher.path, hz: Double(hz), faultPeriod: launch.faults != 0 ? faultPeriod : 0,
-                perCPU: launch.per_cpu != 0, releaseNs: launch.release_ns, endNs: endNs,
+                perCPU: launch.per_cpu != 0, kernelSampling: launch.kernel_samples != 0, releaseNs: launch.release_ns, endNs: endNs,
                 bootMinusMonotonicNs: cs_launch_boottime_ns() &- cs_launch_monotonic_ns(), waitStatus: status, rusage: usage,
                 records: records.bytes.map { Array(UnsafeBufferPointer(start: $0, count: records.count)) } ?? [],
                 clockIDs: Self.ids(launch.clock_ids, count: Int(launch.ncpus)),
@@ -107,7 +107,9 @@ struct LoaderSampling {
     static func summary(_ records: [RunRecord]) -> String? {
         guard let record = records.last(where: { $0.timeline != nil }), let timeline = record.timeline,
               let beforeMain = BeforeMain(timeline) else { return nil }
-        return beforeMain.text().replacingOccurrences(of: "Before main (", with: "Before main, \(record.label) (")
+        let statistics = LoaderStatistics(timeline)
+        return beforeMain.text(statistics: statistics).replacingOccurrences(of: "Before main (", with: "Before main, \(record.label) (")
+            + (statistics.map { "\n  " + $0.summary } ?? "")
     }
 
     private func write(_ capture: LauncherCapture, linked: Bool, to path: String) throws {

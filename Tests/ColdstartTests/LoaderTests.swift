@@ -26,7 +26,10 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(result.stdout.components(separatedBy: "300 items, ").count - 1, 3, "the tool's output passes through, once per launch")
         XCTAssertTrue(result.stdout.contains("Before main, run-2 (launcher: perf events from exec; the program does not link Coldstart)"), result.stdout)
         XCTAssertTrue(result.stdout.contains("objects mapped (LD_AUDIT la_objopen"), result.stdout)
-        XCTAssertNotNil(result.stdout.range(of: #"before main: \d+\.\d\d ms of CPU, ~\d+% of it in the kernel"#, options: .regularExpression), result.stdout)
+        XCTAssertNotNil(result.stdout.range(of: #"CPU by phase, user \+ kernel \(.*main → exit\(0\) \d+\.\d\d \+ \d+\.\d\d ms \(\d+% kernel\)"#,
+                                            options: .regularExpression), result.stdout)
+        XCTAssertNotNil(result.stdout.range(of: #"relocations \(2\d objects, read from their ELF files\): [\d,]+ symbolic, [\d,]+ symbol look-ups"#,
+                                            options: .regularExpression), result.stdout)
 
         let timeline = try Timeline(contentsOf: dir + "/run-2.json")
         XCTAssertEqual(timeline.phases.map(\.kind), ["loader", "initializers", "app"])

@@ -30,6 +30,7 @@ typedef struct cs_launch {
     int per_cpu;                        /* 1: one inherited event per CPU (threads followed) */
     int sampling;                       /* 1: events attached; 0: launched unsampled */
     int faults;                         /* 1: page-fault events attached */
+    int kernel_samples;                 /* 1: the task clock samples kernel mode too */
     uint64_t release_ns;                /* CLOCK_MONOTONIC just before the child was let exec */
     char error[256];                    /* why sampling is off, when it is */
 } cs_launch;
@@ -43,7 +44,8 @@ typedef struct cs_records {
 
 /*
  * Forks, attaches the events to the child while it waits on a pipe, then
- * lets it exec `path`. `hz`: task-clock samples per CPU second; `fault_period`:
+ * lets it exec `path`. `hz`: task-clock samples per CPU second (kernel mode
+ * included when the kernel allows it, `l->kernel_samples`); `fault_period`:
  * one sample per that many page faults (0: no fault events). When the events
  * cannot be opened the program still runs, unsampled, and `l->error` says why.
  * `spawn_slot`, when not NULL, is an `envp` entry whose digits (after the

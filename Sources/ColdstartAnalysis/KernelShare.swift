@@ -1,0 +1,80 @@
+import Foundation
+
+/// A phase's CPU time split into user mode and kernel mode, so that the two
+/// add up to the phase's CPU (docs/before-main.md, "Kernel share").
+///
+/// Coldstart's stacks are user-mode samples of a perf task clock: samples ×
+/// its period is the user time, to about ± √samples periods. The kernel's
+/// part (exec, page faults, `mmap`, `read`, signal delivery — the sampler's
+/// own too) is then either the phase's CPU time from `getrusage` less that
+/// user time, or, where `coldstart run` sampled kernel mode as well and the
+/// phase has no `getrusage` reading at both ends (a program that does not
+/// link Coldstart, before `main`), its kernel-mode samples × the period.
+/// `getrusage`'s own user/system split is not used: the kernel makes it from
+/// 4 ms ticks, too coarse for a phase of a few milliseconds.
+package struct KernelShare: Codable, Sendable, Equatable {
+    /// User-mode CPU: user samples × period (at most the phase's CPU).
+    package var userMs: Double
+    /// Kernel-mode CPU.
+    package var kernelMs: Double
+    /// Of `userMs + kernelMs`, in percent.
+    package var kernelPercent: Double
+    /// User-mode samples behind `userMs`: its precision is ± √ of this, in periods.
+    package var userSamples: Int
+    /// "rusage" (CPU time from getrusage less the sampled user time) or
+    /// "kernel samples" (the launcher's kernel-mode samples × period).
+    package var source: String
+
+    /// One entry per phase of `timeline`, nil where the phase's user time is
+    /// not known from a user-mode perf clock that covered it, or its CPU time
+    /// is unknown, and for Coldstart's own set-up phase.
+    package static func phases(_ timeline: Timeline) -> [KernelShare?] {
+        guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock" else {
+            return timeline.phases.map { _ in nil }
+        }
+        let hz = sampling.loweredHz ?? sampling.requestedHz
+        guard hz > 0, hz.isFinite else { return timeline.phases.map { _ in nil } }
+        let periodNs = 1e9 / hz
+        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let kernelTimes = (launcher?["kernelSamples"] as? [[NSNumber]])?.compactMap { $0.first?.int64Value }.sorted()
+        let userTimes = timeline.samples.map(\.ns).sorted()
+        func count(_ times: [Int64], from start: Int64, to end: Int64) -> Int {
+            lowerBound(times, end) - lowerBound(times, start)
+        }
+        return timeline.phases.map { phase -> KernelShare? in
+            // The set-up phase's sampler starts inside it: its user time is not all sampled.
+            guard phase.kind != "profiler", phase.endNs > phase.startNs else { return nil }
+            let covered = min(phase.endNs, sampling.stopNs) - max(phase.startNs, sampling.startNs)
+            guard Double(covered) >= 0.95 * Double(phase.durationNs) else { return nil }
+            let samples = count(userTimes, from: phase.startNs, to: phase.endNs)
+            let userNs = Double(samples) * periodNs
+            if let usage = phase.rusage, usage.cpuNs > 0 {
+                let cpu = Double(usage.cpuNs)
+                return KernelShare(userNs: min(userNs, cpu), kernelNs: max(cpu - userNs, 0), samples: samples, source: "rusage")
+            }
+            if let kernelTimes, samples + count(kernelTimes, from: phase.startNs, to: phase.endNs) > 0 {
+                let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs
+                return KernelShare(userNs: userNs, kernelNs: kernelNs, samples: samples, source: "kernel samples")
+            }
+            return nil
+        }
+    }
+
+    init(userNs: Double, kernelNs: Double, samples: Int, source: String) {
+        userMs = userNs / 1e6
+        kernelMs = kernelNs / 1e6
+        kernelPercent = userNs + kernelNs > 0 ? kernelNs / (userNs + kernelNs) * 100 : 0
+        userSamples = samples
+        self.source = source
+    }
+
+    /// The first index of `sorted` whose value is not below `value`.
+    private static func lowerBound(_ sorted: [Int64], _ value: Int64) -> Int {
+        var low = 0, high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < value { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}

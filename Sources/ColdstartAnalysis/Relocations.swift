@@ -1,0 +1,236 @@
+import Foundation
+
+/// What the dynamic loader has to do to one object before any of its code
+/// runs, read from the object's dynamic section (`DT_RELA`/`DT_REL`,
+/// `DT_JMPREL`, `DT_RELR`) and `.dynsym`: how many relocations of each kind,
+/// and how many of them need a symbol look-up at start-up.
+///
+/// Exact and free at run time: the file is read offline, in the analysis.
+/// The look-ups follow glibc's rules (`elf/dl-reloc.c`, `RESOLVE_MAP`): a
+/// relocation against a local, hidden, internal or protected symbol needs
+/// none; one against the same symbol and type class as the relocation just
+/// before it in the same object reuses that result ("from cache" in
+/// `LD_DEBUG=statistics`); PLT slots are bound lazily, at their first call,
+/// unless the object asks for `BIND_NOW`. Summed over every loaded object,
+/// `lookups` is glibc's "number of relocations" and `cachedLookups` its
+/// "number of relocations from cache" (docs/before-main.md, measured).
+package struct ObjectRelocations: Codable, Sendable, Equatable {
+    /// The file's name (its last path component, symbolic links resolved:
+    /// `libstdc++.so.6.0.30`, as the loader's mappings name it).
+    package var name: String
+    /// `R_*_RELATIVE` entries: the load address added to a pointer, no
+    /// symbol involved (a position-independent pointer).
+    package var relative: Int
+    /// The same, packed in `DT_RELR` (`-z pack-relative-relocs`): glibc's
+    /// statistics leave these out.
+    package var packedRelative: Int
+    /// Relocations against a symbol outside the PLT (`GLOB_DAT`, `R_*_64`,
+    /// TLS, copy relocations): data pointers, vtables, type metadata.
+    package var symbolic: Int
+    /// `DT_JMPREL` entries: one per function the object calls in another.
+    package var plt: Int
+    /// Symbol look-ups at start-up (not from the per-object cache).
+    package var lookups: Int
+    /// Symbolic relocations that reused the previous look-up.
+    package var cachedLookups: Int
+    /// PLT slots are bound at start-up (`-z now`), not at their first call.
+    package var bindNow: Bool
+    /// Neither the system's (`/lib`, `/usr/lib`, `/lib64`) nor the Swift
+    /// toolchain's (a `lib/swift/` directory), nor the executable itself:
+    /// a library built with the app, whose relocations its developer can change.
+    package var isOwn: Bool
+
+    package init(name: String, relative: Int, packedRelative: Int = 0, symbolic: Int, plt: Int, lookups: Int, cachedLookups: Int,
+                 bindNow: Bool, isOwn: Bool = false) {
+        (self.name, self.relative, self.packedRelative, self.symbolic, self.plt) = (name, relative, packedRelative, symbolic, plt)
+        (self.lookups, self.cachedLookups, self.bindNow, self.isOwn) = (lookups, cachedLookups, bindNow, isOwn)
+    }
+
+    /// Reads `path`; throws `ELFError` for a file that is not a readable
+    /// ELF64 little-endian object. An object with no dynamic section (a
+    /// static executable) has no relocations.
+    init(path: String, executable: String) throws {
+        let file = try ELFFile(path: path)
+        let header = try file.header()
+        let programHeaders = try file.programHeaders(header)
+        let canonical = SharedLibraries.canonicalPath(path)
+        name = (canonical as NSString).lastPathComponent
+        isOwn = canonical != SharedLibraries.canonicalPath(executable) && !canonical.contains("/lib/swift/")
+            && !["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"].contains { canonical.hasPrefix($0) }
+        (relative, packedRelative, symbolic, plt, lookups, cachedLookups, bindNow) = (0, 0, 0, 0, 0, 0, false)
+        guard let dynamic = programHeaders.first(where: { $0.type == 2 }), dynamic.filesz >= 16, dynamic.filesz < 1 << 20 else { return }
+        let entries = try file.read(offset: dynamic.offset, count: dynamic.filesz)
+        var tags: [UInt64: UInt64] = [:]
+        for base in stride(from: 0, through: entries.count - 16, by: 16) {
+            let tag = entries.u64(base)
+            if tag == 0 { break }
+            tags[tag] = entries.u64(base + 8)
+        }
+        let kind = Machine(header.machine)
+        // DT_FLAGS & DF_BIND_NOW, DT_BIND_NOW, DT_FLAGS_1 & DF_1_NOW.
+        // The loader relocates its own PLT at start-up too (rtld.c, lazy 0).
+        bindNow = (tags[30] ?? 0) & 0x8 != 0 || tags[24] != nil || (tags[0x6FFF_FFFB] ?? 0) & 1 != 0
+            || LauncherTimeline.isDynamicLoader(path)
+
+        // Tables are virtual addresses: the file offset comes from the PT_LOAD holding them.
+        func table(_ addressTag: UInt64, _ sizeTag: UInt64) throws -> [UInt8] {
+            guard let address = tags[addressTag], let size = tags[sizeTag], size > 0 else { return [] }
+            guard size < 1 << 31, let segment = programHeaders.first(where: {
+                $0.type == 1 && address >= $0.vaddr && address - $0.vaddr < $0.filesz && size <= $0.filesz - (address - $0.vaddr)
+            }) else { throw ELFError(path: path, problem: "relocation table outside the file's segments") }
+            return try file.read(offset: segment.offset &+ (address - segment.vaddr), count: size)
+        }
+        let symbols = try Self.dynamicSymbols(file, header)
+        var cache: (symbol: UInt64, typeClass: Int)?
+        func count(_ bytes: [UInt8], entrySize: Int, lazy: Bool, isPLT: Bool) {
+            guard entrySize > 0 else { return }
+            for base in stride(from: 0, through: bytes.count - entrySize, by: entrySize) {
+                let info = bytes.u64(base + 8)
+                let type = UInt32(truncatingIfNeeded: info), symbol = info >> 32
+                if kind.isRelative(type) {
+                    relative += 1
+                    continue
+                }
+                if type == 0 { continue }  // R_*_NONE
+                if isPLT { plt += 1 } else if symbol != 0 { symbolic += 1 }
+                guard !lazy, symbol != 0, !symbols.bindsLocally(Int(symbol)) else { continue }
+                let typeClass = kind.typeClass(type)
+                if let cache, cache.symbol == symbol, cache.typeClass == typeClass {
+                    cachedLookups += 1
+                } else {
+                    lookups += 1
+                    cache = (symbol, typeClass)
+                }
+            }
+        }
+        // glibc relocates DT_RELA (or DT_REL) first, then DT_JMPREL; the
+        // look-up cache carries over from one to the next.
+        if tags[7] != nil {
+            count(try table(7, 8), entrySize: 24, lazy: false, isPLT: false)
+        } else {
+            count(try table(17, 18), entrySize: 16, lazy: false, isPLT: false)
+        }
+        count(try table(23, 2), entrySize: tags[20] == 17 ? 16 : 24, lazy: !bindNow, isPLT: true)
+        // DT_RELR: an address entry (even) is one relocation, a bitmap entry
+        // (odd) one per bit set after the first.
+        let relr = try table(36, 35)
+        for base in stride(from: 0, through: relr.count - 8, by: 8) {
+            let entry = relr.u64(base)
+            packedRelative += entry & 1 == 0 ? 1 : entry.nonzeroBitCount - 1
+        }
+    }
+
+    /// `.dynsym`'s binding and visibility, from the section headers; empty
+    /// when the file has none (every symbol then counts as global).
+    private static func dynamicSymbols(_ file: ELFFile, _ header: ELFFile.Header) throws -> DynamicSymbols {
+        guard let section = try file.sections(header).first(where: { $0.type == ELFFile.dynsymType }),
+              section.size >= 24, section.size < 1 << 30 else { return DynamicSymbols(bytes: []) }
+        return DynamicSymbols(bytes: try file.read(offset: section.offset, count: section.size))
+    }
+
+    private struct DynamicSymbols {
+        var bytes: [UInt8]
+        /// STB_LOCAL, or STV_INTERNAL/HIDDEN: bound to the object's own
+        /// definition. A protected symbol is still looked up (measured
+        /// against glibc 2.36's statistics: 8473 look-ups counted this way
+        /// against its 8487, 8025 with protected ones left out).
+        func bindsLocally(_ index: Int) -> Bool {
+            let base = index * 24
+            guard base + 24 <= bytes.count else { return false }
+            return bytes[base + 4] >> 4 == 0 || (1...2).contains(bytes[base + 5] & 3)
+        }
+    }
+
+    /// The relocation types that matter here, per machine.
+    private struct Machine {
+        var relativeTypes: Set<UInt32>
+        var pltClassTypes: Set<UInt32>
+        var copyType: UInt32
+
+        init(_ machine: UInt16) {
+            switch machine {
+            case 183:  // EM_AARCH64: RELATIVE; JUMP_SLOT, TLS_DTPMOD64, TLS_DTPREL64, TLS_TPREL64, TLSDESC; COPY
+                self.init(relativeTypes: [1027], pltClassTypes: [1026, 1028, 1029, 1030, 1031], copyType: 1024)
+            default:  // EM_X86_64: RELATIVE, RELATIVE64; JUMP_SLOT, DTPMOD64, DTPOFF64, TPOFF64, TLSDESC; COPY
+                self.init(relativeTypes: [8, 38], pltClassTypes: [7, 16, 17, 18, 36], copyType: 5)
+            }
+        }
+
+        private init(relativeTypes: Set<UInt32>, pltClassTypes: Set<UInt32>, copyType: UInt32) {
+            (self.relativeTypes, self.pltClassTypes, self.copyType) = (relativeTypes, pltClassTypes, copyType)
+        }
+
+        func isRelative(_ type: UInt32) -> Bool { relativeTypes.contains(type) }
+
+        /// `elf_machine_type_class`: PLT 1, copy 2, else 0.
+        func typeClass(_ type: UInt32) -> Int { pltClassTypes.contains(type) ? 1 : type == copyType ? 2 : 0 }
+    }
+}
+
+/// Every object the loader relocated before `main`, with totals: the Linux
+/// counterpart of DYLD's start-up statistics, and what the relocation
+/// finding is made of.
+package struct LoaderStatistics: Codable, Sendable {
+    /// Most symbolic relocations first: those are the ones that cost a
+    /// look-up (or a cache check) each at start-up.
+    package var objects: [ObjectRelocations]
+    package var relative: Int
+    package var packedRelative: Int
+    package var symbolic: Int
+    package var plt: Int
+    package var lookups: Int
+    package var cachedLookups: Int
+    /// Where the object list came from: "LD_AUDIT la_objopen" or "modules mapped".
+    package var source: String
+    /// Objects whose file could not be read or no longer matches (skipped).
+    package var unreadable: [String]
+
+    /// The objects of `timeline`: those the audit module saw opened in the
+    /// program's namespace when it ran (the executable as "-"), else the
+    /// modules it had mapped, less the audit module's own namespace and the
+    /// vDSO. Nil when there is no object to read.
+    package init?(_ timeline: Timeline) {
+        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let audited = ((launcher?["audit"] as? [String: Any])?["objects"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
+        var paths: [String]
+        if let audited, !audited.isEmpty {
+            source = "LD_AUDIT la_objopen"
+            paths = audited.map { $0 == "-" ? timeline.process.executable : $0 }
+        } else {
+            source = "modules mapped"
+            paths = timeline.modules.map(\.path)
+        }
+        var seen = Set<String>()
+        paths = paths.filter { $0.hasPrefix("/") && !$0.contains("libColdstartAudit") && seen.insert(SharedLibraries.canonicalPath($0)).inserted }
+        guard !paths.isEmpty else { return nil }
+        let buildIDs = Dictionary(timeline.modules.compactMap { module in module.buildId.map { (module.path, $0) } }) { first, _ in first }
+        var objects: [ObjectRelocations] = []
+        unreadable = []
+        for path in paths {
+            // A file rebuilt since the launch would give another program's counts.
+            if let expected = buildIDs[path], let found = Self.buildID(path), found != expected {
+                unreadable.append((path as NSString).lastPathComponent)
+                continue
+            }
+            guard let object = try? ObjectRelocations(path: path, executable: timeline.process.executable) else {
+                unreadable.append((path as NSString).lastPathComponent)
+                continue
+            }
+            objects.append(object)
+        }
+        guard !objects.isEmpty else { return nil }
+        self.objects = objects.sorted { ($0.symbolic, $1.name) > ($1.symbolic, $0.name) }
+        relative = objects.reduce(0) { $0 + $1.relative }
+        packedRelative = objects.reduce(0) { $0 + $1.packedRelative }
+        symbolic = objects.reduce(0) { $0 + $1.symbolic }
+        plt = objects.reduce(0) { $0 + $1.plt }
+        lookups = objects.reduce(0) { $0 + $1.lookups }
+        cachedLookups = objects.reduce(0) { $0 + $1.cachedLookups }
+    }
+
+    private static func buildID(_ path: String) -> String? {
+        guard let file = try? ELFFile(path: path), let header = try? file.header(),
+              let headers = try? file.programHeaders(header) else { return nil }
+        return (try? file.buildID(programHeaders: headers, sections: [])) ?? nil
+    }
+}

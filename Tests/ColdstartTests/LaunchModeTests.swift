@@ -1,0 +1,101 @@
+import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// `coldstart report` names how the launch was profiled in its first lines
+/// (text, JSON, HTML), and splits each phase's CPU into sampled user time
+/// and kernel time that add up (docs/before-main.md).
+final class LaunchModeTests: XCTestCase {
+    private func coldstart(_ arguments: [String]) throws -> ProcessResult {
+        try runProcess(try Products.path("coldstart"), arguments, environment: ["SWIFT_BACKTRACE": "enable=no"])
+    }
+
+    /// The report of `timeline` as text (first look), JSON and HTML.
+    private func reports(_ timeline: String, in dir: String) throws -> (text: [String], json: [String: Any], html: String) {
+        let text = try coldstart(["report", timeline])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        let json = try coldstart(["report", timeline, "--json"])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let html = try coldstart(["report", timeline, "--html", dir + "/report.html"])
+        XCTAssertEqual(html.status, 0, html.stderr)
+        return (text.stdout.components(separatedBy: "\n"), object, try String(contentsOfFile: dir + "/report.html", encoding: .utf8))
+    }
+
+    private func assertMode(_ mode: String, _ phrase: String, timeline: String, dir: String,
+                            file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+        let (text, json, html) = try reports(timeline, in: dir)
+        XCTAssertTrue(text.count > 1 && text[1].hasPrefix("  mode: ") && text[1].contains(phrase), "\(text.prefix(3))", file: file, line: line)
+        let launch = try XCTUnwrap(json["launch"] as? [String: Any], file: file, line: line)
+        XCTAssertEqual(launch["mode"] as? String, mode, file: file, line: line)
+        XCTAssertTrue((launch["modeDescription"] as? String)?.contains(phrase) == true, file: file, line: line)
+        // Right under the title, before the findings.
+        let title = try XCTUnwrap(html.range(of: "</h1>"), file: file, line: line)
+        let modeLine = try XCTUnwrap(html.range(of: "<p class=\"mode\">Mode: "), "no mode line in the HTML", file: file, line: line)
+        XCTAssertTrue(title.upperBound <= modeLine.lowerBound && modeLine.lowerBound < (html.range(of: "id=\"findings\"")?.lowerBound ?? html.endIndex),
+                      file: file, line: line)
+        XCTAssertTrue(html[modeLine.upperBound...].hasPrefix(phrase), file: file, line: line)
+        return json
+    }
+
+    private func phases(_ json: [String: Any]) throws -> [[String: Any]] {
+        try XCTUnwrap(json["phases"] as? [[String: Any]])
+    }
+
+    /// A phase's user + kernel split adds up to its CPU time where that is known.
+    private func assertSplitAddsUp(_ phase: [String: Any], file: StaticString = #filePath, line: UInt = #line) throws {
+        let kernel = try XCTUnwrap(phase["kernel"] as? [String: Any], "\(phase["name"] ?? "?") has no kernel share", file: file, line: line)
+        let user = try XCTUnwrap(kernel["userMs"] as? Double), system = try XCTUnwrap(kernel["kernelMs"] as? Double)
+        XCTAssertGreaterThanOrEqual(user, 0, file: file, line: line)
+        XCTAssertGreaterThan(system, 0, "exec, faults and mmap take kernel time in every phase", file: file, line: line)
+        if let cpu = (phase["usage"] as? [String: Any])?["cpuMs"] as? Double {
+            XCTAssertEqual(user + system, cpu, accuracy: 0.001, file: file, line: line)
+            XCTAssertEqual(kernel["source"] as? String, "rusage", file: file, line: line)
+        } else {
+            XCTAssertEqual(kernel["source"] as? String, "kernel samples", file: file, line: line)
+        }
+    }
+
+    func testProgramWithoutColdstartUnderRun() throws {
+        let dir = try makeTemporaryDirectory(for: self).path
+        let run = try coldstart(["run", "-n", "1", "--warmup", "0", "--hz", "5000", "--out", dir, "--", try FixturePrograms.path("FoundationTool")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let json = try assertMode("run-unlinked", "not linked with Coldstart, under `coldstart run`", timeline: dir + "/run-1.json", dir: dir)
+        let rows = try phases(json)
+        XCTAssertEqual(rows.map { $0["kind"] as? String }, ["loader", "initializers", "app"])
+        // main → exit has getrusage at both ends; the phases before it have
+        // kernel-mode samples when the kernel allows them (root, or paranoid ≤ 1).
+        try assertSplitAddsUp(rows[2])
+        let timeline = try Timeline(contentsOf: dir + "/run-1.json")
+        let launcher = try XCTUnwrap((timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any])
+        if launcher["kernelSamples"] != nil {
+            try assertSplitAddsUp(rows[0])
+        } else {
+            XCTAssertNil(rows[0]["kernel"], "no kernel figure without kernel samples or getrusage")
+        }
+        // The before-main section and the loader statistics are in the JSON.
+        XCTAssertNotNil(json["beforeMain"])
+        let statistics = try XCTUnwrap(json["loaderStatistics"] as? [String: Any])
+        XCTAssertGreaterThan(statistics["symbolic"] as? Int ?? 0, 1000)
+    }
+
+    func testLinkedAppUnderRunAndOnItsOwn() throws {
+        let app = try Products.path("ServiceStartup")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let run = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", dir, "--", app])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let sampled = try assertMode("run-linked", "linked with Coldstart, under `coldstart run`: loader sampled", timeline: dir + "/run-1.json", dir: dir)
+        // The loader phase: getrusage at the earliest init against the launcher's user samples.
+        let loader = try XCTUnwrap(try phases(sampled).first { $0["kind"] as? String == "loader" })
+        try assertSplitAddsUp(loader)
+        XCTAssertTrue(try phases(sampled).filter { $0["kind"] as? String == "app" }.allSatisfy { $0["kernel"] != nil })
+
+        let alone = dir + "/alone.json"
+        let result = try runProcess(app, environment: ["COLDSTART": alone, "COLDSTART_SPAWN_NS": nil])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let json = try assertMode("linked", "linked with Coldstart, run on its own: start estimated", timeline: alone, dir: dir)
+        let rows = try phases(json)
+        XCTAssertNil(rows.first { $0["kind"] as? String == "loader" }?["kernel"], "the loader was not sampled: no user time known")
+        XCTAssertNil(json["beforeMain"], "no launcher, no launcher section")
+    }
+}
