@@ -134,12 +134,26 @@ static const char *clock_name(void) {
     }
 }
 
+// Whether sample `smp` is in the file: recorded, and, when the launch
+// outlived a boosted start, a boosted sample only if it is one of those kept,
+// so that every sample in the file stands for 1/requested_hz of CPU time.
+static bool written(const struct cs_sample *smp) {
+    if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) return false;
+    return S->boost_end_ns == 0 || !(smp->flags & CS_SMP_BOOSTED) || (smp->flags & CS_SMP_KEPT);
+}
+
+// The rate the file's samples were taken at: the boost's, when the launch
+// ended inside it (nothing was thinned).
+static uint64_t file_hz(void) {
+    return S->boost_hz && S->boost_end_ns == 0 ? S->boost_hz : S->requested_hz;
+}
+
 static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
     memset(S->cost_hist, 0, sizeof S->cost_hist);
     uint64_t recorded = 0, max_cost = 0;
     for (uint32_t i = 0; i < nsamples; i++) {
         const struct cs_sample *smp = &S->samples[i];
-        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        if (!written(smp)) continue;
         recorded++;
         uint32_t b = smp->cost_ns / 10;
         S->cost_hist[b < CS_SMP_COST_BUCKETS ? b : CS_SMP_COST_BUCKETS]++;
@@ -163,11 +177,18 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     if (atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
         cs_jw_raw(w, ",\"unwinderReadyNs\":"); cs_jw_i64(w, (int64_t)S->unw_ready_ns - (int64_t)start_ns);
     }
-    cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, S->requested_hz);
+    cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, file_hz());
+    if (S->boost_hz) {
+        cs_jw_raw(w, ",\"boost\":{\"hz\":"); cs_jw_u64(w, S->boost_hz);
+        cs_jw_raw(w, ",\"untilNs\":"); cs_jw_i64(w, (int64_t)S->boost_until_ns - (int64_t)start_ns);
+        cs_jw_raw(w, ",\"thinned\":"); cs_jw_raw(w, S->boost_end_ns ? "true" : "false");
+        cs_jw_raw(w, ",\"afterHz\":"); cs_jw_u64(w, S->requested_hz);
+        cs_jw_raw(w, "}");
+    }
     cs_jw_raw(w, ",\"effectiveHz\":");
     cs_jw_milli(w, counted ? (int64_t)((recorded + dropped) * 1000000000000ull / counted) : 0);
     cs_jw_raw(w, ",\"loweredHz\":");
-    if (stride > 1) cs_jw_milli(w, (int64_t)(S->requested_hz * 1000ull / stride));
+    if (stride > 1) cs_jw_milli(w, (int64_t)(file_hz() * 1000ull / stride));
     else cs_jw_raw(w, "null");
     cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
     cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
@@ -218,7 +239,7 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
     bool first = true;
     for (uint32_t i = 0; i < nsamples; i++) {
         const struct cs_sample *smp = &S->samples[i];
-        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        if (!written(smp)) continue;
         cs_jw_raw(w, first ? "\n[" : ",\n[");
         first = false;
         cs_jw_i64(w, (int64_t)smp->ns - (int64_t)start_ns);
