@@ -43,7 +43,7 @@
 #define CS_SMP_SCAN_NS 5000000ull         // look for new threads at most every 5 ms
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
-#define CS_SMP_AHEAD_SAMPLES 512          // buffers kept faulted in ahead of the handlers
+#define CS_SMP_AHEAD_SAMPLES 256          // buffers kept faulted in ahead of the handlers
 
 #define S (&cs_g.smp)
 
@@ -90,7 +90,7 @@ static void prefault_to(void *base, size_t *faulted, size_t want, size_t total) 
 
 // The scan thread keeps the buffers faulted in CS_SMP_AHEAD_SAMPLES samples
 // (and as many average stacks) ahead of what the handlers have used, every
-// scan period (5 ms: at most ~100 samples at 10 kHz on 2 CPUs). Faulting in
+// scan period (5 ms: at most ~100 samples at 10 kHz on 2 CPUs, more with more CPUs; a sample beyond takes a page fault). Faulting in
 // all 2.9 MB at once cost ~1 ms of CPU per launch, most of it for a short
 // launch's nothing. (A sample that got ahead anyway takes an ordinary page
 // fault on anonymous memory: slower, still safe.)
@@ -248,7 +248,9 @@ void cs_sampler_start(void) {
         cs_warn("SIGURG already has a handler in this program; stack sampling off", NULL);
         return;
     }
-    if (cs_smp_signal_for(cs_gettid()) != CS_SMP_SIGNAL) {
+    // This very thread's mask: one system call, not its /proc status.
+    sigset_t mask;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &mask) != 0 || sigismember(&mask, CS_SMP_SIGNAL)) {
         cs_warn("the main thread blocks SIGURG (inherited signal mask); stack sampling off", NULL);
         return;
     }
@@ -364,6 +366,16 @@ static bool open_clocks(void) {
     return ok;
 }
 
+// The module table, ahead of the writer; under the scan flag, so that a stop
+// waits for it (false if a scan holds the flag: then at the next period).
+static bool preload_modules(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    if (atomic_load(&S->active)) cs_modules_preload();
+    atomic_store(&S->scanning, 0);
+    return true;
+}
+
 // The boosted start is over: every clock back to requested_hz. Holds the scan
 // flag, so no thread is armed at the old period meanwhile; false if a scan
 // holds it (then at the next period).
@@ -396,9 +408,10 @@ static void *scan_loop(void *arg) {
         }
         return NULL;
     }
-    bool unwinder_loaded = S->unwinder != CS_UNW_LIBUNWIND;
+    bool unwinder_loaded = S->unwinder != CS_UNW_LIBUNWIND, modules_loaded = false;
     while (atomic_load(&S->active)) {
         prefault_ahead();
+        if (!modules_loaded && cs_g.proc.before_main_ran) modules_loaded = preload_modules();
         if (atomic_load(&S->boost_on) && cs_monotonic_ns() >= S->boost_until_ns) end_boost();
         // libunwind once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,

@@ -170,9 +170,14 @@ struct cs_sampler {
     bool can_read_safely;             // process_vm_readv works on this process
     uint64_t dead_tls[4];             // TLS for threads without a slot: "cache destroyed"
 
-    // ---- writer scratch (modules.c) ----
+    // ---- the module table (modules.c) ----
+    // Taken by the scan thread once main runs (off the exit path), with the
+    // loader's dlopen/dlclose counts then; the writer reuses it when they
+    // have not moved, else (or in a signal handler) reads it again.
     struct cs_module modules[CS_SMP_MAX_MODULES];
     uint32_t nmodules;
+    bool modules_early;
+    uint64_t modules_adds, modules_subs;
     uint32_t cost_hist[CS_SMP_COST_BUCKETS + 1];
 };
 
@@ -257,6 +262,10 @@ int cs_unwind(void *uc, struct cs_smp_thread *self, uint64_t *out, int cap);
 /// Fills the module table from /proc/self/maps (writer only; also used for
 /// the off-CPU watcher's stacks when sampling did not run). Async-signal-safe.
 void cs_modules_load(void);
+/// Fills the module table ahead of the writer and notes the loader's
+/// counts (scan thread, with the scan flag held, once main runs). Not
+/// async-signal-safe (dl_iterate_phdr takes the loader's lock).
+void cs_modules_preload(void);
 /// Index of the module holding `addr` in the loaded table, or -1.
 /// Async-signal-safe.
 int cs_module_of(uint64_t addr);

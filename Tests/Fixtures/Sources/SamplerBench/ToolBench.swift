@@ -78,7 +78,7 @@ func waitForQuietKernel(quietSeconds: Double = 3, patience: Double = 30) -> Bool
 func benchTool(_ path: String, runs: Int, quietRuns: Int) {
     let variants: [(label: String, env: [String: String])] = [
         ("COLDSTART unset", [:]),
-        ("default (1 kHz + watcher)", [:]),
+        ("default (boosted + watcher)", [:]),
         ("COLDSTART_HZ=10000", ["COLDSTART_HZ": "10000"]),
         ("watcher off", ["COLDSTART_WATCH": "0"]),
         ("sampler off", ["COLDSTART_SAMPLER": "off"]),
