@@ -49,16 +49,20 @@ fixtures: deps
 	$(SWIFT) build --package-path $(FIXTURES)
 
 # What sampling costs: per-sample handler cost and launch-time ratios, from one
-# interleaved run of release builds (docs/performance.md). BENCH_RUNS=N.
+# interleaved run of release builds (docs/performance.md), for the example and
+# for a ~10 ms command-line tool (CodableTool; BENCH_QUIET_RUNS launches of it
+# after 3 s with no perf event open). BENCH_RUNS=N.
 BENCH_RUNS ?= 40
+BENCH_QUIET_RUNS ?= 6
 bench: deps
 	$(SWIFT) build -c release
 	$(SWIFT) build -c release --package-path $(FIXTURES)
 	$(SWIFT) build -c release --package-path $(FIXTURES)/Unprofiled
-	$(FIXTURES)/.build/release/SamplerBench --runs $(BENCH_RUNS) \
+	$(FIXTURES)/.build/release/SamplerBench --runs $(BENCH_RUNS) --quiet-runs $(BENCH_QUIET_RUNS) \
 	  --host $(abspath $(FIXTURES)/.build/release/SamplerHost) \
 	  --linked $(abspath .build/release/ServiceStartup) \
-	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup)
+	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup) \
+	  --tool $(abspath $(FIXTURES)/.build/release/CodableTool)
 
 # What the off-CPU watcher costs (docs/performance.md, "Off-CPU watcher").
 bench-watcher: deps

@@ -86,7 +86,9 @@ bool cs_config_read(char **envp) {
     }
     c->extend_ns = bounded(envp, "COLDSTART_EXTEND_MS", 0, 600000, 0, "0 to 600000 ms") * 1000000ull;
     c->limit_ns = bounded(envp, "COLDSTART_LIMIT_MS", 100, 3600000, CS_DEFAULT_LIMIT_MS, "100 to 3600000 ms") * 1000000ull;
-    c->hz = (uint32_t)bounded(envp, "COLDSTART_HZ", CS_MIN_HZ, CS_MAX_HZ, CS_DEFAULT_HZ, "10 to 10000");
+    c->hz = (uint32_t)bounded(envp, "COLDSTART_HZ", CS_MIN_HZ, CS_MAX_HZ, 0, "10 to 10000");
+    c->hz_set = c->hz != 0;
+    if (!c->hz_set) c->hz = CS_DEFAULT_HZ;
     c->max_samples = (uint32_t)bounded(envp, "COLDSTART_MAX_SAMPLES", 100, 1000000, CS_DEFAULT_MAX_SAMPLES, "100 to 1000000");
 
     const char *mode = cs_env_get(envp, "COLDSTART_SAMPLER");

@@ -10,6 +10,12 @@
 #define CS_MIN_HZ 10
 #define CS_MAX_HZ 10000
 #define CS_DEFAULT_HZ 1000
+// Without COLDSTART_HZ, the first CS_BOOST_NS of sampling run at CS_BOOST_HZ
+// (a ~10 ms launch gets a few samples at 1 kHz, ~4× as many this way), then
+// CS_DEFAULT_HZ; the writer thins the boosted samples to one rate
+// (docs/performance.md, "Sample rate of a short launch").
+#define CS_BOOST_HZ 4000
+#define CS_BOOST_NS 50000000ull
 #define CS_DEFAULT_MAX_SAMPLES 10000
 // A host that never calls ready() (a server) is sampled and watched this long,
 // then left alone; its timeline is still written at exit.
@@ -38,6 +44,7 @@ struct cs_config {
     uint64_t extend_ns;         // COLDSTART_EXTEND_MS
     uint64_t limit_ns;          // COLDSTART_LIMIT_MS: sampling and watching stop after this
     uint32_t hz;                // COLDSTART_HZ (sampler; the watcher caps it)
+    bool hz_set;                // COLDSTART_HZ was given: no boosted start
     uint32_t max_samples;       // COLDSTART_MAX_SAMPLES
     enum cs_sampler_mode sampler; // COLDSTART_SAMPLER
     bool sampler_set;           // COLDSTART_SAMPLER was given (any value)

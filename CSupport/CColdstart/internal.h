@@ -6,8 +6,9 @@
 //   end → watcher, sampler, timeline, outfile
 //   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
 //   config → labels
-//   sampler → smpthreads, smpclock, unwind    smpthreads → smpclock
-//   unwind → smpthreads                        watcher → syscalls, watchfd, offcpu
+//   sampler → smpthreads, smpclock, unwind, modules    smpthreads → smpclock
+//   unwind → smpthreads                        watcher → watchseg, watchfd
+//   watchseg → offcpu, syscalls, watchfd
 //   syscalls → watchfd                         watchjson → modules, syscalls
 // and any of them → procparse, sys, jsonw: the leaves, which call nothing of ours.
 #ifndef COLDSTART_INTERNAL_H
@@ -149,7 +150,7 @@ struct cs_global {
     // slots, libunwind. All zero and untouched unless sampling started.
     struct cs_sampler smp;
 
-    // The off-CPU watcher thread (watcher.c, watchfd.c, offcpu.c, watchjson.c):
+    // The off-CPU watcher thread (watcher.c, watchseg.c, watchfd.c, offcpu.c, watchjson.c):
     // per-thread states, causes and blocked stacks, read from /proc without
     // signalling anyone.
     struct cs_watch watch;

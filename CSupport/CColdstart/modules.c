@@ -4,14 +4,23 @@
 // fixed buffer, ELF headers are read from memory with cs_safe_read, and
 // nothing allocates.
 //
-// The table is taken when the timeline is written (sampling has stopped just
-// before): a library dlopen'd *and* dlclose'd during the launch is gone from
-// /proc/self/maps by then, and its frames are recorded with module -1 and
-// their absolute address.
+// The table is taken by the scan thread once main runs, and again when the
+// timeline is written if the loader has unloaded anything since, or loaded
+// something that a recorded frame lies in (its dlopen/dlclose counts, from
+// dl_iterate_phdr; Coldstart's own libunwind loads count too, hence the
+// frames), or if the writer runs in a signal handler (the loader's lock is
+// not ours to take there). Reading
+// /proc/self/maps and the ELF headers costs ~0.4 ms, which the host's exit
+// then no longer waits for. A library dlopen'd *and* dlclose'd during the
+// launch is gone from /proc/self/maps by then, and its frames are recorded
+// with module -1 and their absolute address; so are code mappings made
+// without the loader (an mmap'd executable file) after the early table.
 #include "internal.h"
 
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -73,7 +82,41 @@ static void identify(struct cs_module *m, uint64_t header, uint64_t file_offset)
     read_build_id(m, ph, phnum);
 }
 
-void cs_modules_load(void) {
+struct loaded_lookup {
+    struct cs_module *m;
+    bool found;
+};
+
+// dl_iterate_phdr callback: if the object covers m->start, its load bias and
+// build-id, read straight from its loaded segments (no system call).
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    struct loaded_lookup *l = data;
+    struct cs_module *m = l->m;
+    bool covers = false;
+    for (int i = 0; i < info->dlpi_phnum && !covers; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+        covers = ph->p_type == PT_LOAD && m->start >= (lo & ~(uint64_t)4095) && m->start < lo + ph->p_memsz;
+    }
+    if (!covers) return 0;
+    m->base = info->dlpi_addr;
+    for (int i = 0; i < info->dlpi_phnum && !m->build_id_len; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        size_t len = ph->p_memsz < 512 ? ph->p_memsz : 512;
+        m->build_id_len = (uint8_t)cs_note_build_id((const char *)(uintptr_t)(info->dlpi_addr + ph->p_vaddr), len,
+                                                    m->build_id, sizeof m->build_id);
+    }
+    l->found = true;
+    return 1;
+}
+
+// Reads /proc/self/maps. With `loaded_objects` (never in a signal handler:
+// dl_iterate_phdr takes the loader's lock), the bias and build-id of what the
+// loader loaded come from its own list, in memory; anything else (a file the
+// program mapped itself) is read with cs_safe_read, one system call per read.
+static void load_table(bool loaded_objects) {
     S->nmodules = 0;
     struct maps_reader r = {.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
     if (r.fd < 0) return;
@@ -96,9 +139,79 @@ void cs_modules_load(void) {
         m->start = start;
         m->end = end;
         strncpy(m->path, path, sizeof m->path - 1);
-        identify(m, strcmp(path, header_path) == 0 ? header_at : start, offset);
+        struct loaded_lookup l = {m, false};
+        if (loaded_objects) dl_iterate_phdr(find_loaded, &l);
+        if (!l.found) identify(m, strcmp(path, header_path) == 0 ? header_at : start, offset);
     }
     close(r.fd);
+}
+
+void cs_modules_load(void) { load_table(false); }
+
+struct loader_counts {
+    bool known;
+    uint64_t adds, subs;
+};
+
+// dl_iterate_phdr callback: the counts, from the first object (then stop).
+static int read_counts(struct dl_phdr_info *info, size_t size, void *data) {
+    struct loader_counts *c = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c->known = true;
+        c->adds = info->dlpi_adds;
+        c->subs = info->dlpi_subs;
+    }
+    return 1;
+}
+
+static struct loader_counts loader_counts(void) {
+    struct loader_counts c = {0};
+    dl_iterate_phdr(read_counts, &c);
+    return c;
+}
+
+void cs_modules_preload(void) {
+    struct loader_counts c = loader_counts();
+    if (!c.known) return;
+    load_table(true);
+    S->modules_adds = c.adds;
+    S->modules_subs = c.subs;
+    S->modules_early = true;
+}
+
+// Whether the table holds every recorded frame: the samples' and the
+// watcher's blocked stacks' (leaves at their address, return addresses at
+// address − 1, as they are written).
+static bool frames_covered(void) {
+    uint32_t n = atomic_load(&S->next_sample);
+    if (n > S->max_samples) n = S->max_samples;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct cs_sample *smp = &S->samples[i];
+        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        for (uint32_t f = 0; f < smp->nframes; f++) {
+            uint64_t a = S->frames[smp->frame_off + f];
+            if (cs_module_of(f == 0 ? a : a - 1) < 0) return false;
+        }
+    }
+    const struct cs_watch_buffers *b = cs_g.watch.buf;
+    uint32_t nstacks = b ? atomic_load_explicit(&cs_g.watch.nstacks, memory_order_acquire) : 0;
+    for (uint32_t s = 0; s < nstacks; s++) {
+        for (uint32_t f = 0; f < b->stacks[s].len; f++) {
+            uint64_t a = b->frames[b->stacks[s].off + f];
+            if (cs_module_of(f == 0 ? a : a - 1) < 0) return false;
+        }
+    }
+    return true;
+}
+
+// The table for the writer: the early one if it still holds.
+static void modules_for_writer(void) {
+    bool in_handler = cs_g.launch.end_reason == CS_END_SIGNAL;
+    if (S->modules_early && !in_handler) {
+        struct loader_counts c = loader_counts();
+        if (c.known && c.subs == S->modules_subs && (c.adds == S->modules_adds || frames_covered())) return;
+    }
+    load_table(!in_handler);
 }
 
 // Index of the module holding `addr`, or -1. The table is sorted by address.
@@ -134,12 +247,26 @@ static const char *clock_name(void) {
     }
 }
 
+// Whether sample `smp` is in the file: recorded, and, when the launch
+// outlived a boosted start, a boosted sample only if it is one of those kept,
+// so that every sample in the file stands for 1/requested_hz of CPU time.
+static bool written(const struct cs_sample *smp) {
+    if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) return false;
+    return S->boost_end_ns == 0 || !(smp->flags & CS_SMP_BOOSTED) || (smp->flags & CS_SMP_KEPT);
+}
+
+// The rate the file's samples were taken at: the boost's, when the launch
+// ended inside it (nothing was thinned).
+static uint64_t file_hz(void) {
+    return S->boost_hz && S->boost_end_ns == 0 ? S->boost_hz : S->requested_hz;
+}
+
 static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
     memset(S->cost_hist, 0, sizeof S->cost_hist);
     uint64_t recorded = 0, max_cost = 0, total_cost = 0;
     for (uint32_t i = 0; i < nsamples; i++) {
         const struct cs_sample *smp = &S->samples[i];
-        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        if (!written(smp)) continue;
         recorded++;
         uint32_t b = smp->cost_ns / 10;
         S->cost_hist[b < CS_SMP_COST_BUCKETS ? b : CS_SMP_COST_BUCKETS]++;
@@ -164,11 +291,18 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     if (atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
         cs_jw_raw(w, ",\"unwinderReadyNs\":"); cs_jw_i64(w, (int64_t)S->unw_ready_ns - (int64_t)start_ns);
     }
-    cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, S->requested_hz);
+    cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, file_hz());
+    if (S->boost_hz) {
+        cs_jw_raw(w, ",\"boost\":{\"hz\":"); cs_jw_u64(w, S->boost_hz);
+        cs_jw_raw(w, ",\"untilNs\":"); cs_jw_i64(w, (int64_t)S->boost_until_ns - (int64_t)start_ns);
+        cs_jw_raw(w, ",\"thinned\":"); cs_jw_raw(w, S->boost_end_ns ? "true" : "false");
+        cs_jw_raw(w, ",\"afterHz\":"); cs_jw_u64(w, S->requested_hz);
+        cs_jw_raw(w, "}");
+    }
     cs_jw_raw(w, ",\"effectiveHz\":");
     cs_jw_milli(w, counted ? (int64_t)((recorded + dropped) * 1000000000000ull / counted) : 0);
     cs_jw_raw(w, ",\"loweredHz\":");
-    if (stride > 1) cs_jw_milli(w, (int64_t)(S->requested_hz * 1000ull / stride));
+    if (stride > 1) cs_jw_milli(w, (int64_t)(file_hz() * 1000ull / stride));
     else cs_jw_raw(w, "null");
     cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
     cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
@@ -223,7 +357,7 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
     bool first = true;
     for (uint32_t i = 0; i < nsamples; i++) {
         const struct cs_sample *smp = &S->samples[i];
-        if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
+        if (!written(smp)) continue;
         cs_jw_raw(w, first ? "\n[" : ",\n[");
         first = false;
         cs_jw_i64(w, (int64_t)smp->ns - (int64_t)start_ns);
@@ -246,7 +380,11 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
 
 void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
     if (!S->started) return;
-    cs_modules_load();
+    // A stop that gave up waiting for the scan thread (preempted for 100 ms)
+    // could find it filling the table: then no modules (frames keep their
+    // absolute addresses) rather than a torn table.
+    if (atomic_load(&S->scanning)) S->nmodules = 0;
+    else modules_for_writer();
     uint32_t n = atomic_load(&S->next_sample);
     if (n > S->max_samples) n = S->max_samples;
     write_sampling(w, start_ns, n);

@@ -253,7 +253,7 @@ int cs_offcpu_unwind(uint64_t pc, uint64_t sp, uint64_t *frames, int max) {
     struct cs_watch *wt = &cs_g.watch;
     if (wt->unwind_state <= 0) return 0;
     // The stack may have changed since the last unwind: forget cached pages.
-    for (int i = 0; i < CS_WATCH_UNWIND_PAGES; i++) wt->buf->pages[i].addr = 1;
+    for (int i = 0; i < CS_WATCH_UNWIND_PAGES; i++) wt->buf->pages[i].addr = 0;
     wt->unwind_regs[0] = pc;
     wt->unwind_regs[1] = sp;
     wt->unwind_has_rbp = false;

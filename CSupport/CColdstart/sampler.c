@@ -43,7 +43,7 @@
 #define CS_SMP_SCAN_NS 5000000ull         // look for new threads at most every 5 ms
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
-#define CS_SMP_EARLY_SAMPLES 512          // buffers faulted in before the first sample
+#define CS_SMP_AHEAD_SAMPLES 256          // buffers kept faulted in ahead of the handlers
 
 #define S (&cs_g.smp)
 
@@ -78,23 +78,28 @@ static void prefault(void *p, size_t bytes) {
         __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
 }
 
-// The buffers of the first CS_SMP_EARLY_SAMPLES samples are faulted in at
-// start (a few dozen pages); faulting in all of them there cost ~1 ms of a
-// 28 ms launch. The scanning thread faults in the rest as soon as it starts,
-// after the library initializers, long before the handler gets there at any
-// rate up to 10 kHz. (A sample that did get there first would take an
-// ordinary page fault: slower, still safe.)
-static void prefault_buffers(bool early) {
-    size_t nsamples = S->max_samples < CS_SMP_EARLY_SAMPLES ? S->max_samples : CS_SMP_EARLY_SAMPLES;
-    size_t s_bytes = nsamples * sizeof(struct cs_sample), f_bytes = nsamples * CS_SMP_AVG_DEPTH * sizeof(uint64_t);
-    if (early) {
-        prefault(S->samples, s_bytes);
-        prefault(S->frames, f_bytes);
-    } else {
-        size_t s_page = s_bytes & ~(size_t)4095, f_page = f_bytes & ~(size_t)4095;
-        prefault((char *)S->samples + s_page, sizeof(struct cs_sample) * S->max_samples - s_page);
-        prefault((char *)S->frames + f_page, sizeof(uint64_t) * S->max_frames - f_page);
-    }
+// Extends *faulted (bytes of `base`, page-aligned) to cover `want` bytes, at
+// most `total`.
+static void prefault_to(void *base, size_t *faulted, size_t want, size_t total) {
+    want = (want + 4095) & ~(size_t)4095;
+    if (want > total) want = total;
+    if (want <= *faulted) return;
+    prefault((char *)base + *faulted, want - *faulted);
+    *faulted = want;
+}
+
+// The scan thread keeps the buffers faulted in CS_SMP_AHEAD_SAMPLES samples
+// (and as many average stacks) ahead of what the handlers have used, every
+// scan period (5 ms: at most ~100 samples at 10 kHz on 2 CPUs, more with more CPUs; a sample beyond takes a page fault). Faulting in
+// all 2.9 MB at once cost ~1 ms of CPU per launch, most of it for a short
+// launch's nothing. (A sample that got ahead anyway takes an ordinary page
+// fault on anonymous memory: slower, still safe.)
+static void prefault_ahead(void) {
+    size_t next = atomic_load(&S->next_sample), frame = atomic_load(&S->next_frame);
+    prefault_to(S->samples, &S->faulted_sample_bytes, (next + CS_SMP_AHEAD_SAMPLES) * sizeof(struct cs_sample),
+                sizeof(struct cs_sample) * S->max_samples);
+    prefault_to(S->frames, &S->faulted_frame_bytes, (frame + CS_SMP_AHEAD_SAMPLES * CS_SMP_AVG_DEPTH) * sizeof(uint64_t),
+                sizeof(uint64_t) * S->max_frames);
 }
 
 // ---- the handler ----
@@ -103,9 +108,9 @@ static void prefault_buffers(bool early) {
 // the period in most samples of a window of CS_SMP_WINDOW. The cost is wall
 // time, so a handler preempted on a busy machine looks slow: the median, not
 // the mean, decides.
-static void account_cost(uint64_t cost) {
+static void account_cost(uint64_t cost, uint64_t period_ns) {
     uint32_t stride = atomic_load(&S->stride);
-    uint64_t budget = S->period_ns * stride * CS_SMP_BUDGET_PERCENT / 100;
+    uint64_t budget = period_ns * stride * CS_SMP_BUDGET_PERCENT / 100;
     uint32_t over = cost > budget ? atomic_fetch_add(&S->window_over, 1) + 1 : atomic_load(&S->window_over);
     uint32_t count = atomic_fetch_add(&S->window_count, 1) + 1;
     if (count < CS_SMP_WINDOW) return;
@@ -130,6 +135,13 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
             t->tcb = tcb;
             cs_smp_index_tcb(tcb, t);
         }
+        // Boosted samples are numbered per thread: one in boost_hz /
+        // requested_hz is kept if the writer has to thin them.
+        uint16_t flags = 0;
+        if (atomic_load_explicit(&t->boosted, memory_order_relaxed)) {
+            uint32_t every = S->boost_hz / S->requested_hz;
+            flags = CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
+        }
         uint64_t frames[CS_SMP_MAX_DEPTH];
         atomic_store_explicit(&t->in_handler, 1, memory_order_relaxed);
         int n = cs_unwind(uc, t, frames, CS_SMP_MAX_DEPTH);
@@ -143,10 +155,11 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
             smp->ns = t0;
             smp->frame_off = off;
             smp->nframes = (uint16_t)n;
+            smp->flags = flags;
             uint64_t cost = cs_monotonic_ns() - t0;
             smp->cost_ns = cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost;
             atomic_store_explicit(&smp->committed, 1, memory_order_release);
-            account_cost(cost);
+            account_cost(cost, flags ? S->boost_period_ns : S->period_ns);
         } else {
             atomic_fetch_add(&S->dropped, 1);
         }
@@ -222,6 +235,11 @@ void cs_sampler_start(void) {
     S->max_samples = cs_g.cfg.max_samples;
     S->unwinder = cs_g.cfg.unwind_fp ? CS_UNW_FP : CS_UNW_LIBUNWIND;
     S->period_ns = 1000000000ull / S->requested_hz;
+    // Without COLDSTART_HZ, a short launch gets more than a handful of samples.
+    if (!cs_g.cfg.hz_set && want == CS_CLOCK_PERF && CS_BOOST_HZ > S->requested_hz) {
+        S->boost_hz = CS_BOOST_HZ;
+        S->boost_period_ns = 1000000000ull / S->boost_hz;
+    }
     S->main_tid = cs_gettid();
     atomic_store(&S->stride, 1);
 
@@ -230,7 +248,9 @@ void cs_sampler_start(void) {
         cs_warn("SIGURG already has a handler in this program; stack sampling off", NULL);
         return;
     }
-    if (cs_smp_signal_for(cs_gettid()) != CS_SMP_SIGNAL) {
+    // This very thread's mask: one system call, not its /proc status.
+    sigset_t mask;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &mask) != 0 || sigismember(&mask, CS_SMP_SIGNAL)) {
         cs_warn("the main thread blocks SIGURG (inherited signal mask); stack sampling off", NULL);
         return;
     }
@@ -245,7 +265,6 @@ void cs_sampler_start(void) {
         cs_warn("cannot allocate the sample buffers; stack sampling off", NULL);
         return;
     }
-    prefault_buffers(true);
     cs_safe_read_init();
     // The main thread's slot first: libunwind's warm-up below uses its TLS.
     struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
@@ -276,6 +295,7 @@ void cs_sampler_start(void) {
         atomic_store(&S->owns_alt, true);
     S->started = true;
     S->t_start = cs_monotonic_ns();
+    S->boost_until_ns = S->t_start + CS_BOOST_NS;
     S->cpu_start = cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     cs_rusage_now(&S->ru_start);
     S->want = want;
@@ -334,16 +354,52 @@ static const char *early_stop_reason(void) {
 static bool open_clocks(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    // The boost is for the perf clock only (POSIX timers are capped at the tick).
+    atomic_store(&S->boost_on, S->boost_hz > 0);
     bool ok = atomic_load(&S->active) && open_clock(S->want);
-    if (!ok && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) ok = open_clock(CS_CLOCK_POSIX);
+    if (!ok && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) {
+        atomic_store(&S->boost_on, 0);
+        ok = open_clock(CS_CLOCK_POSIX);
+    }
     atomic_store(&S->scanning, 0);
     if (ok && S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
     return ok;
 }
 
+// The module table, ahead of the writer; under the scan flag, so that a stop
+// waits for it (false if a scan holds the flag: then at the next period).
+static bool preload_modules(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    if (atomic_load(&S->active)) cs_modules_preload();
+    atomic_store(&S->scanning, 0);
+    return true;
+}
+
+// The boosted start is over: every clock back to requested_hz. Holds the scan
+// flag, so no thread is armed at the old period meanwhile; false if a scan
+// holds it (then at the next period).
+static bool end_boost(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    atomic_store(&S->boost_on, 0);
+    uint64_t period = S->period_ns;
+    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
+        struct cs_smp_thread *t = &S->threads[i];
+        if (atomic_load(&t->tid) == 0 || !atomic_load(&t->boosted)) continue;
+        if (atomic_load(&t->armed) && t->fd >= 0) ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
+        atomic_store(&t->boosted, 0);
+    }
+    S->boost_end_ns = cs_monotonic_ns();
+    atomic_store(&S->scanning, 0);
+    return true;
+}
+
 static void *scan_loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
+    // The first samples' buffers, before any clock can fire.
+    prefault_ahead();
     if (!open_clocks()) {
         // Sampling off, as if it had never started (open_clock said why).
         if (atomic_exchange(&S->active, 0)) {
@@ -352,16 +408,20 @@ static void *scan_loop(void *arg) {
         }
         return NULL;
     }
-    bool faulted = false;
+    bool unwinder_loaded = S->unwinder != CS_UNW_LIBUNWIND, modules_loaded = false;
     while (atomic_load(&S->active)) {
-        // The rest of the buffers once main runs: faulting them in earlier
-        // would compete with the loader for the address space's lock.
-        if (!faulted && cs_g.proc.before_main_ran) {
-            prefault_buffers(false);
-            faulted = true;
-            // Not before: a dlopen during the host's library initializers
-            // could run libc's initializers a second time, concurrently.
-            if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_load()) S->unwinder = CS_UNW_FP;
+        prefault_ahead();
+        if (!modules_loaded && cs_g.proc.before_main_ran) modules_loaded = preload_modules();
+        if (atomic_load(&S->boost_on) && cs_monotonic_ns() >= S->boost_until_ns) end_boost();
+        // libunwind once main runs: a dlopen during the host's library
+        // initializers could run libc's initializers a second time,
+        // concurrently. And not during a boosted start: its samples walk
+        // frame pointers (~0.3 µs, where libunwind's first sight of a stack
+        // costs 50–400 µs), and a launch that ends within it never pays the
+        // ~0.5 ms of CPU that loading libunwind takes.
+        if (!unwinder_loaded && cs_g.proc.before_main_ran && !atomic_load(&S->boost_on)) {
+            unwinder_loaded = true;
+            if (!cs_unwind_load()) S->unwinder = CS_UNW_FP;
         }
         cs_sleep_ns(CS_SMP_SCAN_NS);
         drop_alt_if_taken();

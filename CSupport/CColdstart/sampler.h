@@ -42,10 +42,16 @@ struct cs_sample {
     uint64_t ns;                      // absolute CLOCK_MONOTONIC at handler entry
     uint32_t frame_off;
     uint16_t nframes;
-    uint16_t pad;
+    uint16_t flags;                   // CS_SMP_BOOSTED, CS_SMP_KEPT
     uint32_t cost_ns;                 // handler entry → exit
     uint32_t pad2;
 };
+
+// Taken at the boosted start rate (cs_sampler.boost_*) ...
+#define CS_SMP_BOOSTED 1u
+// ... and one of every boost_hz / requested_hz of them: kept when the launch
+// outlives the boost and the writer thins the boosted samples to one rate.
+#define CS_SMP_KEPT 2u
 
 // What the sampler knows about one thread: its clock source, the bounds of its
 // stack for the frame-pointer walk, and libunwind's thread-local storage
@@ -57,6 +63,8 @@ struct cs_smp_thread {
     _Atomic int in_handler;           // 1 while this thread runs the sampling handler
     uint32_t seen;                    // the last scan that listed it (scan_gen)
     bool blocking;                    // it was seen blocking both signals (counted once)
+    _Atomic int boosted;              // its clock runs at the boosted period
+    uint32_t boost_seq;               // boosted samples of this thread (handler only)
     int signo;                        // the signal its clock raises (set when armed)
     int fd;                           // perf event, or -1
     struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
@@ -92,6 +100,17 @@ struct cs_sampler {
     uint64_t period_ns;
     uint32_t max_samples;
     uint32_t max_frames;              // frame pool size
+    // A boosted start (no COLDSTART_HZ, perf clock): boost_hz until
+    // boost_until_ns, then requested_hz; boost_end_ns is when the scan thread
+    // switched the clocks back (0: the launch ended inside the boost).
+    uint32_t boost_hz;
+    uint64_t boost_period_ns;
+    uint64_t boost_until_ns;
+    _Atomic int boost_on;
+    uint64_t boost_end_ns;
+    // How much of the sample buffers the scan thread has faulted in (bytes),
+    // kept ahead of what the handlers have used.
+    size_t faulted_sample_bytes, faulted_frame_bytes;
     int main_tid;
     uint64_t cookie;                  // sigev_value of our POSIX timers
 
@@ -151,9 +170,14 @@ struct cs_sampler {
     bool can_read_safely;             // process_vm_readv works on this process
     uint64_t dead_tls[4];             // TLS for threads without a slot: "cache destroyed"
 
-    // ---- writer scratch (modules.c) ----
+    // ---- the module table (modules.c) ----
+    // Taken by the scan thread once main runs (off the exit path), with the
+    // loader's dlopen/dlclose counts then; the writer reuses it when they
+    // have not moved, else (or in a signal handler) reads it again.
     struct cs_module modules[CS_SMP_MAX_MODULES];
     uint32_t nmodules;
+    bool modules_early;
+    uint64_t modules_adds, modules_subs;
     uint32_t cost_hist[CS_SMP_COST_BUCKETS + 1];
 };
 
@@ -238,6 +262,10 @@ int cs_unwind(void *uc, struct cs_smp_thread *self, uint64_t *out, int cap);
 /// Fills the module table from /proc/self/maps (writer only; also used for
 /// the off-CPU watcher's stacks when sampling did not run). Async-signal-safe.
 void cs_modules_load(void);
+/// Fills the module table ahead of the writer and notes the loader's
+/// counts (scan thread, with the scan flag held, once main runs). Not
+/// async-signal-safe (dl_iterate_phdr takes the loader's lock).
+void cs_modules_preload(void);
 /// Index of the module holding `addr` in the loaded table, or -1.
 /// Async-signal-safe.
 int cs_module_of(uint64_t addr);

@@ -48,7 +48,10 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     a.type = PERF_TYPE_SOFTWARE;
     a.size = sizeof a;
     a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = S->period_ns;
+    // During a boosted start at its period (the scan thread, which arms
+    // threads and ends the boost under one flag, switches it back later).
+    bool boosted = atomic_load(&S->boost_on);
+    a.sample_period = boosted ? S->boost_period_ns : S->period_ns;
     a.disabled = 1;
     a.exclude_kernel = 1;   // allowed at perf_event_paranoid 2; user time only
     a.exclude_hv = 1;
@@ -65,6 +68,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     }
     t->fd = fd;
     t->event_id = id;
+    atomic_store(&t->boosted, boosted);
     // A one-page ring buffer makes every overflow signal on its own; the
     // handler only moves the tail (no system call). Without one (the locked
     // memory limit: perf_event_mlock_kb), the event disables itself after

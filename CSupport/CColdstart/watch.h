@@ -1,6 +1,6 @@
 // Internal to the capture layer: the off-CPU watcher's state (`cs_g.watch`)
-// and the functions watcher.c, syscalls.c, watchfd.c, offcpu.c and
-// watchjson.c share.
+// and the functions watcher.c, watchseg.c, syscalls.c, watchfd.c, offcpu.c
+// and watchjson.c share.
 //
 // The watcher is one thread that, at the sampling rate (at most 1 kHz), reads each thread's
 // kernel view (/proc/self/task/<tid>/{stat,schedstat,syscall}) and records it
@@ -104,7 +104,8 @@ struct cs_watch_live {
 
 /// One page of own memory the unwinder read with process_vm_readv.
 struct cs_watch_page {
-    uint64_t addr;             // page address; 1 = empty
+    uint64_t addr;             // page address; 0 = empty (page 0 is never
+                               // mapped: an empty entry reads as unreadable)
     bool ok;
     unsigned char bytes[4096];
 };
@@ -193,6 +194,22 @@ void cs_watch_main_started(void);
 /// blocks every signal the writer can run in, so this never runs on the
 /// watcher thread.
 void cs_watch_stop(void);
+
+// ---- watchseg.c (watcher thread only) ----
+/// Appends a finished segment (counted in dropped_segments when full).
+void cs_watch_close_segment(const struct cs_watch_seg *seg);
+/// The interned stack of a thread blocked as `sc` says, kept only if its
+/// syscall file is unchanged after the unwind; -1 if none.
+int32_t cs_watch_blocked_stack(struct cs_watch_live *slot, const struct cs_task_syscall *sc);
+/// Ends the watch of a thread that has exited: its segment, its files.
+void cs_watch_thread_gone(struct cs_watch_live *slot);
+/// Reads the thread's stat: state letter and fault counts, and its name
+/// (the thread's `name`, refreshed). False if unreadable.
+bool cs_watch_read_stat(struct cs_watch_live *slot, char *state, uint64_t *minflt, uint64_t *majflt);
+/// Starts the open segment from an observation `sc` made at `at` (unwinding
+/// a blocked main thread always, others while *unwind_budget lasts).
+void cs_watch_begin_segment(struct cs_watch_live *slot, const struct cs_task_syscall *sc, char state, uint64_t at,
+                            uint64_t now, int *unwind_budget);
 
 // ---- syscalls.c ----
 /// The syscall's table entry, or NULL when unknown. Async-signal-safe.

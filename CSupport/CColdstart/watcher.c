@@ -24,107 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-// Interns a stack (deduplicated); -1 when the tables are full.
-static int32_t intern_stack(const uint64_t *frames, int n) {
-    struct cs_watch *wt = &cs_g.watch;
-    struct cs_watch_buffers *b = wt->buf;
-    uint32_t mask = 2 * CS_WATCH_MAX_STACKS - 1;
-    uint32_t h = cs_watch_fnv1a(frames, (size_t)n * sizeof *frames, 2166136261u) & mask;
-    for (;; h = (h + 1) & mask) {
-        uint32_t e = b->stack_hash[h];
-        if (e == 0) break;
-        if (b->stacks[e - 1].len == (uint32_t)n
-            && memcmp(b->frames + b->stacks[e - 1].off, frames, (size_t)n * sizeof *frames) == 0)
-            return (int32_t)e - 1;
-    }
-    uint32_t ns = atomic_load_explicit(&wt->nstacks, memory_order_relaxed);
-    if (ns >= CS_WATCH_MAX_STACKS || wt->nframes + (uint32_t)n > CS_WATCH_MAX_FRAMES) {
-        atomic_fetch_add(&wt->dropped_stacks, 1);
-        return -1;
-    }
-    memcpy(b->frames + wt->nframes, frames, (size_t)n * sizeof *frames);
-    b->stacks[ns].off = wt->nframes;
-    b->stacks[ns].len = (uint32_t)n;
-    wt->nframes += (uint32_t)n;
-    b->stack_hash[h] = ns + 1;
-    atomic_store_explicit(&wt->nstacks, ns + 1, memory_order_release);
-    return (int32_t)ns;
-}
-
-static void close_segment(const struct cs_watch_seg *seg) {
-    struct cs_watch *wt = &cs_g.watch;
-    uint32_t n = atomic_load_explicit(&wt->nsegs, memory_order_relaxed);
-    if (n >= CS_WATCH_MAX_SEGMENTS) {
-        atomic_fetch_add(&wt->dropped_segments, 1);
-        return;
-    }
-    wt->buf->segs[n] = *seg;
-    atomic_store_explicit(&wt->nsegs, n + 1, memory_order_release);
-}
-
 // ---- observing one thread ----
-
-// The stack a blocked thread is stopped at, kept only if the thread is still
-// blocked in the very same call afterwards (otherwise the stack memory may
-// have changed under the unwinder).
-static int32_t blocked_stack(struct cs_watch_live *slot, const struct cs_task_syscall *sc) {
-    struct cs_watch *wt = &cs_g.watch;
-    if (!atomic_load_explicit(&wt->main_started, memory_order_acquire) || !cs_offcpu_ready()) return -1;
-    uint64_t frames[CS_WATCH_MAX_DEPTH];
-    uint64_t t0 = cs_monotonic_ns();
-    int n = cs_offcpu_unwind(sc->pc, sc->sp, frames, CS_WATCH_MAX_DEPTH);
-    wt->unwinds++;
-    wt->unwind_ns += cs_monotonic_ns() - t0;
-    if (n <= 0) return -1;
-    char again[sizeof slot->text];
-    ssize_t len = cs_watch_pread_all(slot->fd_syscall, again, sizeof again);
-    if (len != slot->text_len || memcmp(again, slot->text, (size_t)len) != 0) {
-        wt->torn_stacks++;
-        return -1;
-    }
-    return intern_stack(frames, n);
-}
-
-static void thread_gone(struct cs_watch_live *slot) {
-    struct cs_watch_thread *t = &cs_g.watch.buf->threads[slot->thread];
-    close_segment(&slot->cur);
-    cs_g.watch.changed = true;
-    t->exited = true;
-    cs_watch_close_slot_files(slot);
-    slot->thread = -1;
-}
-
-static bool read_stat(struct cs_watch_live *slot, char *state, uint64_t *minflt, uint64_t *majflt) {
-    char buf[1024];
-    ssize_t n = cs_watch_pread_all(slot->fd_stat, buf, sizeof buf);
-    return n > 0 && cs_parse_task_stat(buf, (size_t)n, state, minflt, majflt) == 0;
-}
-
-// Starts the open segment from an observation at `at`.
-static void begin_segment(struct cs_watch_live *slot, const struct cs_task_syscall *sc, char state, uint64_t at,
-                          uint64_t now, int *unwind_budget) {
-    struct cs_watch_seg *seg = &slot->cur;
-    memset(seg, 0, sizeof *seg);
-    seg->tid = cs_g.watch.buf->threads[slot->thread].tid;
-    seg->start_ns = at;
-    seg->end_ns = now;
-    seg->path = seg->stack = -1;
-    if (sc->running) {
-        seg->nr = CS_NR_RUNNING;
-        seg->state = 'R';
-        seg->cause = CS_CAUSE_RUNNING;
-        return;
-    }
-    seg->nr = (int16_t)sc->nr;
-    seg->state = (uint8_t)(state == 'R' ? 'S' : state);   // it woke between the two reads
-    memcpy(seg->args, sc->args, sizeof seg->args);
-    cs_watch_classify(seg);
-    bool is_main = seg->tid == cs_g.proc.pid;
-    if (is_main || *unwind_budget > 0) {
-        if (!is_main) (*unwind_budget)--;
-        seg->stack = blocked_stack(slot, sc);
-    }
-}
 
 static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget) {
     struct cs_watch_thread *t = &cs_g.watch.buf->threads[slot->thread];
@@ -132,7 +32,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     uint64_t run, wait, slices, sched_run;
     ssize_t n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
     if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
-        thread_gone(slot);
+        cs_watch_thread_gone(slot);
         return;
     }
     struct cs_watch_seg *cur = &slot->cur;
@@ -148,14 +48,14 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
         if (cur->stack < 0 && slot->quiet <= 3 && *unwind_budget > 0 && slot->text_len > 0
             && cs_parse_task_syscall(slot->text, slot->text_len, &sc) == 0 && !sc.running) {
             (*unwind_budget)--;
-            cur->stack = blocked_stack(slot, &sc);
+            cur->stack = cs_watch_blocked_stack(slot, &sc);
         }
         return;
     }
     slot->quiet = 0;
     slot->sched_run = sched_run;
     if (!cs_thread_cpu(t->tid, &run)) {
-        thread_gone(slot);
+        cs_watch_thread_gone(slot);
         return;
     }
     uint64_t drun = run - slot->run, dwait = wait - slot->wait;
@@ -181,13 +81,13 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     ssize_t len = -1;
     if (slot->fd_syscall >= 0) {
         len = cs_watch_pread_all(slot->fd_syscall, text, sizeof text);
-        if (len == 0 || (len < 0 && errno == ESRCH)) { thread_gone(slot); return; }
+        if (len == 0 || (len < 0 && errno == ESRCH)) { cs_watch_thread_gone(slot); return; }
     }
     if (len <= 0 || cs_parse_task_syscall(text, (size_t)len, &sc) != 0) {
         // No syscall file: tell runnable from blocked by the state letter only.
         char state;
         uint64_t minflt, majflt;
-        if (!read_stat(slot, &state, &minflt, &majflt)) { thread_gone(slot); return; }
+        if (!cs_watch_read_stat(slot, &state, &minflt, &majflt)) { cs_watch_thread_gone(slot); return; }
         memset(&sc, 0, sizeof sc);
         sc.running = state == 'R';
         sc.nr = sc.running ? CS_NR_RUNNING : CS_NR_UNKNOWN;
@@ -209,7 +109,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     // a thread that woke ran last.
     char state = sc.running ? 'R' : 'S';
     uint64_t minflt = slot->minflt, majflt = slot->majflt;
-    read_stat(slot, &state, &minflt, &majflt);
+    cs_watch_read_stat(slot, &state, &minflt, &majflt);
     uint64_t dt = now - last, busy = drun + dwait < dt ? drun + dwait : dt;
     uint64_t boundary;
     bool deltas_to_old = false;
@@ -223,12 +123,12 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     if (deltas_to_old) { cur->run_ns += drun; cur->wait_ns += dwait; }
     cur->minflt += (uint32_t)(minflt - slot->minflt);
     cur->majflt += (uint32_t)(majflt - slot->majflt);
-    close_segment(cur);
+    cs_watch_close_segment(cur);
     slot->minflt = minflt;
     slot->majflt = majflt;
     slot->text_len = (uint16_t)len;
     memcpy(slot->text, text, (size_t)len);
-    begin_segment(slot, &sc, state, boundary, now, unwind_budget);
+    cs_watch_begin_segment(slot, &sc, state, boundary, now, unwind_budget);
     if (!deltas_to_old) { cur->run_ns = drun; cur->wait_ns = dwait; }
 }
 
@@ -246,8 +146,8 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
     memset(t, 0, sizeof *t);
     t->tid = tid;
     t->first_ns = t->last_ns = now;
-    cs_watch_read_comm(tid, t->name);
     if (!slot) {
+        cs_watch_read_comm(tid, t->name);
         // Out of live slots: remember it (so it is not retried) with its totals.
         t->unwatched = true;
         int fd = cs_watch_open_task_file(tid, "schedstat");
@@ -261,6 +161,7 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
         return true;
     }
     memset(slot, 0, sizeof *slot);
+    slot->thread = (int)ti;   // its stat read names it
     slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat");
     slot->fd_stat = cs_watch_open_task_file(tid, "stat");
     slot->fd_syscall = wt->syscall_readable ? cs_watch_open_task_file(tid, "syscall") : -1;
@@ -273,13 +174,12 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
     if (n <= 0 || slot->fd_stat < 0
         || cs_parse_schedstat(buf, (size_t)n, &slot->sched_run, &slot->wait, &slot->slices) != 0
         || !cs_thread_cpu(tid, &slot->run)
-        || !read_stat(slot, &state, &slot->minflt, &slot->majflt)) {
+        || !cs_watch_read_stat(slot, &state, &slot->minflt, &slot->majflt)) {
         // It exited while we looked.
         cs_watch_close_slot_files(slot);
         slot->thread = -1;
         return false;
     }
-    slot->thread = (int)ti;
     slot->last_ns = now;
     slot->name_reads = 10;
     t->run_ns = t->run0_ns = slot->run;
@@ -293,7 +193,7 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
     else sc.running = true, sc.nr = CS_NR_RUNNING;
     atomic_store_explicit(&wt->nthreads, ti + 1, memory_order_release);
     wt->changed = true;
-    begin_segment(slot, &sc, state, now, now, unwind_budget);
+    cs_watch_begin_segment(slot, &sc, state, now, now, unwind_budget);
     return true;
 }
 
@@ -334,11 +234,15 @@ static void rescan(uint64_t now, int *unwind_budget) {
         }
     }
     // Names are often set just after a thread starts: re-read them a few times.
+    // From the stat file already open: opening `comm` each time cost more
+    // than the watch of the thread itself over a short launch.
     for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
         struct cs_watch_live *slot = &b->live[i];
         if (slot->thread < 0 || slot->name_reads == 0) continue;
         slot->name_reads--;
-        cs_watch_read_comm(b->threads[slot->thread].tid, b->threads[slot->thread].name);
+        char state;
+        uint64_t minflt, majflt;
+        cs_watch_read_stat(slot, &state, &minflt, &majflt);
     }
 }
 
@@ -418,7 +322,6 @@ static void *watch_main(void *arg) {
         return NULL;
     }
     for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) wt->buf->live[i].thread = -1;
-    for (int i = 0; i < CS_WATCH_UNWIND_PAGES; i++) wt->buf->pages[i].addr = 1;
     // Default priority on purpose: at nice 10 or 19 the watcher starved in
     // exactly the launches that need it (more runnable threads than CPUs):
     // 195–500 looks a second instead of 1000, threads found 100 ms late.
@@ -460,7 +363,7 @@ static void *watch_main(void *arg) {
     for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
         struct cs_watch_live *slot = &b->live[i];
         if (slot->thread < 0) continue;
-        close_segment(&slot->cur);
+        cs_watch_close_segment(&slot->cur);
         cs_watch_close_slot_files(slot);
         slot->thread = -1;
     }

@@ -150,9 +150,14 @@ package struct Timeline: Sendable {
         package var clock: String
         /// "libunwind" or "frame-pointer".
         package var unwinder: String
+        /// The rate every sample in the file was taken at (or thinned to):
+        /// each stands for `1 / effectiveHz` of CPU time.
         package var requestedHz: Double
         package var effectiveHz: Double
         package var loweredHz: Double?
+        /// The boosted start of a launch sampled at the default rate (absent
+        /// in older files and with `COLDSTART_HZ`).
+        package var boost: Boost?
         package var startNs: Int64
         package var stopNs: Int64
         /// Process CPU time (user + system) in `[startNs, stopNs]`: the
@@ -176,6 +181,18 @@ package struct Timeline: Sendable {
         /// Samples whose libunwind walk failed and fell back to frame pointers.
         package var unwindFailures: Int?
         package var handlerNs: HandlerCost?
+
+        /// The first `untilNs` of sampling ran at `hz`, then at `afterHz`.
+        /// `thinned`: the launch outlived the boost and the writer kept one
+        /// boosted sample in `hz / afterHz` per thread, so `requestedHz` is
+        /// `afterHz`; otherwise every sample was kept and it is `hz`. Either
+        /// way the file's samples have one rate: nothing to weight.
+        package struct Boost: Codable, Sendable {
+            package var hz: Double
+            package var untilNs: Int64
+            package var thinned: Bool
+            package var afterHz: Double
+        }
 
         package struct HandlerCost: Codable, Sendable {
             package var median: Double

@@ -108,6 +108,15 @@ extension Timeline {
         try check.rate(sampling.requestedHz, "sampling.requestedHz")
         try check.rate(sampling.effectiveHz, "sampling.effectiveHz")
         try check.rate(sampling.loweredHz, "sampling.loweredHz")
+        if let boost = sampling.boost {
+            try check.rate(boost.hz, "sampling.boost.hz")
+            try check.rate(boost.afterHz, "sampling.boost.afterHz")
+            try check.offset(boost.untilNs, "sampling.boost.untilNs")
+            // The file's one rate is the boost's or the one after it.
+            if sampling.requestedHz != (boost.thinned ? boost.afterHz : boost.hz) {
+                throw check.fail("malformed timeline: sampling.requestedHz \(sampling.requestedHz) Hz is neither the boost's rate nor the rate after it")
+            }
+        }
         try check.interval(sampling.startNs, sampling.stopNs, "sampling")
         for (field, value) in [("cpuNs", sampling.cpuNs), ("userNs", sampling.userNs), ("systemNs", sampling.systemNs),
                                ("coldstartCpuNs", sampling.coldstartCpuNs)] {

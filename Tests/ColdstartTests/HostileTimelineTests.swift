@@ -40,6 +40,12 @@ final class HostileTimelineTests: XCTestCase {
                       set("effectiveHz", in: "sampling", to: 1e-300))
         assertRefused("malformed timeline: sampling.handlerNs.totalNs is -1.0, out of range",
                       set("handlerNs", in: "sampling", to: ["median": 800, "p99": 4000, "max": 9000, "totalNs": -1]))
+        assertRefused("malformed timeline: sampling.requestedHz 4000.0 Hz is neither the boost's rate nor the rate after it") { section in
+            var sampling = section["sampling"] as! [String: Any]
+            sampling["requestedHz"] = 4000
+            sampling["boost"] = ["hz": 4000, "untilNs": 50_000_000, "thinned": true, "afterHz": 1000] as [String: Any]
+            section["sampling"] = sampling
+        }
         assertRefused("malformed timeline: launch.startRealtimeUs is 18446744073709551615, out of range",
                       set("startRealtimeUs", in: "launch", to: UInt64.max))
         assertRefused("malformed timeline: launch.endNs is 9223372036854775807, out of range",

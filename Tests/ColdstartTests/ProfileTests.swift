@@ -32,6 +32,26 @@ final class ProfileTests: XCTestCase {
 
     // MARK: Functions
 
+    /// A short launch sampled at the default rate ends inside the boosted
+    /// start: its file says so, every sample is one boost period (0.25 ms at
+    /// 4 kHz), and the report weighs them so.
+    func testSamplesOfABoostedStartStandForTheBoostPeriod() throws {
+        builder.requestedHz = 4000
+        builder.hz = 4000
+        builder.boost = ["hz": 4000, "untilNs": 60_000_000, "thinned": false, "afterHz": 1000]
+        let main = f(exe, "main"), decode = f(exe, "decode")
+        for ms in stride(from: 21.0, to: 23.0, by: 0.25) { builder.sample(at: ms, [main, decode]) }
+        builder.sample(at: 23, [main])
+        let timeline = try builder.timeline()
+        XCTAssertEqual(timeline.sampling?.boost?.thinned, false)
+        XCTAssertEqual(timeline.sampling?.boost?.afterHz, 1000)
+        let report = try report()
+        XCTAssertEqual(report.sampling.msPerSample, 0.25)
+        XCTAssertEqual(report.overall.samples, 9)
+        XCTAssertEqual(report.overall.ms, 2.25)
+        XCTAssertEqual(try row(report.overall.bySelf, "decode").selfMs, 2.0)
+    }
+
     func testSelfTotalPercentAndFirstSeenAreExact() throws {
         builder.hz = 800  // 1.25 ms a sample: the effective rate, not the 1000 Hz asked for
         let main = f(exe, "main"), parse = f(exe, "parse"), lex = f(exe, "lex"), render = f(exe, "render")

@@ -15,6 +15,9 @@ struct SampledTimelineBuilder {
     var pid = 4242
     var executable = "/opt/app/App"
     var hz: Double = 1000
+    var requestedHz: Double = 1000
+    /// `sampling.boost`: a boosted start (none by default).
+    var boost: [String: Any]?
     var endNs: Int64 = 100_000_000
     var endReason = "ready"
     var samplingStartNs: Int64 = 10_000_000
@@ -59,6 +62,11 @@ struct SampledTimelineBuilder {
         let phaseObjects: [[String: Any]] = phases.map {
             ["name": $0.0, "kind": $0.1, "startNs": Int64($0.2 * 1e6), "endNs": Int64($0.3 * 1e6), "rusage": NSNull()]
         }
+        var sampling: [String: Any] = [
+            "clock": "perf-task-clock", "unwinder": "libunwind", "requestedHz": requestedHz, "effectiveHz": hz,
+            "loweredHz": NSNull(), "startNs": samplingStartNs, "stopNs": endNs, "samples": samples.count, "dropped": 0,
+        ]
+        if let boost { sampling["boost"] = boost }
         var section: [String: Any] = [
             "version": 1,
             "launch": [
@@ -68,10 +76,7 @@ struct SampledTimelineBuilder {
             ] as [String: Any],
             "process": ["pid": pid, "executable": executable, "kernelRelease": "6.1.0", "swiftVersion": "6.3"] as [String: Any],
             "rusage": [Any](), "phases": phaseObjects, "marks": [Any](), "spans": [Any](), "threads": threads,
-            "sampling": [
-                "clock": "perf-task-clock", "unwinder": "libunwind", "requestedHz": 1000, "effectiveHz": hz,
-                "loweredHz": NSNull(), "startNs": samplingStartNs, "stopNs": endNs, "samples": samples.count, "dropped": 0,
-            ] as [String: Any],
+            "sampling": sampling,
             "modules": modules, "samples": samples,
         ]
         if symbolized {

@@ -127,9 +127,36 @@ final class SamplerTests: XCTestCase {
     }
 
     func testInvalidRateFallsBackToTheDefaultWithOneLine() throws {
+        try perfClockOrSkip()
         let (result, timeline) = try profiled(["burn", "50"], extra: ["COLDSTART_HZ": "20000"])
         XCTAssertEqual(result.stderr, "coldstart: ignoring COLDSTART_HZ (want 10 to 10000): 20000\n")
-        XCTAssertEqual(try sampling(timeline).requestedHz, 1000)
+        let boost = try XCTUnwrap(try sampling(timeline).boost, "the default: a boosted start, then 1 kHz")
+        XCTAssertEqual(boost.afterHz, 1000)
+    }
+
+    /// Without COLDSTART_HZ the first 50 ms are sampled at 4 kHz. A launch
+    /// that outlives that has its boosted samples thinned per thread, so the
+    /// file holds one rate, 1 kHz, within the same 10% as an asked-for rate.
+    func testTheDefaultRateBoostsTheStartAndTheFileKeepsOneRate() throws {
+        try perfClockOrSkip()
+        let (_, long) = try profiled(["burn", "300"], extra: ["COLDSTART_HZ": nil])
+        let thinned = try sampling(long)
+        let boost = try XCTUnwrap(thinned.boost)
+        XCTAssertEqual(boost.hz, 4000)
+        XCTAssertTrue(boost.thinned, "a 300 ms burn outlives the 50 ms boost")
+        XCTAssertEqual(thinned.requestedHz, 1000)
+        XCTAssertEqual(thinned.effectiveHz, 1000, accuracy: 100, "one rate after thinning")
+        XCTAssertEqual(thinned.samples, long.samples.count)
+        // A burn shorter than the boost keeps all its samples, at 4 kHz (or,
+        // on a machine so busy that the launch outlived 50 ms of wall time,
+        // is thinned like the long one: one rate either way).
+        let (_, short) = try profiled(["burn", "10"], extra: ["COLDSTART_HZ": nil])
+        let quick = try sampling(short)
+        let shortBoost = try XCTUnwrap(quick.boost)
+        XCTAssertEqual(quick.requestedHz, shortBoost.thinned ? 1000 : 4000)
+        if !shortBoost.thinned {
+            XCTAssertGreaterThan(quick.samples, 10, "a 10 ms burn at 4 kHz gets tens of samples, not a handful")
+        }
     }
 
     func testSamplingOffLeavesNoSamplingSection() throws {

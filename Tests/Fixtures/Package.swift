@@ -44,7 +44,13 @@ let package = Package(
         .executableTarget(name: "AsyncService", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         // Signals, threads, descriptors, exec and fork as real programs use them (issue 14).
         .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
-        // A plain Foundation CLI that does not link Coldstart (issue 10: unmodified binaries).
-        .executableTarget(name: "FoundationTool"),
+        // A plain Foundation CLI that does not link Coldstart (issue 10: unmodified
+        // binaries), and the same work linked with it (issue 9: a short CLI's cost).
+        .target(name: "InventoryWork"),
+        .executableTarget(name: "FoundationTool", dependencies: ["InventoryWork"]),
+        .executableTarget(
+            name: "CodableTool",
+            dependencies: [.product(name: "Coldstart", package: rootIdentity), "InventoryWork"]
+        ),
     ]
 )

@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include "bench_support.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -21,7 +23,8 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t bench_time_to_line(const char *path, char *const argv[], char *const envp[], const char *marker) {
+int64_t bench_run(const char *path, char *const argv[], char *const envp[], const char *marker, int64_t *line_ns) {
+    *line_ns = -1;
     int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return -1;
     int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -38,20 +41,53 @@ int64_t bench_time_to_line(const char *path, char *const argv[], char *const env
     if (rc != 0) { close(master); return -1; }
     char buf[8192];
     size_t len = 0;
-    int64_t found = -1;
     while (len < sizeof buf - 1) {
         ssize_t n = read(master, buf + len, sizeof buf - 1 - len);
         if (n <= 0) break;   // EIO once the child closed the terminal
         len += (size_t)n;
         buf[len] = 0;
         char *hit = strstr(buf, marker);
-        if (hit && strchr(hit, '\n')) { found = now_ns() - start; break; }
+        if (hit && strchr(hit, '\n')) { *line_ns = now_ns() - start; break; }
     }
     while (read(master, buf, sizeof buf) > 0) {}
     close(master);
     int status = 0;
     waitpid(pid, &status, 0);
-    return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? found : -1;
+    int64_t reaped = now_ns() - start;
+    return (WIFEXITED(status) && WEXITSTATUS(status) == 0 && *line_ns >= 0) ? reaped : -1;
+}
+
+int64_t bench_time_to_line(const char *path, char *const argv[], char *const envp[], const char *marker) {
+    int64_t line = -1;
+    return bench_run(path, argv, envp, marker, &line) >= 0 ? line : -1;
+}
+
+int bench_perf_event_holders(void) {
+    DIR *proc = opendir("/proc");
+    if (!proc) return -1;
+    int holders = 0;
+    struct dirent *p;
+    while ((p = readdir(proc)) != NULL) {
+        if (p->d_name[0] < '1' || p->d_name[0] > '9') continue;
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%s/fd", p->d_name);
+        DIR *fds = opendir(dir);
+        if (!fds) continue;
+        struct dirent *f;
+        bool holds = false;
+        while (!holds && (f = readdir(fds)) != NULL) {
+            char link[320], target[64];
+            snprintf(link, sizeof link, "%s/%s", dir, f->d_name);
+            ssize_t n = readlink(link, target, sizeof target - 1);
+            if (n <= 0) continue;
+            target[n] = 0;
+            holds = strcmp(target, "anon_inode:[perf_event]") == 0;
+        }
+        closedir(fds);
+        holders += holds;
+    }
+    closedir(proc);
+    return holders;
 }
 
 static volatile long signals_seen;

@@ -254,7 +254,7 @@ case "rss":
         return -1
     }
     burnCPU(milliseconds: 30)
-    usleep(300_000)   // the scan thread has faulted the sample buffers in
+    usleep(300_000)   // the scan thread faults in what the samples use, and a little ahead
     let before = residentKB()
     Coldstart.ready()
     // The writer runs on its own thread: the lowest figure within 5 s.

@@ -1,6 +1,7 @@
 // `make bench`: what sampling costs, measured in one interleaved run.
 //
-//     SamplerBench --host SamplerHost --linked ServiceStartup --plain ServiceStartup [--runs N]
+//     SamplerBench --host SamplerHost --linked ServiceStartup --plain ServiceStartup --tool CodableTool
+//                  [--runs N] [--quiet-runs N] [--only cost,kernel,example,tool]
 //
 // 1. Per-sample handler cost (median and p99, ns) at stack depths ~10 and ~50,
 //    for libunwind and the frame-pointer walk: SamplerHost burns 1 s of CPU at
@@ -12,11 +13,14 @@
 //    just before posix_spawn to the "ready to serve" line (printed right after
 //    Coldstart.ready()) on a pseudo-terminal, CLOCK_MONOTONIC. The four
 //    variants take turns, so drift on the machine hits them alike.
+// 3. A short command-line tool (ToolBench.swift): ratios to the same binary
+//    with COLDSTART unset, set-up on a quiet kernel, watcher CPU, exit delay.
 import BenchSupport
 import Foundation
 
 struct Options {
-    var host = "", linked = "", plain = "", runs = 40
+    var host = "", linked = "", plain = "", tool = "", runs = 40, quietRuns = 6
+    var sections: Set<String> = ["cost", "kernel", "example", "tool"]
     init() {
         var it = CommandLine.arguments.dropFirst().makeIterator()
         while let flag = it.next() {
@@ -25,14 +29,17 @@ struct Options {
             case "--host": host = value
             case "--linked": linked = value
             case "--plain": plain = value
+            case "--tool": tool = value
             case "--runs": runs = Int(value) ?? runs
+            case "--quiet-runs": quietRuns = Int(value) ?? quietRuns
+            case "--only": sections = Set(value.split(separator: ",").map(String.init))
             default:
                 FileHandle.standardError.write(Data("SamplerBench: unknown option \(flag)\n".utf8))
                 exit(64)
             }
         }
-        if host.isEmpty || linked.isEmpty || plain.isEmpty {
-            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH [--runs N]\n".utf8))
+        if host.isEmpty || linked.isEmpty || plain.isEmpty || tool.isEmpty {
+            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH --tool PATH [--runs N] [--quiet-runs N] [--only cost,kernel,example,tool]\n".utf8))
             exit(64)
         }
     }
@@ -100,90 +107,104 @@ let costCases: [(unwinder: String, label: String, frames: Int)] = [
     ("libunwind", "libunwind", 4), ("libunwind", "libunwind", 44), ("fp", "frame pointer", 4), ("fp", "frame pointer", 44),
 ]
 var costs = [[CostRun]](repeating: [], count: costCases.count)
-for _ in 0..<3 {
+var libunwindDepth50Median = Double.nan
+print("Coldstart sampler benchmark (\(ProcessInfo.processInfo.activeProcessorCount) CPUs)")
+for _ in 0..<(options.sections.contains("cost") ? 3 : 0) {
     for (index, c) in costCases.enumerated() {
         if let run = costRun(unwinder: c.unwinder, extraFrames: c.frames) { costs[index].append(run) }
     }
 }
 
-print("Coldstart sampler benchmark (\(ProcessInfo.processInfo.activeProcessorCount) CPUs)")
-print("")
-print("Per-sample handler cost, 1 kHz, 1 s CPU burn per run, 3 runs per row (median of the runs' figures):")
-print("  unwinder        depth   median ns   p99 ns   samples/run")
-var libunwindDepth50Median = Double.nan
-for (index, c) in costCases.enumerated() {
-    let runs = costs[index]
-    let row = "  " + c.label.padding(toLength: 14, withPad: " ", startingAt: 0)
-        + format(median(runs.map(\.depth))).leftPadded(7)
-        + format(median(runs.map(\.median))).leftPadded(12)
-        + format(median(runs.map(\.p99))).leftPadded(9)
-        + String(runs.isEmpty ? 0 : runs.map(\.samples).reduce(0, +) / runs.count).leftPadded(14)
-    print(runs.isEmpty ? "  \(c.label) at \(c.frames) extra frames: no run succeeded" : row)
-    if c.unwinder == "libunwind" && c.frames == 44 { libunwindDepth50Median = median(runs.map(\.median)) }
+if options.sections.contains("cost") {
+    print("")
+    print("Per-sample handler cost, 1 kHz, 1 s CPU burn per run, 3 runs per row (median of the runs' figures):")
+    print("  unwinder        depth   median ns   p99 ns   samples/run")
+    for (index, c) in costCases.enumerated() {
+        let runs = costs[index]
+        let row = "  " + c.label.padding(toLength: 14, withPad: " ", startingAt: 0)
+            + format(median(runs.map(\.depth))).leftPadded(7)
+            + format(median(runs.map(\.median))).leftPadded(12)
+            + format(median(runs.map(\.p99))).leftPadded(9)
+            + String(runs.isEmpty ? 0 : runs.map(\.samples).reduce(0, +) / runs.count).leftPadded(14)
+        print(runs.isEmpty ? "  \(c.label) at \(c.frames) extra frames: no run succeeded" : row)
+        if c.unwinder == "libunwind" && c.frames == 44 { libunwindDepth50Median = median(runs.map(\.median)) }
+    }
 }
 
 // ---- 1b. what the kernel charges per sample ----
 
-print("")
-print("Kernel cost per sample, no unwinding: a fixed CPU loop with and without a perf task-clock")
-print("event signalling an empty handler (extra thread CPU time / signals, 3 runs, median):")
-for hz in [1000, 10000] {
-    var perSignal: [Double] = [], count = 0, loop = 0.0
-    for _ in 0..<3 {
-        var signals = 0, loopMs = 0.0
-        let ns = bench_signal_cost_ns(Int32(hz), &signals, &loopMs)
-        if ns >= 0 { perSignal.append(ns); count = signals; loop = loopMs }
+if options.sections.contains("kernel") {
+    print("")
+    print("Kernel cost per sample, no unwinding: a fixed CPU loop with and without a perf task-clock")
+    print("event signalling an empty handler (extra thread CPU time / signals, 3 runs, median):")
+    for hz in [1000, 10000] {
+        var perSignal: [Double] = [], count = 0, loop = 0.0
+        for _ in 0..<3 {
+            var signals = 0, loopMs = 0.0
+            let ns = bench_signal_cost_ns(Int32(hz), &signals, &loopMs)
+            if ns >= 0 { perSignal.append(ns); count = signals; loop = loopMs }
+        }
+        print("  \(String(hz).leftPadded(5)) Hz: " + (perSignal.isEmpty ? "perf_event_open refused" : "\(format(median(perSignal))) ns per signal (\(count) signals in a \(format(loop)) ms loop), \(format(median(perSignal) * Double(hz) / 1e7, 1))% of CPU"))
     }
-    print("  \(String(hz).leftPadded(5)) Hz: " + (perSignal.isEmpty ? "perf_event_open refused" : "\(format(median(perSignal))) ns per signal (\(count) signals in a \(format(loop)) ms loop), \(format(median(perSignal) * Double(hz) / 1e7, 1))% of CPU"))
 }
 
 // ---- 2. launch time ----
 
-let variants: [(label: String, path: String, env: [String: String])] = [
-    ("not linked", options.plain, [:]),
-    ("linked, profiling off", options.linked, [:]),
-    ("profiled, 1 kHz", options.linked, ["COLDSTART_HZ": "1000"]),
-    ("profiled, 10 kHz", options.linked, ["COLDSTART_HZ": "10000"]),
-    // Where the cost goes: the timeline without sampling, and sampling without libunwind.
-    ("profiled, no sampling", options.linked, ["COLDSTART_SAMPLER": "off"]),
-    ("1 kHz, frame pointers", options.linked, ["COLDSTART_HZ": "1000", "COLDSTART_UNWINDER": "fp"]),
-]
-var launches = [[Double]](repeating: [], count: variants.count)
-var failures = 0
-for round in -3..<options.runs {   // three warm-up rounds
-    for step in 0..<variants.count {
-        let index = (step + max(round, 0)) % variants.count   // rotate who goes first
-        let v = variants[index]
-        var extra = v.env
-        let timeline = scratch.appendingPathComponent("launch.json").path
-        if !extra.isEmpty { extra["COLDSTART"] = timeline }
-        let ns = timeToLine(v.path, [], environment(extra), marker: "ready to serve")
-        try? FileManager.default.removeItem(atPath: timeline)
-        if ns < 0 { failures += 1; continue }
-        if round >= 0 { launches[index].append(Double(ns) / 1e6) }
+if options.sections.contains("example") {
+    let variants: [(label: String, path: String, env: [String: String])] = [
+        ("not linked", options.plain, [:]),
+        ("linked, profiling off", options.linked, [:]),
+        ("profiled, 1 kHz", options.linked, ["COLDSTART_HZ": "1000"]),
+        ("profiled, 10 kHz", options.linked, ["COLDSTART_HZ": "10000"]),
+        // Where the cost goes: the timeline without sampling, and sampling without libunwind.
+        ("profiled, no sampling", options.linked, ["COLDSTART_SAMPLER": "off"]),
+        ("1 kHz, frame pointers", options.linked, ["COLDSTART_HZ": "1000", "COLDSTART_UNWINDER": "fp"]),
+    ]
+    var launches = [[Double]](repeating: [], count: variants.count)
+    var failures = 0
+    for round in -3..<options.runs {   // three warm-up rounds
+        for step in 0..<variants.count {
+            let index = (step + max(round, 0)) % variants.count   // rotate who goes first
+            let v = variants[index]
+            var extra = v.env
+            let timeline = scratch.appendingPathComponent("launch.json").path
+            if !extra.isEmpty { extra["COLDSTART"] = timeline }
+            let ns = timeToLine(v.path, [], environment(extra), marker: "ready to serve")
+            try? FileManager.default.removeItem(atPath: timeline)
+            if ns < 0 { failures += 1; continue }
+            if round >= 0 { launches[index].append(Double(ns) / 1e6) }
+        }
+    }
+    print("")
+    print("Launch time of the example (release), spawn → \"ready to serve\" line, CLOCK_MONOTONIC ms,")
+    print("\(options.runs) interleaved runs per variant; ratios of medians (and of minimums, less noisy on a busy machine):")
+    print("  variant                 median  [p25–p75]         min    ratio (median, min)")
+    let medians = launches.map(median), minimums = launches.map { $0.min() ?? .nan }
+    for (index, v) in variants.enumerated() {
+        let reference = index == 1 ? 0 : 1
+        let ratio = index == 0 ? "" : "   ×\(format(medians[index] / medians[reference], 3)), ×\(format(minimums[index] / minimums[reference], 3)) vs \(index == 1 ? "not linked" : "off")"
+        print("  " + v.label.padding(toLength: 22, withPad: " ", startingAt: 0)
+            + format(medians[index], 2).leftPadded(8) + "  [" + format(percentile(launches[index], 0.25), 2) + "–"
+            + format(percentile(launches[index], 0.75), 2) + "]" + format(minimums[index], 2).leftPadded(9) + ratio)
+    }
+    if failures > 0 { print("  (\(failures) runs failed and are not counted)") }
+
+    print("")
+    print("Targets:")
+    func verdict(_ ok: Bool) -> String { ok ? "met" : "NOT met" }
+    let offRatio = medians[1] / medians[0], oneKRatio = medians[2] / medians[1]
+    print("  linked, off ≤ 1% over not linked:  ×\(format(offRatio, 3))  \(verdict(offRatio <= 1.01))")
+    print("  1 kHz ≤ 3% over off:               ×\(format(oneKRatio, 3))  \(verdict(oneKRatio <= 1.03))")
+    if options.sections.contains("cost") {
+        print("  median cost ≤ 2 µs at depth ~50:   \(format(libunwindDepth50Median)) ns (libunwind)  \(verdict(libunwindDepth50Median <= 2000))")
     }
 }
-print("")
-print("Launch time of the example (release), spawn → \"ready to serve\" line, CLOCK_MONOTONIC ms,")
-print("\(options.runs) interleaved runs per variant; ratios of medians (and of minimums, less noisy on a busy machine):")
-print("  variant                 median  [p25–p75]         min    ratio (median, min)")
-let medians = launches.map(median), minimums = launches.map { $0.min() ?? .nan }
-for (index, v) in variants.enumerated() {
-    let reference = index == 1 ? 0 : 1
-    let ratio = index == 0 ? "" : "   ×\(format(medians[index] / medians[reference], 3)), ×\(format(minimums[index] / minimums[reference], 3)) vs \(index == 1 ? "not linked" : "off")"
-    print("  " + v.label.padding(toLength: 22, withPad: " ", startingAt: 0)
-        + format(medians[index], 2).leftPadded(8) + "  [" + format(percentile(launches[index], 0.25), 2) + "–"
-        + format(percentile(launches[index], 0.75), 2) + "]" + format(minimums[index], 2).leftPadded(9) + ratio)
-}
-if failures > 0 { print("  (\(failures) runs failed and are not counted)") }
 
-print("")
-print("Targets:")
-func verdict(_ ok: Bool) -> String { ok ? "met" : "NOT met" }
-let offRatio = medians[1] / medians[0], oneKRatio = medians[2] / medians[1]
-print("  linked, off ≤ 1% over not linked:  ×\(format(offRatio, 3))  \(verdict(offRatio <= 1.01))")
-print("  1 kHz ≤ 3% over off:               ×\(format(oneKRatio, 3))  \(verdict(oneKRatio <= 1.03))")
-print("  median cost ≤ 2 µs at depth ~50:   \(format(libunwindDepth50Median)) ns (libunwind)  \(verdict(libunwindDepth50Median <= 2000))")
+// ---- 3. a short command-line tool ----
+
+if options.sections.contains("tool") {
+    benchTool(options.tool, runs: options.runs, quietRuns: options.quietRuns)
+}
 
 extension String {
     func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }

@@ -3,10 +3,13 @@
 #include <stdint.h>
 
 /// Spawns `path` with `argv`/`envp`, its stdout on a pseudo-terminal (so the
-/// child's stdio flushes each line) and its stderr on /dev/null, and returns
-/// the CLOCK_MONOTONIC nanoseconds from just before the spawn until a line
-/// containing `marker` arrives; then waits for the child. Negative on failure
-/// (no marker, spawn error, non-zero exit).
+/// child's stdio flushes each line) and its stderr on /dev/null; returns the
+/// CLOCK_MONOTONIC nanoseconds from just before the spawn until the child is
+/// reaped, and in *line_ns those until a line containing `marker` arrived.
+/// Negative on failure (no marker, spawn error, non-zero exit).
+int64_t bench_run(const char *path, char *const argv[], char *const envp[], const char *marker, int64_t *line_ns);
+
+/// bench_run's time until the marker line only (it still waits for the child).
 int64_t bench_time_to_line(const char *path, char *const argv[], char *const envp[], const char *marker);
 
 /// What the kernel charges per sample, without any unwinding: runs a fixed
@@ -16,5 +19,11 @@ int64_t bench_time_to_line(const char *path, char *const argv[], char *const env
 /// (negative on failure), the signal count and the loop's CPU ms without
 /// sampling. Uses SIGPROF; call it before anything else does.
 double bench_signal_cost_ns(int hz, long *signals, double *loop_ms);
+
+/// How many processes of the machine hold a perf event open now (descriptors
+/// that are "anon_inode:[perf_event]" under /proc/<pid>/fd; only the
+/// processes this user may inspect), -1 if /proc cannot be read. Zero for
+/// long enough means the kernel's perf scheduler hooks are off again.
+int bench_perf_event_holders(void);
 
 #endif
