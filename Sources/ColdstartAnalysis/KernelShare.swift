@@ -25,9 +25,15 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// "kernel samples" (the launcher's kernel-mode samples × period).
     package var source: String
 
+    /// A phase needs at least this many periods of CPU time: below it one
+    /// sample more or less would swing the split by more than 10 points
+    /// (1 ms at 10 kHz, 10 ms at the in-process default of 1 kHz).
+    static let minimumPeriods = 10.0
+
     /// One entry per phase of `timeline`, nil where the phase's user time is
-    /// not known from a user-mode perf clock that covered it, or its CPU time
-    /// is unknown, and for Coldstart's own set-up phase.
+    /// not known from a user-mode perf clock that covered it, its CPU time is
+    /// unknown or under `minimumPeriods` periods, and for Coldstart's own
+    /// set-up phase.
     package static func phases(_ timeline: Timeline) -> [KernelShare?] {
         guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock" else {
             return timeline.phases.map { _ in nil }
@@ -50,9 +56,10 @@ package struct KernelShare: Codable, Sendable, Equatable {
             let userNs = Double(samples) * periodNs
             if let usage = phase.rusage, usage.cpuNs > 0 {
                 let cpu = Double(usage.cpuNs)
+                guard cpu >= minimumPeriods * periodNs else { return nil }
                 return KernelShare(userNs: min(userNs, cpu), kernelNs: max(cpu - userNs, 0), samples: samples, source: "rusage")
             }
-            if let kernelTimes, samples + count(kernelTimes, from: phase.startNs, to: phase.endNs) > 0 {
+            if let kernelTimes, Double(samples + count(kernelTimes, from: phase.startNs, to: phase.endNs)) >= minimumPeriods {
                 let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs
                 return KernelShare(userNs: userNs, kernelNs: kernelNs, samples: samples, source: "kernel samples")
             }

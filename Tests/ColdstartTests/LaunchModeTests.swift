@@ -43,11 +43,16 @@ final class LaunchModeTests: XCTestCase {
     }
 
     /// A phase's user + kernel split adds up to its CPU time where that is known.
-    private func assertSplitAddsUp(_ phase: [String: Any], file: StaticString = #filePath, line: UInt = #line) throws {
+    /// `kernelBusy`: the phase is known to spend much of its CPU in the
+    /// kernel (exec, mapping and faulting in the libraries: about half).
+    private func assertSplitAddsUp(_ phase: [String: Any], kernelBusy: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws {
         let kernel = try XCTUnwrap(phase["kernel"] as? [String: Any], "\(phase["name"] ?? "?") has no kernel share", file: file, line: line)
         let user = try XCTUnwrap(kernel["userMs"] as? Double), system = try XCTUnwrap(kernel["kernelMs"] as? Double)
         XCTAssertGreaterThanOrEqual(user, 0, file: file, line: line)
-        XCTAssertGreaterThan(system, 0, "exec, faults and mmap take kernel time in every phase", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(system, 0, file: file, line: line)
+        if kernelBusy {
+            XCTAssertGreaterThan(kernel["kernelPercent"] as? Double ?? 0, 10, "exec, mmap and page faults are kernel time", file: file, line: line)
+        }
         if let cpu = (phase["usage"] as? [String: Any])?["cpuMs"] as? Double {
             XCTAssertEqual(user + system, cpu, accuracy: 0.001, file: file, line: line)
             XCTAssertEqual(kernel["source"] as? String, "rusage", file: file, line: line)
@@ -69,7 +74,7 @@ final class LaunchModeTests: XCTestCase {
         let timeline = try Timeline(contentsOf: dir + "/run-1.json")
         let launcher = try XCTUnwrap((timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any])
         if launcher["kernelSamples"] != nil {
-            try assertSplitAddsUp(rows[0])
+            try assertSplitAddsUp(rows[0], kernelBusy: true)
         } else {
             XCTAssertNil(rows[0]["kernel"], "no kernel figure without kernel samples or getrusage")
         }
@@ -82,13 +87,14 @@ final class LaunchModeTests: XCTestCase {
     func testLinkedAppUnderRunAndOnItsOwn() throws {
         let app = try Products.path("ServiceStartup")
         let dir = try makeTemporaryDirectory(for: self).path
-        let run = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", dir, "--", app])
+        // 10 kHz: a phase needs 10 periods of CPU for a split (the loader's ~5 ms).
+        let run = try coldstart(["run", "-n", "1", "--warmup", "0", "--hz", "10000", "--out", dir, "--", app])
         XCTAssertEqual(run.status, 0, run.stderr)
         let sampled = try assertMode("run-linked", "linked with Coldstart, under `coldstart run`: loader sampled", timeline: dir + "/run-1.json", dir: dir)
         // The loader phase: getrusage at the earliest init against the launcher's user samples.
         let loader = try XCTUnwrap(try phases(sampled).first { $0["kind"] as? String == "loader" })
-        try assertSplitAddsUp(loader)
-        XCTAssertTrue(try phases(sampled).filter { $0["kind"] as? String == "app" }.allSatisfy { $0["kernel"] != nil })
+        try assertSplitAddsUp(loader, kernelBusy: true)
+        try assertSplitAddsUp(try XCTUnwrap(try phases(sampled).last { $0["kind"] as? String == "app" }))
 
         let alone = dir + "/alone.json"
         let result = try runProcess(app, environment: ["COLDSTART": alone, "COLDSTART_SPAWN_NS": nil])
