@@ -22,7 +22,8 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// User-mode samples behind `userMs`: its precision is ± √ of this, in periods.
     package var userSamples: Int
     /// "rusage" (CPU time from getrusage less the sampled user time) or
-    /// "kernel samples" (the launcher's kernel-mode samples × period).
+    /// "kernel samples" (the launcher's kernel-mode samples × period; the
+    /// first phase also gets the CPU before `main` no sample saw).
     package var source: String
 
     /// A phase needs at least this many periods of CPU time: below it one
@@ -47,6 +48,15 @@ package struct KernelShare: Codable, Sendable, Equatable {
         func count(_ times: [Int64], from start: Int64, to end: Int64) -> Int {
             lowerBound(times, end) - lowerBound(times, start)
         }
+        // The CPU before `main` that no sample saw — the fork child and the
+        // start of exec, before the events switched on (about 1.5 ms,
+        // docs/before-main.md) — is kernel time of the first phase, so the
+        // phases before `main` add up to getrusage's CPU there.
+        var unsampledBeforeMainNs = 0.0
+        if let kernelTimes, let main = timeline.rusage.first(where: { $0.at == "main" }) {
+            let sampled = Double(count(userTimes, from: .min, to: main.ns) + count(kernelTimes, from: .min, to: main.ns)) * periodNs
+            unsampledBeforeMainNs = max(Double(main.usage.cpuNs) - sampled, 0)
+        }
         return timeline.phases.map { phase -> KernelShare? in
             // The set-up phase's sampler starts inside it: its user time is not all sampled.
             guard phase.kind != "profiler", phase.endNs > phase.startNs else { return nil }
@@ -60,7 +70,8 @@ package struct KernelShare: Codable, Sendable, Equatable {
                 return KernelShare(userNs: min(userNs, cpu), kernelNs: max(cpu - userNs, 0), samples: samples, source: "rusage")
             }
             if let kernelTimes, Double(samples + count(kernelTimes, from: phase.startNs, to: phase.endNs)) >= minimumPeriods {
-                let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs
+                let unsampled = phase.startNs == 0 ? unsampledBeforeMainNs : 0
+                let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs + unsampled
                 return KernelShare(userNs: userNs, kernelNs: kernelNs, samples: samples, source: "kernel samples")
             }
             return nil
