@@ -60,8 +60,9 @@ package struct KernelShare: Codable, Sendable, Equatable {
         return timeline.phases.map { phase -> KernelShare? in
             // The set-up phase's sampler starts inside it: its user time is not all sampled.
             guard phase.kind != "profiler", phase.endNs > phase.startNs else { return nil }
-            let covered = min(phase.endNs, sampling.stopNs) - max(phase.startNs, sampling.startNs)
-            guard Double(covered) >= 0.95 * Double(phase.durationNs) else { return nil }
+            // In Double: a hostile file's times must not overflow Int64.
+            let covered = Double(min(phase.endNs, sampling.stopNs)) - Double(max(phase.startNs, sampling.startNs))
+            guard covered >= 0.95 * (Double(phase.endNs) - Double(phase.startNs)) else { return nil }
             let samples = count(userTimes, from: phase.startNs, to: phase.endNs)
             let userNs = Double(samples) * periodNs
             if let usage = phase.rusage, usage.cpuNs > 0 {

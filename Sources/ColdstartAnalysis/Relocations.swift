@@ -75,7 +75,8 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
         // Tables are virtual addresses: the file offset comes from the PT_LOAD holding them.
         func table(_ addressTag: UInt64, _ sizeTag: UInt64) throws -> [UInt8] {
             guard let address = tags[addressTag], let size = tags[sizeTag], size > 0 else { return [] }
-            guard size < 1 << 31, let segment = programHeaders.first(where: {
+            // 256 MiB: ten million relocations, far past any real library.
+            guard size < 1 << 28, let segment = programHeaders.first(where: {
                 $0.type == 1 && address >= $0.vaddr && address - $0.vaddr < $0.filesz && size <= $0.filesz - (address - $0.vaddr)
             }) else { throw ELFError(path: path, problem: "relocation table outside the file's segments") }
             return try file.read(offset: segment.offset &+ (address - segment.vaddr), count: size)

@@ -1,4 +1,4 @@
-import ColdstartAnalysis
+@testable import ColdstartAnalysis
 import Foundation
 import XCTest
 
@@ -103,5 +103,26 @@ final class LaunchModeTests: XCTestCase {
         let rows = try phases(json)
         XCTAssertNil(rows.first { $0["kind"] as? String == "loader" }?["kernel"], "the loader was not sampled: no user time known")
         XCTAssertNil(json["beforeMain"], "no launcher, no launcher section")
+    }
+
+    func testAHostileLauncherSectionIsReadWithoutCrashing() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        builder.sample(at: 21, [.init(module: app, name: "main")])
+        var document = builder.document
+        var section = document["coldstart"] as! [String: Any]
+        let dir = try makeTemporaryDirectory(for: self).path
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/not-elf.so", contents: Data("not an ELF file".utf8)))
+        section["launcher"] = [
+            "mode": "not linked",
+            "kernelSamples": [["x"], [], [Int64.max, 1], [-5, "tid"]] as [Any],
+            "audit": ["objects": [["path": "/dev/zero"], ["path": dir], ["path": dir + "/not-elf.so"], ["path": "/no/such.so"], ["ns": 3]]],
+        ] as [String: Any]
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document), path: "hostile.json")
+        let report = try LaunchAnalysis(timeline: timeline).report
+        XCTAssertEqual(report.launch.mode, .runUnlinked)
+        XCTAssertNil(report.loaderStatistics, "no readable object: no statistics")
+        _ = report.text(full: true)
     }
 }
