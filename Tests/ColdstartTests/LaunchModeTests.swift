@@ -78,8 +78,11 @@ final class LaunchModeTests: XCTestCase {
         } else {
             XCTAssertNil(rows[0]["kernel"], "no kernel figure without kernel samples or getrusage")
         }
-        // The before-main section and the loader statistics are in the JSON.
+        // The before-main section and the loader statistics are in the JSON and the page.
         XCTAssertNotNil(json["beforeMain"])
+        let page = try String(contentsOfFile: dir + "/report.html", encoding: .utf8)
+        XCTAssertTrue(page.contains("<section id=\"beforemain\">") && page.contains("Loader statistics"))
+        XCTAssertTrue(page.contains("<th class=\"num\">kernel ms</th>"), "the phase table splits CPU into user and kernel")
         let statistics = try XCTUnwrap(json["loaderStatistics"] as? [String: Any])
         XCTAssertGreaterThan(statistics["symbolic"] as? Int ?? 0, 1000)
     }
