@@ -79,6 +79,23 @@ package struct KernelShare: Codable, Sendable, Equatable {
         }
     }
 
+    /// Everything before `main` together, from the `getrusage` reading at
+    /// `main` (la_preinit, or a linked app's first constructor) less the
+    /// user samples before it: the split the phases before `main` cannot
+    /// have on their own when the kernel refused kernel-mode samples. Nil
+    /// without that reading, a user-mode perf clock from the start, or 10
+    /// periods of CPU.
+    package static func beforeMain(_ timeline: Timeline) -> KernelShare? {
+        guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock", sampling.startNs <= 0,
+              let main = timeline.rusage.first(where: { $0.at == "main" }) else { return nil }
+        let hz = sampling.loweredHz ?? sampling.requestedHz
+        let cpu = Double(main.usage.cpuNs)
+        guard hz > 0, hz.isFinite, cpu >= minimumPeriods * 1e9 / hz else { return nil }
+        let samples = timeline.samples.filter { $0.ns < main.ns }.count
+        let userNs = min(Double(samples) * 1e9 / hz, cpu)
+        return KernelShare(userNs: userNs, kernelNs: cpu - userNs, samples: samples, source: "rusage")
+    }
+
     init(userNs: Double, kernelNs: Double, samples: Int, source: String) {
         userMs = userNs / 1e6
         kernelMs = kernelNs / 1e6

@@ -128,4 +128,63 @@ final class LaunchModeTests: XCTestCase {
         XCTAssertNil(report.loaderStatistics, "no readable object: no statistics")
         _ = report.text(full: true)
     }
+
+    /// A program without Coldstart at 1 kHz (1 ms a sample): 8 user samples
+    /// in the loader, 6 in the initializers, 30 in `main`; 30 ms of CPU at
+    /// `main`, 40 ms in the app phase.
+    private func unlinkedTimeline(kernelSamples: [Double]?) throws -> Timeline {
+        var builder = SampledTimelineBuilder()
+        builder.samplingStartNs = 0
+        builder.phases = [("kernel exec + loader", "loader", 0, 10), ("library initializers", "initializers", 10, 20),
+                          ("main → exit(0)", "app", 20, 100)]
+        let app = builder.module("/opt/app/App")
+        let loaderMs: [Double] = (0..<8).map { 0.5 + Double($0) }
+        let initializerMs: [Double] = (0..<6).map { 10.5 + Double($0) }
+        let mainMs: [Double] = (0..<30).map { 20.5 + Double($0) * 2 }
+        for ms in loaderMs + initializerMs + mainMs {
+            builder.sample(at: ms, [.init(module: app, name: "f")])
+        }
+        var document = builder.document
+        var section = document["coldstart"] as! [String: Any]
+        func usage(cpuMs: Int64) -> [String: Any] {
+            ["minorFaults": 0, "majorFaults": 0, "voluntarySwitches": 0, "involuntarySwitches": 0,
+             "userNs": cpuMs * 1_000_000 / 2, "systemNs": cpuMs * 1_000_000 / 2]
+        }
+        var phases = section["phases"] as! [[String: Any]]
+        phases[2]["rusage"] = usage(cpuMs: 40)
+        section["phases"] = phases
+        section["rusage"] = [usage(cpuMs: 30).merging(["at": "main", "ns": Int64(20_000_000)]) { a, _ in a }]
+        var launcher: [String: Any] = ["mode": "not linked"]
+        if let kernelSamples { launcher["kernelSamples"] = kernelSamples.map { [Int64($0 * 1e6), 4242] } }
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        return try Timeline(data: JSONSerialization.data(withJSONObject: document), path: "unlinked.json")
+    }
+
+    func testKernelSharePerPhaseAddsUpToTheCPUTime() throws {
+        // Kernel-mode samples: 9 in the loader, 4 in the initializers. The 3 ms
+        // of CPU before main no sample saw go to the loader's kernel time.
+        let kernelMs: [Double] = (0..<9).map { 0.7 + Double($0) } + [11.1, 12.1, 13.1, 14.1]
+        let sampled = KernelShare.phases(try unlinkedTimeline(kernelSamples: kernelMs))
+        let loader = try XCTUnwrap(sampled[0]), initializers = try XCTUnwrap(sampled[1]), app = try XCTUnwrap(sampled[2])
+        XCTAssertEqual([loader.userMs, loader.kernelMs, initializers.userMs, initializers.kernelMs], [8, 12, 6, 4])
+        XCTAssertEqual(loader.userMs + loader.kernelMs + initializers.userMs + initializers.kernelMs, 30, "getrusage at main")
+        XCTAssertEqual(loader.source, "kernel samples")
+        XCTAssertEqual(initializers.kernelPercent, 40, accuracy: 1e-9)
+        // getrusage at both ends: CPU less the user samples.
+        XCTAssertEqual([app.userMs, app.kernelMs], [30, 10])
+        XCTAssertEqual(app.source, "rusage")
+
+        // User mode only (perf_event_paranoid refused kernel mode): no split
+        // before main per phase, only before main as a whole.
+        let userOnly = try unlinkedTimeline(kernelSamples: nil)
+        let phases = KernelShare.phases(userOnly)
+        XCTAssertNil(phases[0])
+        XCTAssertNil(phases[1])
+        XCTAssertEqual(phases[2]?.kernelMs, 10)
+        let beforeMain = try XCTUnwrap(KernelShare.beforeMain(userOnly))
+        XCTAssertEqual([beforeMain.userMs, beforeMain.kernelMs], [14, 16])
+        XCTAssertEqual(BeforeMain(userOnly)?.beforeMainKernel?.kernelMs, 16)
+        XCTAssertNil(BeforeMain(try unlinkedTimeline(kernelSamples: kernelMs))?.beforeMainKernel, "not when the phases are split")
+    }
 }
