@@ -66,6 +66,14 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
             if tag == 0 { break }
             tags[tag] = entries.u64(base + 8)
         }
+        // Some linkers make DT_RELASZ (DT_RELSZ) cover the PLT's entries too;
+        // glibc then leaves them out of the first range (dynamic-link.h).
+        for (address, size) in [(UInt64(7), UInt64(8)), (17, 18)] {
+            if let start = tags[address], let length = tags[size], let plt = tags[23], let pltLength = tags[2],
+               start &+ length == plt &+ pltLength, length >= pltLength {
+                tags[size] = length - pltLength
+            }
+        }
         let kind = Machine(header.machine)
         // DT_FLAGS & DF_BIND_NOW, DT_BIND_NOW, DT_FLAGS_1 & DF_1_NOW.
         // The loader relocates its own PLT at start-up too (rtld.c, lazy 0).
