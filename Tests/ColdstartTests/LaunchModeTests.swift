@@ -102,7 +102,7 @@ final class LaunchModeTests: XCTestCase {
         let alone = dir + "/alone.json"
         let result = try runProcess(app, environment: ["COLDSTART": alone, "COLDSTART_SPAWN_NS": nil])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let json = try assertMode("linked", "linked with Coldstart, run on its own: start estimated", timeline: alone, dir: dir)
+        let json = try assertMode("linked", "linked with Coldstart, on its own: start estimated", timeline: alone, dir: dir)
         let rows = try phases(json)
         XCTAssertNil(rows.first { $0["kind"] as? String == "loader" }?["kernel"], "the loader was not sampled: no user time known")
         XCTAssertNil(json["beforeMain"], "no launcher, no launcher section")
