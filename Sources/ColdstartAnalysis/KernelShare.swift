@@ -35,7 +35,9 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// not known from a user-mode perf clock that covered it, its CPU time is
     /// unknown or under `minimumPeriods` periods, and for Coldstart's own
     /// set-up phase.
-    package static func phases(_ timeline: Timeline) -> [KernelShare?] {
+    /// `minimumPeriods`: lower for a pool of launches, which sums each
+    /// launch's split and applies the floor to the sum (`PooledProfile`).
+    package static func phases(_ timeline: Timeline, minimumPeriods: Double = minimumPeriods) -> [KernelShare?] {
         guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock" else {
             return timeline.phases.map { _ in nil }
         }
@@ -57,11 +59,14 @@ package struct KernelShare: Codable, Sendable, Equatable {
             let sampled = Double(count(userTimes, from: .min, to: main.ns) + count(kernelTimes, from: .min, to: main.ns)) * periodNs
             unsampledBeforeMainNs = max(Double(main.usage.cpuNs) - sampled, 0)
         }
+        let windows = sampledWindows(timeline, sampling: sampling, launcherMode: launcher?["mode"] as? String, sortedSamples: userTimes)
         return timeline.phases.map { phase -> KernelShare? in
             // The set-up phase's sampler starts inside it: its user time is not all sampled.
             guard phase.kind != "profiler", phase.endNs > phase.startNs else { return nil }
             // In Double: a hostile file's times must not overflow Int64.
-            let covered = Double(min(phase.endNs, sampling.stopNs)) - Double(max(phase.startNs, sampling.startNs))
+            let covered = windows.reduce(0.0) { sum, window in
+                sum + max(0, Double(min(phase.endNs, window.to)) - Double(max(phase.startNs, window.from)))
+            }
             guard covered >= 0.95 * (Double(phase.endNs) - Double(phase.startNs)) else { return nil }
             let samples = count(userTimes, from: phase.startNs, to: phase.endNs)
             let userNs = Double(samples) * periodNs
@@ -94,6 +99,22 @@ package struct KernelShare: Codable, Sendable, Equatable {
         let samples = timeline.samples.filter { $0.ns < main.ns }.count
         let userNs = min(Double(samples) * 1e9 / hz, cpu)
         return KernelShare(userNs: userNs, kernelNs: cpu - userNs, samples: samples, source: "rusage")
+    }
+
+    /// Where a user-mode clock was sampling. A program without Coldstart:
+    /// the launcher's, from exec to the end. An app linked with Coldstart:
+    /// its own sampler from its first sample (the clocks are opened by its
+    /// scan thread some time after `sampling.startNs`, so a phase right
+    /// after the earliest init may have run unsampled), and under
+    /// `coldstart run` the launcher's before the earliest init too.
+    private static func sampledWindows(_ timeline: Timeline, sampling: Timeline.Sampling, launcherMode: String?,
+                                       sortedSamples: [Int64]) -> [(from: Int64, to: Int64)] {
+        if launcherMode == "not linked" { return [(sampling.startNs, sampling.stopNs)] }
+        let cut = launcherMode == nil ? sampling.startNs : (timeline.launch.earliestInitNs ?? 0)
+        let first = lowerBound(sortedSamples, max(cut, sampling.startNs))
+        let own: (from: Int64, to: Int64) = (first < sortedSamples.count ? sortedSamples[first] : sampling.stopNs, sampling.stopNs)
+        let launcher: [(from: Int64, to: Int64)] = launcherMode == nil ? [] : [(Int64(0), cut)]
+        return launcher + [own]
     }
 
     init(userNs: Double, kernelNs: Double, samples: Int, source: String) {

@@ -187,4 +187,18 @@ final class LaunchModeTests: XCTestCase {
         XCTAssertEqual(BeforeMain(userOnly)?.beforeMainKernel?.kernelMs, 16)
         XCTAssertNil(BeforeMain(try unlinkedTimeline(kernelSamples: kernelMs))?.beforeMainKernel, "not when the phases are split")
     }
+
+    func testAPoolSumsEachLaunchsSplitOfAPhaseTooShortForOne() throws {
+        // Kernel-mode samples: 1 in the initializers (6 user samples there), so
+        // one launch has 7 periods there, under the floor of 10; two have 14.
+        let kernelMs: [Double] = (0..<9).map { 0.7 + Double($0) } + [11.1]
+        let one = try unlinkedTimeline(kernelSamples: kernelMs)
+        XCTAssertNil(KernelShare.phases(one)[1], "7 periods: no split for one launch")
+        var pool = PooledProfile()
+        for _ in 0..<2 { XCTAssertTrue(pool.add(one, cache: SymbolCache(), path: "unlinked.json")) }
+        let initializers = try XCTUnwrap(pool.report(top: 5).phases.first { $0.kind == "initializers" }?.kernel)
+        XCTAssertEqual([initializers.userMs, initializers.kernelMs], [6, 1], "per launch")
+        XCTAssertEqual(initializers.userSamples, 12)
+        XCTAssertEqual(initializers.source, "pooled over 2 launches")
+    }
 }
