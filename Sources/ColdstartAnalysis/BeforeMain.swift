@@ -34,6 +34,9 @@ package struct BeforeMain: Codable, Sendable {
     package var kernelByPhase: [PhaseKernel]
     /// The task clock sampled kernel mode too (perf_event_paranoid allowed it).
     package var kernelSampled: Bool
+    /// Everything before `main` together, when its phases have no split of
+    /// their own (no kernel-mode samples): `KernelShare.beforeMain`.
+    package var beforeMainKernel: KernelShare?
     package var lostRecords: Int
 
     package struct PhaseKernel: Codable, Sendable {
@@ -66,7 +69,8 @@ package struct BeforeMain: Codable, Sendable {
         let early = timeline.samples.filter { $0.tid == timeline.process.pid && $0.ns < loaderEnd }
         var symbols = timeline.symbols.merging(known) { own, _ in own }
         let leaves = early.compactMap(\.frames.first) + faultFrames
-        if leaves.contains(where: { symbols[$0.key] == nil }) {
+        // A symbolized file names its fault frames too, and reads no binary.
+        if !timeline.isSymbolized, leaves.contains(where: { symbols[$0.key] == nil }) {
             let named = Symbolizer(modules: timeline.modules).symbolize(leaves.map { Timeline.Sample(ns: 0, tid: 0, frames: [$0]) })
             symbols.merge(named.symbols) { own, _ in own }
         }
@@ -128,6 +132,9 @@ package struct BeforeMain: Codable, Sendable {
         kernelByPhase = zip(timeline.phases, KernelShare.phases(timeline)).compactMap { phase, split in
             split.map { PhaseKernel(phase: phase.name, split: $0) }
         }
+        let beforeMainSplit = timeline.phases.contains { $0.endNs <= timeline.launch.mainNs && $0.kind == "loader" }
+            && !kernelByPhase.contains { entry in timeline.phases.contains { $0.name == entry.phase && $0.kind == "loader" } }
+        beforeMainKernel = beforeMainSplit ? KernelShare.beforeMain(timeline) : nil
     }
 
     /// The section as text; `statistics` adds each library's relocation counts.
@@ -136,6 +143,10 @@ package struct BeforeMain: Codable, Sendable {
         var lines = ["Before main (launcher: perf events from exec\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
             + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
+        if let split = beforeMainKernel {
+            lines.append("  before main: \(ms(split.userMs)) + \(ms(split.kernelMs)) ms of CPU in user + kernel mode ("
+                + String(format: "%.0f%%", split.kernelPercent) + " kernel: getrusage at main less user samples × period)")
+        }
         if !kernelByPhase.isEmpty {
             lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: getrusage CPU less that"
                 + (kernelSampled ? ", or kernel samples × period" : "") + "): "

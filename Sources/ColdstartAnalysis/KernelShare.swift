@@ -22,13 +22,22 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// User-mode samples behind `userMs`: its precision is ± √ of this, in periods.
     package var userSamples: Int
     /// "rusage" (CPU time from getrusage less the sampled user time) or
-    /// "kernel samples" (the launcher's kernel-mode samples × period).
+    /// "kernel samples" (the launcher's kernel-mode samples × period; the
+    /// first phase also gets the CPU before `main` no sample saw).
     package var source: String
 
+    /// A phase needs at least this many periods of CPU time: below it one
+    /// sample more or less would swing the split by more than 10 points
+    /// (1 ms at 10 kHz, 10 ms at the in-process default of 1 kHz).
+    static let minimumPeriods = 10.0
+
     /// One entry per phase of `timeline`, nil where the phase's user time is
-    /// not known from a user-mode perf clock that covered it, or its CPU time
-    /// is unknown, and for Coldstart's own set-up phase.
-    package static func phases(_ timeline: Timeline) -> [KernelShare?] {
+    /// not known from a user-mode perf clock that covered it, its CPU time is
+    /// unknown or under `minimumPeriods` periods, and for Coldstart's own
+    /// set-up phase.
+    /// `minimumPeriods`: lower for a pool of launches, which sums each
+    /// launch's split and applies the floor to the sum (`PooledProfile`).
+    package static func phases(_ timeline: Timeline, minimumPeriods: Double = minimumPeriods) -> [KernelShare?] {
         guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock" else {
             return timeline.phases.map { _ in nil }
         }
@@ -41,23 +50,71 @@ package struct KernelShare: Codable, Sendable, Equatable {
         func count(_ times: [Int64], from start: Int64, to end: Int64) -> Int {
             lowerBound(times, end) - lowerBound(times, start)
         }
+        // The CPU before `main` that no sample saw — the fork child and the
+        // start of exec, before the events switched on (about 1.5 ms,
+        // docs/before-main.md) — is kernel time of the first phase, so the
+        // phases before `main` add up to getrusage's CPU there.
+        var unsampledBeforeMainNs = 0.0
+        if let kernelTimes, let main = timeline.rusage.first(where: { $0.at == "main" }) {
+            let sampled = Double(count(userTimes, from: .min, to: main.ns) + count(kernelTimes, from: .min, to: main.ns)) * periodNs
+            unsampledBeforeMainNs = max(Double(main.usage.cpuNs) - sampled, 0)
+        }
+        let windows = sampledWindows(timeline, sampling: sampling, launcherMode: launcher?["mode"] as? String, sortedSamples: userTimes)
         return timeline.phases.map { phase -> KernelShare? in
             // The set-up phase's sampler starts inside it: its user time is not all sampled.
             guard phase.kind != "profiler", phase.endNs > phase.startNs else { return nil }
-            let covered = min(phase.endNs, sampling.stopNs) - max(phase.startNs, sampling.startNs)
-            guard Double(covered) >= 0.95 * Double(phase.durationNs) else { return nil }
+            // In Double: a hostile file's times must not overflow Int64.
+            let covered = windows.reduce(0.0) { sum, window in
+                sum + max(0, Double(min(phase.endNs, window.to)) - Double(max(phase.startNs, window.from)))
+            }
+            guard covered >= 0.95 * (Double(phase.endNs) - Double(phase.startNs)) else { return nil }
             let samples = count(userTimes, from: phase.startNs, to: phase.endNs)
             let userNs = Double(samples) * periodNs
             if let usage = phase.rusage, usage.cpuNs > 0 {
                 let cpu = Double(usage.cpuNs)
+                guard cpu >= minimumPeriods * periodNs else { return nil }
                 return KernelShare(userNs: min(userNs, cpu), kernelNs: max(cpu - userNs, 0), samples: samples, source: "rusage")
             }
-            if let kernelTimes, samples + count(kernelTimes, from: phase.startNs, to: phase.endNs) > 0 {
-                let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs
+            if let kernelTimes, Double(samples + count(kernelTimes, from: phase.startNs, to: phase.endNs)) >= minimumPeriods {
+                let unsampled = phase.startNs == 0 ? unsampledBeforeMainNs : 0
+                let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs + unsampled
                 return KernelShare(userNs: userNs, kernelNs: kernelNs, samples: samples, source: "kernel samples")
             }
             return nil
         }
+    }
+
+    /// Everything before `main` together, from the `getrusage` reading at
+    /// `main` (la_preinit, or a linked app's first constructor) less the
+    /// user samples before it: the split the phases before `main` cannot
+    /// have on their own when the kernel refused kernel-mode samples. Nil
+    /// without that reading, a user-mode perf clock from the start, or 10
+    /// periods of CPU.
+    package static func beforeMain(_ timeline: Timeline) -> KernelShare? {
+        guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock", sampling.startNs <= 0,
+              let main = timeline.rusage.first(where: { $0.at == "main" }) else { return nil }
+        let hz = sampling.loweredHz ?? sampling.requestedHz
+        let cpu = Double(main.usage.cpuNs)
+        guard hz > 0, hz.isFinite, cpu >= minimumPeriods * 1e9 / hz else { return nil }
+        let samples = timeline.samples.filter { $0.ns < main.ns }.count
+        let userNs = min(Double(samples) * 1e9 / hz, cpu)
+        return KernelShare(userNs: userNs, kernelNs: cpu - userNs, samples: samples, source: "rusage")
+    }
+
+    /// Where a user-mode clock was sampling. A program without Coldstart:
+    /// the launcher's, from exec to the end. An app linked with Coldstart:
+    /// its own sampler from its first sample (the clocks are opened by its
+    /// scan thread some time after `sampling.startNs`, so a phase right
+    /// after the earliest init may have run unsampled), and under
+    /// `coldstart run` the launcher's before the earliest init too.
+    private static func sampledWindows(_ timeline: Timeline, sampling: Timeline.Sampling, launcherMode: String?,
+                                       sortedSamples: [Int64]) -> [(from: Int64, to: Int64)] {
+        if launcherMode == "not linked" { return [(sampling.startNs, sampling.stopNs)] }
+        let cut = launcherMode == nil ? sampling.startNs : (timeline.launch.earliestInitNs ?? 0)
+        let first = lowerBound(sortedSamples, max(cut, sampling.startNs))
+        let own: (from: Int64, to: Int64) = (first < sortedSamples.count ? sortedSamples[first] : sampling.stopNs, sampling.stopNs)
+        let launcher: [(from: Int64, to: Int64)] = launcherMode == nil ? [] : [(Int64(0), cut)]
+        return launcher + [own]
     }
 
     init(userNs: Double, kernelNs: Double, samples: Int, source: String) {

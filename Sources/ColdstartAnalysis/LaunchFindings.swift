@@ -88,12 +88,13 @@ extension FindingInputs {
         if let phase = report.phases.first(where: { $0.kind == "loader" }) {
             let statistics = report.loaderStatistics
             let relocationMs = Dictionary((report.beforeMain?.relocation ?? []).map { ($0.name, $0.ms) }) { first, _ in first }
+            let timed = statistics?.objects.compactMap { object in relocationMs[object.name].map { (object, $0) } }
+            let heaviest = timed?.max { $0.1 < $1.1 }?.0 ?? statistics?.objects.first
             loader = Loader(
                 ms: phase.durationMs,
                 libraryCount: modules.filter { $0.contains(".so") && !$0.hasPrefix("ld-linux") && !$0.hasPrefix("linux-vdso") }.count,
                 relocations: statistics?.symbolic, lookups: statistics?.lookups,
-                heaviest: (statistics?.objects.max { relocationMs[$0.name] ?? -1 < relocationMs[$1.name] ?? -1 }
-                    .flatMap { relocationMs[$0.name] == nil ? nil : $0 } ?? statistics?.objects.first).map {
+                heaviest: heaviest.map {
                     Loader.Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: relocationMs[$0.name], isOwn: $0.isOwn)
                 },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },

@@ -30,7 +30,7 @@ package enum LaunchMode: String, Codable, Sendable {
         case .runLinked: "linked with Coldstart, under `coldstart run`: loader sampled from exec, the rest by the app"
         case .runUnlinked: "not linked with Coldstart, under `coldstart run`: sampled from exec by its perf events"
         case .linked where startSource == "spawn-env": "linked with Coldstart, launcher-stamped start (exact); loader not sampled"
-        case .linked: "linked with Coldstart, run on its own: start estimated, loader not sampled (`coldstart run` samples it)"
+        case .linked: "linked with Coldstart, on its own: start estimated, loader not sampled"
         }
     }
 }

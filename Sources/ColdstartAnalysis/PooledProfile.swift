@@ -66,6 +66,14 @@ package struct PooledProfile: Sendable {
         /// Where the phase sits in its launches: the report lists phases in it.
         var position: Int
         var time = Counter()
+        /// Σ of each launch's `KernelShare` of the phase (user, kernel ns),
+        /// the launches it was known in and the longest sampling period: one
+        /// launch's split of a short phase is a sample or two, the pool's is not.
+        var userNs = 0.0
+        var kernelNs = 0.0
+        var userSamples = 0
+        var splitLaunches = 0
+        var periodNs = 0.0
     }
 
     private struct LibraryCounter: Sendable {
@@ -141,6 +149,17 @@ package struct PooledProfile: Sendable {
             let kind = index < analysis.timeline.phases.count ? analysis.timeline.phases[index].kind : "after-end"
             phases[analysis.phaseNames[index], default: PhaseCounter(kind: kind, position: index)].time.add(count, nsPerSample: period)
         }
+        let userPeriod = 1e9 / (analysis.sampling.loweredHz ?? analysis.sampling.requestedHz)
+        for (phase, split) in zip(analysis.timeline.phases, KernelShare.phases(analysis.timeline, minimumPeriods: 0)) {
+            guard let split else { continue }
+            var counter = phases[phase.name, default: PhaseCounter(kind: phase.kind, position: analysis.phaseNames.firstIndex(of: phase.name) ?? 0)]
+            counter.userNs += split.userMs * 1e6
+            counter.kernelNs += split.kernelMs * 1e6
+            counter.userSamples += split.userSamples
+            counter.splitLaunches += 1
+            counter.periodNs = max(counter.periodNs, userPeriod.isFinite ? userPeriod : 0)
+            phases[phase.name] = counter
+        }
         let startup = analysis.initializers(all, options: everything)
         if startup.samples > 0 { initializers.add(startup.samples, nsPerSample: period) }
         for library in startup.libraries {
@@ -170,12 +189,27 @@ package struct PooledProfile: Sendable {
             var sum = mine
             sum.time.merge(theirs.time)
             sum.position = min(mine.position, theirs.position)
+            sum.userNs += theirs.userNs
+            sum.kernelNs += theirs.kernelNs
+            sum.userSamples += theirs.userSamples
+            sum.splitLaunches += theirs.splitLaunches
+            sum.periodNs = max(mine.periodNs, theirs.periodNs)
             return sum
         }
         initializers.merge(other.initializers)
         libraries.merge(other.libraries) { var sum = $0; sum.time.merge($1.time); return sum }
         lazyGlobals.merge(other.lazyGlobals) { var sum = $0; sum.merge($1); return sum }
         warnings.merge(other.warnings) { mine, _ in mine }
+    }
+
+    /// A phase's pooled split, per launch it was known in; nil under
+    /// `KernelShare.minimumPeriods` periods of pooled CPU.
+    private static func kernelShare(_ counter: PhaseCounter) -> KernelShare? {
+        let cpu = counter.userNs + counter.kernelNs
+        guard counter.splitLaunches > 0, cpu > 0, cpu >= KernelShare.minimumPeriods * counter.periodNs else { return nil }
+        let launches = Double(counter.splitLaunches)
+        return KernelShare(userNs: counter.userNs / launches, kernelNs: counter.kernelNs / launches, samples: counter.userSamples,
+                           source: "pooled over \(counter.splitLaunches) launch\(counter.splitLaunches == 1 ? "" : "es")")
     }
 
     /// The pool's `top` rows per table, most samples first.
@@ -204,7 +238,7 @@ package struct PooledProfile: Sendable {
             effectiveHz: launches > 0 ? .init(min: minHz, max: maxHz) : nil,
             phases: phases.sorted { ($0.value.position, $0.key) < ($1.value.position, $1.key) }.map {
                 .init(name: $0.key, kind: $0.value.kind, samples: $0.value.time.samples, msPerLaunch: perLaunch($0.value.time.ns),
-                      percent: percent($0.value.time.samples), launches: $0.value.time.launches)
+                      percent: percent($0.value.time.samples), launches: $0.value.time.launches, kernel: Self.kernelShare($0.value))
             },
             bySelf: ranked(entries) { $0.selfTime.samples },
             byTotal: ranked(entries) { $0.total.samples },
@@ -253,6 +287,10 @@ package struct PooledProfileReport: Codable, Sendable, Equatable {
         package var msPerLaunch: Double
         package var percent: Double
         package var launches: Int
+        /// The phase's CPU per launch as sampled user time + kernel time,
+        /// pooled (`KernelShare`; `userSamples` is the pool's); absent when
+        /// no launch had a split or the pool has under 10 periods of CPU.
+        package var kernel: KernelShare?
     }
 
     package struct Function: Codable, Sendable, Equatable {

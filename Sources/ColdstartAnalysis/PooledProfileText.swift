@@ -26,11 +26,15 @@ extension PooledProfileReport {
             lines.append("  few samples per launch: pool more launches (coldstart run -n N) or sample faster (--hz) for steadier figures")
         }
 
-        var phaseTable = Table(columns: [.init("phase", .left), .init("samples", .right), .init("ms/launch", .right), .init("%", .right)])
+        var phaseTable = Table(columns: [.init("phase", .left), .init("samples", .right), .init("ms/launch", .right), .init("%", .right),
+                                         .init("CPU user+kernel ms/launch", .right), .init("kernel", .right)])
         for phase in phases {
-            phaseTable.add([phase.name, String(phase.samples), Self.format(phase.msPerLaunch, decimals: 2), Self.format(phase.percent, decimals: 1)])
+            phaseTable.add([phase.name, String(phase.samples), Self.format(phase.msPerLaunch, decimals: 2), Self.format(phase.percent, decimals: 1),
+                            phase.kernel.map { Self.format($0.userMs, decimals: 2) + "+" + Self.format($0.kernelMs, decimals: 2) } ?? "–",
+                            phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"])
         }
-        lines += ["", "Samples by phase (each launch's own phases)"] + phaseTable.render(width: width)
+        lines += ["", "Samples by phase (each launch's own phases; CPU: user samples × period + the kernel's, pooled)"]
+            + phaseTable.render(width: width)
         lines += [""] + functionLines("Top functions by self time", bySelf, selfFirst: true, width: width)
         lines += [""] + functionLines("Top functions by total time", byTotal, selfFirst: false, width: width)
 

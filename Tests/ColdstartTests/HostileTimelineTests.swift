@@ -34,6 +34,24 @@ final class HostileTimelineTests: XCTestCase {
         }
     }
 
+    /// `coldstart symbolize` stores the loader statistics in the file; stored
+    /// counts that could overflow the report's sums are ignored, not trusted.
+    func testStoredLoaderStatisticsOutOfRangeAreIgnored() throws {
+        func statistics(symbolic: Int) throws -> LoaderStatistics? {
+            LoaderStatistics(try timeline { section in
+                section["loaderStatistics"] = [
+                    "objects": [["name": "libA.so", "relative": 1, "packedRelative": 0, "symbolic": symbolic, "plt": 2,
+                                 "lookups": 3, "cachedLookups": 0, "bindNow": false, "isOwn": true]],
+                    "relative": 1, "packedRelative": 0, "symbolic": symbolic, "plt": 2, "lookups": 3, "cachedLookups": 0,
+                    "source": "modules mapped", "unreadable": [String](),
+                ] as [String: Any]
+            })
+        }
+        XCTAssertEqual(try statistics(symbolic: 40)?.symbolic, 40, "plausible stored counts are read")
+        XCTAssertNil(try statistics(symbolic: Int.max))
+        XCTAssertNil(try statistics(symbolic: -1))
+    }
+
     func testNumbersThatTrappedAreErrorsNamingTheField() throws {
         XCTAssertNoThrow(try timeline { _ in }, "the unchanged timeline reads")
         assertRefused("malformed timeline: sampling.effectiveHz is 1e-300 Hz, out of range",
