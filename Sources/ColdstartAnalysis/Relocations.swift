@@ -194,26 +194,11 @@ package struct LoaderStatistics: Codable, Sendable {
     /// Objects whose file could not be read or no longer matches (skipped).
     package var unreadable: [String]
 
-    /// The statistics of `timeline`: those `coldstart symbolize` wrote into
-    /// it (`coldstart.loaderStatistics`), else, unless it is symbolized (a
-    /// report then reads no binary), read from the objects' files.
-    package init?(_ timeline: Timeline) {
-        let section = timeline.document["coldstart"] as? [String: Any]
-        if let stored = section?["loaderStatistics"] {
-            guard JSONSerialization.isValidJSONObject(stored), let data = try? JSONSerialization.data(withJSONObject: stored),
-                  let decoded = try? JSONDecoder().decode(LoaderStatistics.self, from: data) else { return nil }
-            self = decoded
-            return
-        }
-        guard !timeline.isSymbolized else { return nil }
-        self.init(readingFilesOf: timeline)
-    }
-
     /// The objects of `timeline`: those the audit module saw opened in the
     /// program's namespace when it ran (the executable as "-"), else the
     /// modules it had mapped, less the audit module's own namespace and the
-    /// vDSO, each read from its file. Nil when there is no object to read.
-    init?(readingFilesOf timeline: Timeline) {
+    /// vDSO. Nil when there is no object to read.
+    package init?(_ timeline: Timeline) {
         let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         let audited = ((launcher?["audit"] as? [String: Any])?["objects"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
         var paths: [String]

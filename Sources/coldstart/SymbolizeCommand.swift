@@ -15,8 +15,6 @@ enum SymbolizeCommand: Command {
     module's GNU build-id; demangles Swift and C++ names. Writes:
       - coldstart.symbols: "module:address" -> {name, system (mangled)};
       - coldstart.symbolized: true;
-      - coldstart.loaderStatistics: each loaded object's relocations, read
-        from its file (what `coldstart report` shows as loader statistics);
       - the main thread's stacks as a flame chart of trace events on the track
         "main thread (samples)", in time order, for Perfetto UI and
         chrome://tracing.
