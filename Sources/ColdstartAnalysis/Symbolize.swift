@@ -3,7 +3,8 @@ import Foundation
 /// What `coldstart symbolize` did to a timeline.
 package struct SymbolizedTimeline {
     /// The rewritten file: the input document with `coldstart.symbols`,
-    /// `coldstart.symbolized` and the main thread's flame chart added.
+    /// `coldstart.symbolized`, `coldstart.loaderStatistics` (read from the
+    /// modules on disk) and the main thread's flame chart added.
     package var data: Data
     package var symbolization: Symbolization
     /// Distinct frames named.
@@ -40,6 +41,7 @@ extension Timeline {
         }
         section["symbols"] = symbolization.symbols.mapValues(encoded)
         section["symbolized"] = true
+        if let statistics = LoaderStatistics(self)?.storedObject() { section[LoaderStatistics.storedKey] = statistics }
         root["coldstart"] = section
         let slices = flameChart(symbols: symbolization.symbols)
         var events = (root["traceEvents"] as? [Any] ?? []).filter {
