@@ -69,7 +69,8 @@ package struct BeforeMain: Codable, Sendable {
         let early = timeline.samples.filter { $0.tid == timeline.process.pid && $0.ns < loaderEnd }
         var symbols = timeline.symbols.merging(known) { own, _ in own }
         let leaves = early.compactMap(\.frames.first) + faultFrames
-        if leaves.contains(where: { symbols[$0.key] == nil }) {
+        // A symbolized file names its fault frames too, and reads no binary.
+        if !timeline.isSymbolized, leaves.contains(where: { symbols[$0.key] == nil }) {
             let named = Symbolizer(modules: timeline.modules).symbolize(leaves.map { Timeline.Sample(ns: 0, tid: 0, frames: [$0]) })
             symbols.merge(named.symbols) { own, _ in own }
         }

@@ -28,7 +28,9 @@ extension Timeline {
         guard (sampling != nil && !samples.isEmpty) || !blockedStacks.isEmpty else {
             throw ProfileError(path: path, problem: "no sampled stacks to symbolize (the launch was not sampled)")
         }
-        let symbolization = Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples + blockedStacks)
+        // The launcher's page faults name the code that faulted: one frame each.
+        let faultFrames = launcherFaultFrames.map { Sample(ns: 0, tid: 0, frames: [$0]) }
+        let symbolization = Symbolizer(modules: modules, debugDirectory: debugDirectory).symbolize(samples + blockedStacks + faultFrames)
         var root = document
         var section = root["coldstart"] as? [String: Any] ?? [:]
         func encoded(_ symbol: Symbol) -> [String: Any] {
@@ -64,6 +66,16 @@ extension Timeline {
         }
         return SymbolizedTimeline(
             data: Data(json.bytes), symbolization: symbolization, frames: symbolization.symbols.count, flameChartSlices: slices.count)
+    }
+
+    /// The leaf frame of each page fault the launcher recorded (launcher
+    /// section, `faults` rows `[ns, tid, m, a, file, fileOffset]`).
+    var launcherFaultFrames: [Frame] {
+        let launcher = (document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        return (launcher?["faults"] as? [[NSNumber]] ?? []).compactMap { row in
+            guard row.count == 6, row[2].intValue >= -1, row[2].intValue < modules.count else { return nil }
+            return Frame(module: row[2].intValue, address: row[3].uint64Value)
+        }
     }
 
     /// The main thread's samples as nested `X` events in time order, one per

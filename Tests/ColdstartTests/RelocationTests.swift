@@ -46,6 +46,13 @@ final class RelocationTests: XCTestCase {
         XCTAssertTrue((lookups - 16...lookups).contains(statistics.lookups), "\(statistics.lookups) look-ups against glibc's \(lookups)")
         XCTAssertEqual(statistics.cachedLookups, glibc["number of relocations from cache"])
         XCTAssertEqual(statistics.relative, glibc["number of relative relocations"], "DT_RELR is not in glibc's figure")
+        // Symbolized, the file carries them and its faults' names: a report reads no binary.
+        let symbolize = try runProcess(try Products.path("coldstart"), ["symbolize", dir + "/run-1.json", "-o", dir + "/symbolized.json"])
+        XCTAssertEqual(symbolize.status, 0, symbolize.stderr)
+        let symbolized = try Timeline(contentsOf: dir + "/symbolized.json")
+        XCTAssertEqual(LoaderStatistics(symbolized)?.objects, statistics.objects)
+        let faultCode = try XCTUnwrap(BeforeMain(symbolized)?.phaseFaults.first?.code.map(\.name))
+        XCTAssertTrue(faultCode.contains("_dl_relocate_object"), "\(faultCode)")
         // The Swift libraries carry most of the symbolic work, not libc.
         let swift = statistics.objects.filter { $0.name.hasPrefix("libswift") || $0.name.hasPrefix("libFoundation") }
         XCTAssertGreaterThan(swift.reduce(0) { $0 + $1.symbolic }, statistics.symbolic / 2)
