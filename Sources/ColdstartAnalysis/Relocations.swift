@@ -194,21 +194,29 @@ package struct LoaderStatistics: Codable, Sendable {
     /// Objects whose file could not be read or no longer matches (skipped).
     package var unreadable: [String]
 
+    /// The statistics of `timeline`: those `coldstart symbolize` wrote into
+    /// it (`coldstart.loaderStatistics`), else, unless it is symbolized (a
+    /// report then reads no binary), read from the objects' files.
+    package init?(_ timeline: Timeline) {
+        let section = timeline.document["coldstart"] as? [String: Any]
+        if let stored = section?["loaderStatistics"] {
+            guard JSONSerialization.isValidJSONObject(stored), let data = try? JSONSerialization.data(withJSONObject: stored),
+                  let decoded = try? JSONDecoder().decode(LoaderStatistics.self, from: data) else { return nil }
+            self = decoded
+            return
+        }
+        guard !timeline.isSymbolized else { return nil }
+        self.init(readingFilesOf: timeline)
+    }
+
     /// The objects of `timeline`: those the audit module saw opened in the
     /// program's namespace when it ran (the executable as "-"), else the
     /// modules it had mapped, less the audit module's own namespace and the
-    /// vDSO. Nil when there is no object to read.
-    package init?(_ timeline: Timeline) {
-        // A symbolized timeline carries the counts, so it reports the same
-        // on a machine without the binaries.
-        if let stored = Self(stored: timeline) {
-            self = stored
-            return
-        }
+    /// vDSO, each read from its file. Nil when there is no object to read.
+    init?(readingFilesOf timeline: Timeline) {
         let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         let audited = ((launcher?["audit"] as? [String: Any])?["objects"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
         var paths: [String]
-        let source: String
         if let audited, !audited.isEmpty {
             source = "LD_AUDIT la_objopen"
             paths = audited.map { $0 == "-" ? timeline.process.executable : $0 }
@@ -221,7 +229,7 @@ package struct LoaderStatistics: Codable, Sendable {
         guard !paths.isEmpty else { return nil }
         let buildIDs = Dictionary(timeline.modules.compactMap { module in module.buildId.map { (module.path, $0) } }) { first, _ in first }
         var objects: [ObjectRelocations] = []
-        var unreadable: [String] = []
+        unreadable = []
         for path in paths {
             // A file rebuilt since the launch would give another program's counts.
             if let expected = buildIDs[path], let found = Self.buildID(path), found != expected {
@@ -235,11 +243,6 @@ package struct LoaderStatistics: Codable, Sendable {
             objects.append(object)
         }
         guard !objects.isEmpty else { return nil }
-        self.init(objects: objects, source: source, unreadable: unreadable)
-    }
-
-    private init(objects: [ObjectRelocations], source: String, unreadable: [String]) {
-        (self.source, self.unreadable) = (source, unreadable)
         self.objects = objects.sorted { ($0.symbolic, $1.name) > ($1.symbolic, $0.name) }
         relative = objects.reduce(0) { $0 + $1.relative }
         packedRelative = objects.reduce(0) { $0 + $1.packedRelative }
@@ -247,32 +250,6 @@ package struct LoaderStatistics: Codable, Sendable {
         plt = objects.reduce(0) { $0 + $1.plt }
         lookups = objects.reduce(0) { $0 + $1.lookups }
         cachedLookups = objects.reduce(0) { $0 + $1.cachedLookups }
-    }
-
-    /// The key `coldstart symbolize` writes the statistics under.
-    static let storedKey = "loaderStatistics"
-
-    /// The statistics as `coldstart symbolize` wrote them into the file.
-    /// Totals are recomputed from the objects, and a count outside
-    /// 0...2^40 (no object has that many relocations) drops the section,
-    /// so a hostile file cannot make the sums overflow.
-    private init?(stored timeline: Timeline) {
-        guard let section = (timeline.document["coldstart"] as? [String: Any])?[Self.storedKey],
-              JSONSerialization.isValidJSONObject(section),
-              let data = try? JSONSerialization.data(withJSONObject: section),
-              let decoded = try? JSONDecoder().decode(Self.self, from: data) else { return nil }
-        let limit = 1 << 40
-        guard !decoded.objects.isEmpty, decoded.objects.count <= 1 << 16, decoded.objects.allSatisfy({ object in
-            [object.relative, object.packedRelative, object.symbolic, object.plt, object.lookups, object.cachedLookups]
-                .allSatisfy { (0...limit).contains($0) }
-        }) else { return nil }
-        self.init(objects: decoded.objects, source: decoded.source, unreadable: decoded.unreadable)
-    }
-
-    /// The statistics as a JSON object, for `coldstart symbolize`.
-    func storedObject() -> Any? {
-        guard let data = try? JSONEncoder().encode(self) else { return nil }
-        return try? JSONSerialization.jsonObject(with: data)
     }
 
     private static func buildID(_ path: String) -> String? {

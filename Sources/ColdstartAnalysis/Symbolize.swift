@@ -3,8 +3,7 @@ import Foundation
 /// What `coldstart symbolize` did to a timeline.
 package struct SymbolizedTimeline {
     /// The rewritten file: the input document with `coldstart.symbols`,
-    /// `coldstart.symbolized`, `coldstart.loaderStatistics` (read from the
-    /// modules on disk) and the main thread's flame chart added.
+    /// `coldstart.symbolized` and the main thread's flame chart added.
     package var data: Data
     package var symbolization: Symbolization
     /// Distinct frames named.
@@ -43,7 +42,11 @@ extension Timeline {
         }
         section["symbols"] = symbolization.symbols.mapValues(encoded)
         section["symbolized"] = true
-        if let statistics = LoaderStatistics(self)?.storedObject() { section[LoaderStatistics.storedKey] = statistics }
+        // What the report would read from the loaded objects' files.
+        if let statistics = LoaderStatistics(readingFilesOf: self), let data = try? JSONEncoder().encode(statistics),
+           let object = try? JSONSerialization.jsonObject(with: data) {
+            section["loaderStatistics"] = object
+        }
         root["coldstart"] = section
         let slices = flameChart(symbols: symbolization.symbols)
         var events = (root["traceEvents"] as? [Any] ?? []).filter {

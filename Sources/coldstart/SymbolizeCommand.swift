@@ -13,11 +13,10 @@ enum SymbolizeCommand: Command {
     the ELF symbol tables (.symtab, then .dynsym, then a debug file under
     /usr/lib/debug/.build-id) of the modules that ran, after checking each
     module's GNU build-id; demangles Swift and C++ names. Writes:
-      - coldstart.symbols: "module:address" -> {name, system (mangled)}, for
-        every sampled frame and every page fault `coldstart run` recorded;
+      - coldstart.symbols: "module:address" -> {name, system (mangled)};
+      - coldstart.symbolized: true;
       - coldstart.loaderStatistics: each loaded object's relocations, read
         from its file (what `coldstart report` shows as loader statistics);
-      - coldstart.symbolized: true;
       - the main thread's stacks as a flame chart of trace events on the track
         "main thread (samples)", in time order, for Perfetto UI and
         chrome://tracing.

@@ -46,10 +46,11 @@ final class RelocationTests: XCTestCase {
         XCTAssertTrue((lookups - 16...lookups).contains(statistics.lookups), "\(statistics.lookups) look-ups against glibc's \(lookups)")
         XCTAssertEqual(statistics.cachedLookups, glibc["number of relocations from cache"])
         XCTAssertEqual(statistics.relative, glibc["number of relative relocations"], "DT_RELR is not in glibc's figure")
-        // Symbolized, the file carries them and its faults' names: a report reads no binary.
+        // Symbolized, the file carries them (and its faults' names): a report reads no binary.
         let symbolize = try runProcess(try Products.path("coldstart"), ["symbolize", dir + "/run-1.json", "-o", dir + "/symbolized.json"])
         XCTAssertEqual(symbolize.status, 0, symbolize.stderr)
         let symbolized = try Timeline(contentsOf: dir + "/symbolized.json")
+        XCTAssertNotNil((symbolized.document["coldstart"] as? [String: Any])?["loaderStatistics"])
         XCTAssertEqual(LoaderStatistics(symbolized)?.objects, statistics.objects)
         let faultCode = try XCTUnwrap(BeforeMain(symbolized)?.phaseFaults.first?.code.map(\.name))
         XCTAssertTrue(faultCode.contains("_dl_relocate_object"), "\(faultCode)")
