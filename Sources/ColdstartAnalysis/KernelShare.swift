@@ -87,12 +87,15 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// Everything before `main` together, from the `getrusage` reading at
     /// `main` (la_preinit, or a linked app's first constructor) less the
     /// user samples before it: the split the phases before `main` cannot
-    /// have on their own when the kernel refused kernel-mode samples. Nil
-    /// without that reading, a user-mode perf clock from the start, or 10
-    /// periods of CPU.
+    /// have on their own when the kernel refused kernel-mode samples. Only
+    /// for a program without Coldstart, whose launcher samples from exec
+    /// without a gap (a linked app's own clocks start a little after its
+    /// earliest init: `sampledWindows`). Nil without that reading, a
+    /// user-mode perf clock from the start, or 10 periods of CPU.
     package static func beforeMain(_ timeline: Timeline) -> KernelShare? {
-        guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock", sampling.startNs <= 0,
-              let main = timeline.rusage.first(where: { $0.at == "main" }) else { return nil }
+        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        guard launcher?["mode"] as? String == "not linked", let sampling = timeline.sampling, sampling.clock == "perf-task-clock",
+              sampling.startNs <= 0, let main = timeline.rusage.first(where: { $0.at == "main" }) else { return nil }
         let hz = sampling.loweredHz ?? sampling.requestedHz
         let cpu = Double(main.usage.cpuNs)
         guard hz > 0, hz.isFinite, cpu >= minimumPeriods * 1e9 / hz else { return nil }
