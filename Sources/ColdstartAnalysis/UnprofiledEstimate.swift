@@ -201,14 +201,15 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
 
     /// The sentence the report prints.
     package var text: String {
+        func figure(_ value: Double) -> String { LaunchReport.format(value, decimals: 2) }
         let costs = parts.filter { $0.ms > 0 || $0.uncertaintyMs > 0 }
-            .map { "\($0.name) \(LaunchReport.format($0.ms, decimals: 2))" + ($0.uncertaintyMs > 0 ? "±\(LaunchReport.format($0.uncertaintyMs, decimals: 2))" : "") }
+            .map { "\($0.name) \(figure($0.ms))" + ($0.uncertaintyMs > 0 ? "±\(figure($0.uncertaintyMs))" : "") }
             .joined(separator: ", ")
         guard let ms else {
-            let range = lowMs.flatMap { low in highMs.map { " (somewhere in \(LaunchReport.format(low, decimals: 2))–\(LaunchReport.format($0, decimals: 2)) ms)" } } ?? ""
+            var range = ""
+            if let lowMs, let highMs { range = " (somewhere in \(figure(lowMs))–\(figure(highMs)) ms)" }
             return "without profiling: not known\(range): \(unknown ?? "")"
         }
-        return "without profiling, about \(LaunchReport.format(ms, decimals: 2)) ms ±\(LaunchReport.format(uncertaintyMs, decimals: 2))"
-            + " (Coldstart's cost on the critical path: \(costs) ms)"
+        return "without profiling, about \(figure(ms)) ms ±\(figure(uncertaintyMs)) (Coldstart's cost on the critical path: \(costs) ms)"
     }
 }
