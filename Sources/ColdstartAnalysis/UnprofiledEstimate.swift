@@ -18,10 +18,9 @@ import Foundation
 ///   time delayed the path only where the path waited for a CPU. At most
 ///   the smaller of their CPU time and the path's run-queue wait; at least
 ///   that wait × their share of the CPUs' time in the window (every CPU
-///   busy, the wait shared out by use). The estimate takes the top, ± half
-///   the range: measured, the watcher's looks preempt the path (a thread
-///   that wakes from sleep runs first), so its CPU time came out of the
-///   path's nearly whole (docs/report.md, "Without profiling").
+///   busy, the wait shared out by use). The estimate takes the middle, ±
+///   half the range: on a contended machine a fair share of their CPU time
+///   comes out of the path's (about 1 / CPUs of it), which lies between.
 ///
 /// When the uncertainty is over a tenth of the estimate, or a cost cannot
 /// be known at all (the start known to a clock tick only, the loader sampled
@@ -184,11 +183,11 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
     /// How much `cpuMs` of Coldstart's threads delayed a path that waited
     /// `waitMs` for one of `cpus` CPUs in a `wallMs` window: at most the
     /// smaller of the two; at least the wait × their share of the CPUs'
-    /// time. The top, ± half the range.
+    /// time. The middle, ± half the range.
     static func competition(cpuMs: Double, waitMs: Double, cpus: Double, wallMs: Double) -> (ms: Double, uncertaintyMs: Double) {
         let high = max(min(waitMs, cpuMs), 0)
         let low = min(waitMs * cpuMs / (cpus * wallMs), high)
-        return (high, (high - low) / 2)
+        return ((low + high) / 2, (high - low) / 2)
     }
 
     /// `coldstart run` sampled the time before main from exec (its launcher
