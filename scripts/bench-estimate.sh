@@ -58,9 +58,9 @@ setup = median(l.get("profilerSetupMs", 0) for l in profiled)
 print(f"{name}: {len(profiled)} profiled launches, median {total:.2f} ms (set-up {setup:.2f}); "
       f"unprofiled (--phases-only, less set-up) median {truth:.2f} ms over {len(unprofiled)}")
 if known:
-    estimate = median(known)
+    estimated = median(known)
     naive = median(l["totalMs"] - l.get("profilerSetupMs", 0) for l in profiled)
-    print(f"  estimate median {estimate:.2f} ms: error {100 * (estimate / truth - 1):+.1f}% "
+    print(f"  estimate median {estimated:.2f} ms: error {100 * (estimated / truth - 1):+.1f}% "
           f"(launch − set-up alone: {naive:.2f} ms, {100 * (naive / truth - 1):+.1f}%); "
           f"the report said \"not known\" for {unknown} of {len(profiled)} (their range's middle counted)")
     # The loader phase runs before any of Coldstart's code: the same work in
