@@ -18,7 +18,9 @@ import Foundation
 ///   time delayed the path only where the path waited for a CPU. At most
 ///   the smaller of their CPU time and the path's run-queue wait; at least
 ///   that wait × their share of the CPUs' time in the window (every CPU
-///   busy, the wait shared out by use). The estimate takes the middle.
+///   busy, the wait shared out by use). The estimate takes the middle, ±
+///   half the range: on a contended machine a fair share of their CPU time
+///   comes out of the path's (about 1 / CPUs of it), which lies between.
 ///
 /// When the uncertainty is over a tenth of the estimate, or a cost cannot
 /// be known at all (the start known to a clock tick only, the loader sampled
@@ -198,14 +200,15 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
 
     /// The sentence the report prints.
     package var text: String {
+        func figure(_ value: Double) -> String { LaunchReport.format(value, decimals: 2) }
         let costs = parts.filter { $0.ms > 0 || $0.uncertaintyMs > 0 }
-            .map { "\($0.name) \(LaunchReport.format($0.ms, decimals: 2))" + ($0.uncertaintyMs > 0 ? "±\(LaunchReport.format($0.uncertaintyMs, decimals: 2))" : "") }
+            .map { "\($0.name) \(figure($0.ms))" + ($0.uncertaintyMs > 0 ? "±\(figure($0.uncertaintyMs))" : "") }
             .joined(separator: ", ")
         guard let ms else {
-            let range = lowMs.flatMap { low in highMs.map { " (somewhere in \(LaunchReport.format(low, decimals: 2))–\(LaunchReport.format($0, decimals: 2)) ms)" } } ?? ""
+            var range = ""
+            if let lowMs, let highMs { range = " (somewhere in \(figure(lowMs))–\(figure(highMs)) ms)" }
             return "without profiling: not known\(range): \(unknown ?? "")"
         }
-        return "without profiling, about \(LaunchReport.format(ms, decimals: 2)) ms ±\(LaunchReport.format(uncertaintyMs, decimals: 2))"
-            + " (Coldstart's cost on the critical path: \(costs) ms)"
+        return "without profiling, about \(figure(ms)) ms ±\(figure(uncertaintyMs)) (Coldstart's cost on the critical path: \(costs) ms)"
     }
 }

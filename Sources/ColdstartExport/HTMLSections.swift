@@ -12,7 +12,8 @@ extension HTMLPage {
         for row in profile.overall.byTotal where seen.insert(row.module + "\u{1}" + row.name).inserted { rows.append(row) }
         out += "<section id=\"functions\"><h2>Functions <span class=\"dim\">top \(profile.selection.top) by self time and by "
             + "total time, \(profile.overall.samples) samples = \(ms(profile.overall.ms)); click a heading to sort</span></h2>\n"
-        out += functionTable(rows, caption: "Self: the function was the leaf (running). Total: anywhere on the stack, once per sample. First seen: ms after process start.")
+        out += functionTable(rows, caption: "Self: the function was the leaf (running). Total: anywhere on the stack, once per sample. "
+            + "First seen: ms after process start. Precision of every sampled time below: \(profile.precision.rule).")
 
         out += "<h3>Per phase</h3>\n"
         for phase in profile.phases {
