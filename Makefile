@@ -7,7 +7,7 @@ DEMO_TIMELINE ?= .build/demo-timeline.json
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short audit-module
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher bench-kill install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -59,6 +59,12 @@ bench: deps
 	  --host $(abspath $(FIXTURES)/.build/release/SamplerHost) \
 	  --linked $(abspath .build/release/ServiceStartup) \
 	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup)
+
+# How long a SIGTERM takes to end a launch with 8 busy threads, profiled vs
+# not, interleaved (docs/performance.md, "Exit, kill and the host's signals").
+bench-kill: deps
+	$(SWIFT) build -c release --package-path $(FIXTURES)
+	scripts/bench-kill.py $(abspath $(FIXTURES)/.build/release/HostPatterns) $(BENCH_RUNS)
 
 # What the off-CPU watcher costs (docs/performance.md, "Off-CPU watcher").
 bench-watcher: deps
