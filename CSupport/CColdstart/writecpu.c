@@ -19,15 +19,18 @@
 
 #define C (&cs_g.out.cpus)
 
+// Thread `tid`'s affinity (0: the caller). Async-signal-safe (a system call).
 static bool get_affinity(int tid, cpu_set_t *set) {
     // The raw call returns the size it copied.
     return syscall(SYS_sched_getaffinity, tid, sizeof *set, set) > 0;
 }
 
+// Moves thread `tid` (0: the caller) at once, running or not. Async-signal-safe.
 static bool set_affinity(int tid, const cpu_set_t *set) {
     return syscall(SYS_sched_setaffinity, tid, sizeof *set, set) == 0;
 }
 
+// Async-signal-safe: getcpu, getdents64 and the affinity calls.
 void cs_cpu_isolate(void) {
     C->n = 0;
     C->writer_pinned = false;
@@ -60,6 +63,7 @@ void cs_cpu_isolate(void) {
     C->writer_pinned = set_affinity(0, &mine);
 }
 
+// Async-signal-safe.
 void cs_cpu_restore(void) {
     // A thread that has ended since fails with ESRCH: nothing to undo.
     for (int i = 0; i < C->n; i++) set_affinity(C->tids[i], &C->masks[i]);
