@@ -34,6 +34,9 @@ package struct Timeline: Sendable {
         return root
     }
     let documentBox: DocumentBox
+    /// The file as parsed, with `"samples": []`: for reading a section other
+    /// than the samples without rebuilding them all as JSON values.
+    var parsedDocument: [String: Any] { documentBox.value }
 
     package struct Launch: Codable, Sendable {
         package var startNs: UInt64
