@@ -7,7 +7,7 @@ DEMO_TIMELINE ?= .build/demo-timeline.json
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher bench-kill install fuzz fuzz-short audit-module
+.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -62,6 +62,7 @@ bench: deps
 
 # How long a SIGTERM takes to end a launch with 8 busy threads, profiled vs
 # not, interleaved (docs/performance.md, "Exit, kill and the host's signals").
+.PHONY: bench-kill
 bench-kill: deps
 	$(SWIFT) build -c release --package-path $(FIXTURES)
 	scripts/bench-kill.py $(abspath $(FIXTURES)/.build/release/HostPatterns) $(BENCH_RUNS)

@@ -40,7 +40,7 @@ package struct BeforeMain {
 
     /// Nil when the timeline has no launcher section.
     package init?(_ timeline: Timeline) {
-        guard let section = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
+        guard let section = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
         mode = section["mode"] as? String ?? "?"
         let period = (section["faultPeriod"] as? NSNumber)?.intValue ?? 0
         faultPeriod = period
