@@ -288,8 +288,11 @@ extension Timeline {
     /// A thread's name as a person reads it (`ThreadLabel`): "main" for the
     /// process's first thread, a dispatch worker by its queue, else the one
     /// the timeline recorded, else "thread TID".
-    func threadName(_ tid: Int, recorded: [Int: String]) -> String {
-        ThreadLabel.readable(recorded[tid] ?? "", tid: tid, mainTid: process.pid)
+    /// `recorded` (`recordedThreadNames`) for many look-ups; without it the
+    /// list of threads is searched.
+    func threadName(_ tid: Int, recorded: [Int: String]? = nil) -> String {
+        let name = recorded.map { $0[tid] } ?? threads.first { $0.tid == tid }?.name
+        return ThreadLabel.readable(name ?? "", tid: tid, mainTid: process.pid)
     }
 
     /// The recorded name of each thread (the first, for a tid recorded
