@@ -64,6 +64,13 @@ bench: deps
 	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup) \
 	  --tool $(abspath $(FIXTURES)/.build/release/CodableTool)
 
+# How long a SIGTERM takes to end a launch with 8 busy threads, profiled vs
+# not, interleaved (docs/performance.md, "Exit, kill and the host's signals").
+.PHONY: bench-kill
+bench-kill: deps
+	$(SWIFT) build -c release --package-path $(FIXTURES)
+	scripts/bench-kill.py $(abspath $(FIXTURES)/.build/release/HostPatterns) $(BENCH_RUNS)
+
 # What the off-CPU watcher costs (docs/performance.md, "Off-CPU watcher").
 bench-watcher: deps
 	scripts/bench-watcher.sh $(BENCH_RUNS)

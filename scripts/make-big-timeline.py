@@ -2,11 +2,16 @@
 """Writes a symbolized timeline with N synthetic samples (default 100,000) for
 the HTML and export benchmarks: a call tree of ~2,000 functions in 20 modules,
 walked in time order so the main thread's flame chart has realistic runs, and
-three worker threads. Usage: make-big-timeline.py OUT [SAMPLES]"""
+three worker threads. With --distinct, every sample is on a thread of its own
+and its leaf frame at an address no other sample has (unnamed: not in the
+symbol table), the worst case for per-thread and per-address work in the CLI.
+Usage: make-big-timeline.py [--distinct] OUT [SAMPLES]"""
 import json, random, sys
 
-out = sys.argv[1]
-count = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+args = [a for a in sys.argv[1:] if a != "--distinct"]
+distinct = len(args) < len(sys.argv) - 1
+out = args[0]
+count = int(args[1]) if len(args) > 1 else 100_000
 rng = random.Random(42)
 pid, hz = 4242, 10_000
 period = 1_000_000_000 // hz
@@ -44,6 +49,9 @@ for n in range(count):
         stack = stack[:cut] + walk(rng.randrange(2, 8))[1:]
     tid = pid if n % 4 else pid + 1 + (n // 4) % 3
     frames = []
+    if distinct:
+        tid = pid + 1 + n
+        frames += [n % 20, 0x200000 + n * 16]
     for f in reversed(stack):
         frames += functions[f]
     samples.append([t, tid, frames])
@@ -63,7 +71,8 @@ doc = {"displayTimeUnit": "ms", "otherData": {"coldstartFormat": 1}, "traceEvent
          "rusage": [], "marks": [{"name": "config loaded", "ns": end_ns // 2, "tid": pid, "phaseBoundary": True, "extended": False}],
          "spans": [{"name": "open store", "beginNs": 30_000_000, "endNs": end_ns - 5_000_000, "tid": pid, "endTid": pid, "unfinished": False}],
          "phases": [{"name": a, "kind": b, "startNs": c, "endNs": d, "rusage": None} for a, b, c, d in phases],
-         "threads": [{"tid": pid, "name": "main"}] + [{"tid": pid + 1 + i, "name": f"worker {i}"} for i in range(3)],
+         "threads": [{"tid": pid, "name": "main"}] + [{"tid": pid + 1 + i, "name": f"worker {i}"}
+                                                       for i in range(count if distinct else 3)],
          "sampling": {"clock": "perf-task-clock", "unwinder": "libunwind", "requestedHz": hz, "effectiveHz": hz,
                       "loweredHz": None, "startNs": 10_000_000, "stopNs": end_ns, "samples": count, "dropped": 0},
          "modules": modules, "samples": samples, "symbols": symbols, "symbolized": True}}

@@ -97,6 +97,11 @@ static void write_once(void) {
     int me = cs_gettid();
     int expected = 0;
     if (atomic_compare_exchange_strong(&cs_g.out.writer_tid, &expected, me)) {
+        // The process is ending (a kill, an exit) while the host's threads
+        // still run: the writer gets a CPU of its own until it is done
+        // (writecpu.c). Not after ready(): the host goes on.
+        bool own_cpu = cs_g.launch.end_reason != CS_END_READY;
+        if (own_cpu) cs_cpu_isolate();
         cs_watch_stop();
         cs_sampler_stop();
         int rc = cs_write_timeline();
@@ -107,6 +112,7 @@ static void write_once(void) {
         atomic_store(&cs_g.out.written, 1);
         cs_futex_wake(&cs_g.out.written);
         cs_sampler_release();
+        if (own_cpu) cs_cpu_restore();
         // After ready() the process goes on: give back what only the launch
         // needed. (At exit or on a signal the process is ending anyway.)
         if (cs_g.launch.end_reason == CS_END_READY) release_memory();

@@ -3,7 +3,7 @@
 // each other in one direction only (docs/ARCHITECTURE.md, "The capture
 // layer"; no file calls back into a file that calls it):
 //   core → config, end, sampler, watcher, procstat
-//   end → watcher, sampler, timeline, outfile
+//   end → watcher, sampler, timeline, outfile, writecpu
 //   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
 //   config → labels
 //   sampler → smpthreads, smpclock, unwind, modules    smpthreads → smpclock
@@ -15,6 +15,7 @@
 #define COLDSTART_INTERNAL_H
 
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,6 +36,7 @@
 #define CS_MAX_NAME 255
 #define CS_MAX_BOUNDARIES 64
 #define CS_OWN_MAX 8
+#define CS_CPU_MOVE_MAX 256
 
 enum cs_event_kind { CS_EV_MARK = 1, CS_EV_SPAN_BEGIN = 2, CS_EV_SPAN_END = 3 };
 
@@ -172,6 +174,15 @@ struct cs_global {
         int thread_ids[64];
         char dents[8192];               // directory entries, for the rotation
         struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
+        // While the process's last writer writes (writecpu.c): the host's
+        // threads moved off its CPU with their own affinity, and its own.
+        struct {
+            int n;
+            int tids[CS_CPU_MOVE_MAX];
+            cpu_set_t masks[CS_CPU_MOVE_MAX];
+            cpu_set_t writer;
+            bool writer_pinned;
+        } cpus;
     } out;
 };
 
@@ -196,6 +207,15 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 /// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
 #define CS_WRITE_TOO_BIG (-2)
+
+// ---- writecpu.c (async-signal-safe: raw system calls) ----
+/// Pins the calling thread (the writer at the process's end) to the CPU it
+/// is on and moves the host's other threads (up to CS_CPU_MOVE_MAX; never
+/// Coldstart's own, never one pinned to that CPU alone) off it. Nothing on
+/// a single-CPU affinity.
+void cs_cpu_isolate(void);
+/// Gives every thread cs_cpu_isolate moved, and the writer, its affinity back.
+void cs_cpu_restore(void);
 
 // ---- outfile.c (async-signal-safe) ----
 /// The timeline's directory: the descriptor opened at start-up if it still is

@@ -114,7 +114,15 @@ void cs_sampler_scan_threads(void) {
                 const struct cs_dirent64 *d = (const void *)(buf + off);
                 off += d->d_reclen;
                 int tid = cs_dirent_tid(d);
-                if (tid == 0 || cs_own_thread(tid, true)) continue;   // Coldstart's own: never sampled
+                if (tid == 0) continue;
+                // Listed, so alive: marked before the own-thread check, which
+                // skips every thread while one of ours is starting. (Marked
+                // after it, the main thread was taken for gone when the first
+                // scan met the watcher's start, then armed again: counted
+                // twice in threadsSampled, unsampled for a scan period.)
+                struct cs_smp_thread *known = cs_sampler_thread(tid, false);
+                if (known) known->seen = gen;
+                if (cs_own_thread(tid, true)) continue;   // Coldstart's own: never sampled
                 // A stop that gave up waiting for this scan (preempted for
                 // 100 ms on a loaded machine) has silenced every clock: arm
                 // none again.

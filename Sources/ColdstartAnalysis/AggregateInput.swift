@@ -5,7 +5,7 @@ extension Timeline {
     /// tagged with (`version`, `region`, `host` …); empty when absent. Values
     /// that are not strings are left out.
     package var labels: [String: String] {
-        guard let section = document["coldstart"] as? [String: Any],
+        guard let section = parsedDocument["coldstart"] as? [String: Any],
               let labels = section["labels"] as? [String: Any]
         else { return [:] }
         return labels.compactMapValues { $0 as? String }

@@ -31,13 +31,16 @@ struct ProfileAnalysis {
     private(set) var loaderModules: Set<Int> = []
     private(set) var libcModules: Set<Int> = []
     private(set) var executableModules: Set<Int> = []
+    /// Each module's file name, worked out once (rows of every table name it).
+    private(set) var moduleNames: [String] = []
 
     init(timeline: Timeline, sampling: Timeline.Sampling, symbols: [String: Timeline.Symbol], nsPerSample: Double) {
         self.timeline = timeline
         self.sampling = sampling
         self.nsPerSample = nsPerSample
+        moduleNames = timeline.modules.map { Symbolizer.moduleName($0.path) }
         for (index, module) in timeline.modules.enumerated() {
-            let name = Symbolizer.moduleName(module.path)
+            let name = moduleNames[index]
             if name.hasPrefix("ld-linux") || (name.hasPrefix("ld-") && name.contains(".so")) { loaderModules.insert(index) }
             if name.hasPrefix("libc.so") || name.hasPrefix("libc-") { libcModules.insert(index) }
             if module.path == timeline.process.executable || name == Symbolizer.moduleName(timeline.process.executable) {
@@ -101,7 +104,7 @@ struct ProfileAnalysis {
     func ms(_ samples: Int) -> Double { Double(samples) * nsPerSample / 1e6 }
 
     func moduleName(_ module: Int) -> String {
-        module >= 0 ? Symbolizer.moduleName(timeline.modules[module].path) : ""
+        module >= 0 ? moduleNames[module] : ""
     }
 
     /// The samples `options` select (phase, thread), as indices into `stacks`.
@@ -152,37 +155,91 @@ struct ProfileAnalysis {
 
     // MARK: Functions
 
+    /// Per-function counters, reused from one table to the next: a table
+    /// visits and resets only the functions its samples touch, so it costs
+    /// what its samples cost, not the number of functions (a timeline of
+    /// 300,000 threads with a sample each, and as many distinct addresses,
+    /// took hours when each thread's table swept every function).
+    struct FunctionCounts {
+        var selfCount: [Int]
+        var totalCount: [Int]
+        var firstSeen: [Int64]
+        var seenInSample: [Int]
+        /// The functions with a count, in first-seen order.
+        var touched: [Int] = []
+
+        init(functions: Int) {
+            selfCount = [Int](repeating: 0, count: functions)
+            totalCount = selfCount
+            firstSeen = [Int64](repeating: .max, count: functions)
+            seenInSample = [Int](repeating: -1, count: functions)
+        }
+    }
+
     /// Self and total samples and first sighting of every function over `indices`.
     func functionTable(_ indices: [Int], options: ProfileOptions, top: Int? = nil) -> ProfileReport.FunctionTable {
-        var selfCount = [Int](repeating: 0, count: functions.count)
-        var totalCount = [Int](repeating: 0, count: functions.count)
-        var firstSeen = [Int64](repeating: .max, count: functions.count)
-        var seenInSample = [Int](repeating: -1, count: functions.count)
+        var counts = FunctionCounts(functions: functions.count)
+        return functionTable(indices, options: options, top: top, counts: &counts)
+    }
+
+    /// The same with counters the caller reuses across many tables; they are
+    /// all zero again when it returns.
+    func functionTable(_ indices: [Int], options: ProfileOptions, top: Int? = nil, counts: inout FunctionCounts) -> ProfileReport.FunctionTable {
         for index in indices {
             let stack = stacks[index]
-            if let leaf = stack.functions.first { selfCount[leaf] += 1 }
-            for function in stack.functions where seenInSample[function] != index {
-                seenInSample[function] = index
-                totalCount[function] += 1
-                firstSeen[function] = min(firstSeen[function], stack.ns)
+            if let leaf = stack.functions.first { counts.selfCount[leaf] += 1 }
+            for function in stack.functions where counts.seenInSample[function] != index {
+                if counts.totalCount[function] == 0 { counts.touched.append(function) }
+                counts.seenInSample[function] = index
+                counts.totalCount[function] += 1
+                counts.firstSeen[function] = min(counts.firstSeen[function], stack.ns)
             }
         }
         let total = indices.count
         func row(_ id: Int) -> ProfileReport.FunctionTime {
-            ProfileReport.FunctionTime(
+            let (selfSamples, totalSamples) = (counts.selfCount[id], counts.totalCount[id])
+            return ProfileReport.FunctionTime(
                 name: functions[id].name, module: moduleName(functions[id].module),
-                selfSamples: selfCount[id], selfMs: ms(selfCount[id]), selfPercent: percent(selfCount[id], of: total),
-                totalSamples: totalCount[id], totalMs: ms(totalCount[id]), totalPercent: percent(totalCount[id], of: total),
-                firstSeenMs: Double(firstSeen[id]) / 1e6)
+                selfSamples: selfSamples, selfMs: ms(selfSamples), selfPercent: percent(selfSamples, of: total),
+                totalSamples: totalSamples, totalMs: ms(totalSamples), totalPercent: percent(totalSamples, of: total),
+                firstSeenMs: Double(counts.firstSeen[id]) / 1e6)
         }
-        func ranked(_ counts: [Int]) -> [ProfileReport.FunctionTime] {
-            let kept = counts.indices.filter {
-                counts[$0] > 0 && ms(counts[$0]) >= options.minMs && percent(counts[$0], of: total) >= options.minPercent
+        func ranked(_ count: (Int) -> Int) -> [ProfileReport.FunctionTime] {
+            let kept = counts.touched.filter {
+                count($0) > 0 && ms(count($0)) >= options.minMs && percent(count($0), of: total) >= options.minPercent
             }
-            return kept.sorted { byCountThenName(counts[$0], functions[$0], counts[$1], functions[$1]) }
-                .prefix(top ?? options.top).map(row)
+            return first(top ?? options.top, of: kept) { byCountThenName(count($0), functions[$0], count($1), functions[$1]) }
+                .map(row)
         }
-        return ProfileReport.FunctionTable(samples: total, ms: ms(total), bySelf: ranked(selfCount), byTotal: ranked(totalCount))
+        let table = ProfileReport.FunctionTable(
+            samples: total, ms: ms(total),
+            bySelf: ranked { counts.selfCount[$0] }, byTotal: ranked { counts.totalCount[$0] })
+        for function in counts.touched {
+            counts.selfCount[function] = 0
+            counts.totalCount[function] = 0
+            counts.firstSeen[function] = .max
+            counts.seenInSample[function] = -1
+        }
+        counts.touched.removeAll(keepingCapacity: true)
+        return table
+    }
+
+    /// The first `limit` of `ids` in the order `precedes` (a strict total
+    /// order), in that order. A short list is kept by insertion rather than
+    /// sorting everything: 300,000 threads' tables of their top 3 spent
+    /// most of their time sorting.
+    func first(_ limit: Int, of ids: [Int], by precedes: (Int, Int) -> Bool) -> [Int] {
+        guard limit > 0 else { return [] }
+        guard limit < ids.count, limit <= 64 else { return Array(ids.sorted(by: precedes).prefix(limit)) }
+        var best: [Int] = []
+        best.reserveCapacity(limit + 1)
+        for id in ids where best.count < limit || precedes(id, best[best.count - 1]) {
+            var at = best.count
+            while at > 0, precedes(id, best[at - 1]) { at -= 1 }
+            best.insert(id, at: at)
+            if best.count > limit { best.removeLast() }
+        }
+        return best
     }
 
     /// Most samples first, then by name, then by module: every ranking's order.
@@ -216,10 +273,12 @@ struct ProfileAnalysis {
     func threadProfiles(_ indices: [Int], options: ProfileOptions) -> [ProfileReport.ThreadProfile] {
         var byThread: [Int: [Int]] = [:]
         for index in indices { byThread[stacks[index].tid, default: []].append(index) }
+        var counts = FunctionCounts(functions: functions.count)
+        let names = timeline.recordedThreadNames
         return byThread.map { tid, members in
-            let table = functionTable(members, options: ProfileOptions(top: 3))
+            let table = functionTable(members, options: ProfileOptions(top: 3), counts: &counts)
             return ProfileReport.ThreadProfile(
-                tid: tid, name: timeline.threadName(tid),
+                tid: tid, name: timeline.threadName(tid, recorded: names),
                 samples: members.count, ms: ms(members.count), percent: percent(members.count, of: indices.count),
                 firstMs: Double(members.map { stacks[$0].ns }.min()!) / 1e6,
                 lastMs: Double(members.map { stacks[$0].ns }.max()!) / 1e6,
@@ -232,7 +291,16 @@ extension Timeline {
     /// A thread's name as a person reads it (`ThreadLabel`): "main" for the
     /// process's first thread, a dispatch worker by its queue, else the one
     /// the timeline recorded, else "thread TID".
-    func threadName(_ tid: Int) -> String {
-        ThreadLabel.readable(threads.first { $0.tid == tid }?.name ?? "", tid: tid, mainTid: process.pid)
+    /// `recorded` (`recordedThreadNames`) for many look-ups; without it the
+    /// list of threads is searched.
+    func threadName(_ tid: Int, recorded: [Int: String]? = nil) -> String {
+        let name = recorded.map { $0[tid] } ?? threads.first { $0.tid == tid }?.name
+        return ThreadLabel.readable(name ?? "", tid: tid, mainTid: process.pid)
+    }
+
+    /// The recorded name of each thread (the first, for a tid recorded
+    /// twice), for `threadName`: one look-up per thread, not a search.
+    var recordedThreadNames: [Int: String] {
+        Dictionary(threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
     }
 }

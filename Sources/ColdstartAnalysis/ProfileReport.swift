@@ -205,9 +205,11 @@ extension ProfileOptions {
     package static func thread(named text: String, in timeline: Timeline, path: String) throws -> Int {
         if let tid = Int(text) { return tid }
         let tids = Set(timeline.samples.map(\.tid)).sorted()
-        let name = timeline.threadName
+        let recorded = timeline.recordedThreadNames
+        let name = { timeline.threadName($0, recorded: recorded) }
         // The readable name ("dispatch worker (default QoS)") or the kernel's ("oot.default-qos").
-        let matches = tids.filter { tid in name(tid) == text || timeline.threads.contains { $0.tid == tid && $0.name == text } }
+        let namedSo = Set(timeline.threads.filter { $0.name == text }.map(\.tid))
+        let matches = tids.filter { tid in name(tid) == text || namedSo.contains(tid) }
         if matches.count == 1 { return matches[0] }
         if matches.count > 1 {
             throw ProfileError(path: path, problem: "\(matches.count) threads are named '\(text)' (tids \(matches.map(String.init).joined(separator: ", "))): give the tid")

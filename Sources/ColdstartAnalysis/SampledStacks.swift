@@ -87,7 +87,8 @@ package struct SampledStacks: Sendable {
                    functions: stacks[index].functions, frames: timeline.samples[index].frames)
         }
         var names: [Int: String] = [:]
-        for sample in samples where names[sample.tid] == nil { names[sample.tid] = timeline.threadName(sample.tid) }
+        let recorded = timeline.recordedThreadNames
+        for sample in samples where names[sample.tid] == nil { names[sample.tid] = timeline.threadName(sample.tid, recorded: recorded) }
         threadNames = names
     }
 

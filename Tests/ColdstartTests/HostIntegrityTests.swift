@@ -23,10 +23,12 @@ final class HostIntegrityTests: XCTestCase {
         return try XCTUnwrap(object?["coldstart"] as? [String: Any])
     }
 
-    private func profiled(_ arguments: [String], _ extra: [String: String?] = [:], timeout: TimeInterval = 60) throws -> ProcessResult {
+    private func profiled(
+        _ arguments: [String], _ extra: [String: String?] = [:], timeout: TimeInterval = 60, whileRunning: ((Process) -> Void)? = nil
+    ) throws -> ProcessResult {
         var environment: [String: String?] = ["COLDSTART": timelinePath()]
         for (key, value) in extra { environment[key] = value }
-        return try runProcess(host, arguments, environment: environment, timeout: timeout)
+        return try runProcess(host, arguments, environment: environment, timeout: timeout, whileRunning: whileRunning)
     }
 
     /// Runs a command as user and group 65534 (nobody) with no supplementary groups.
@@ -128,11 +130,34 @@ final class HostIntegrityTests: XCTestCase {
         for when in ["before", "after"] {
             let result = try profiled(["term-chain", when])
             XCTAssertEqual(result.status, 0, "SIGTERM \(when) ready(): \(result.stderr)")
-            XCTAssertEqual(result.stdout, "graceful: true\n")
+            XCTAssertEqual(result.stdout, "graceful: true\naffinity kept: true\n")
             let launch = try Timeline(contentsOf: timelinePath()).launch
             XCTAssertEqual(launch.endReason, when == "before" ? "signal" : "ready", "an abandoned launch is still recorded")
             try FileManager.default.removeItem(atPath: timelinePath())
         }
+    }
+
+    /// Item 9: a kill mid-launch while eight threads burn CPU. The writer has
+    /// a CPU of its own while it writes (the host's threads are moved off it
+    /// and back); the process still ends by the signal, with the abandoned
+    /// launch recorded whole. How long it takes is `make bench-kill`'s to
+    /// measure (docs/performance.md), not a test's.
+    func testASIGTERMWhileEightThreadsBurnEndsTheProcessWithACompleteTimeline() throws {
+        let result = try profiled(["busy", "8"], ["COLDSTART_HZ": "10000"]) { process in
+            usleep(400_000)   // the threads are burning and sampled
+            kill(process.processIdentifier, SIGTERM)
+        }
+        XCTAssertEqual(result.signal, SIGTERM, result.stderr)
+        XCTAssertEqual(result.status, 143)
+        XCTAssertEqual(result.stdout, "busy\n")
+        XCTAssertEqual(result.stderr, "", "no warning: the timeline was written")
+        let timeline = try Timeline(contentsOf: timelinePath())   // a truncated file does not load
+        XCTAssertEqual(timeline.launch.endReason, "signal")
+        XCTAssertFalse(timeline.launch.completed)
+        XCTAssertEqual(try section(timelinePath())["launch"].flatMap { ($0 as? [String: Any])?["signal"] as? Int }, Int(SIGTERM))
+        let burning = Set(timeline.samples.map(\.tid)).subtracting([timeline.process.pid])
+        XCTAssertGreaterThanOrEqual(burning.count, 4, "the burning threads were sampled until the kill")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["timeline.json"], "no temporary file left")
     }
 
     func testAHostInstallingItsSIGINTHandlerOnlyOverTheDefaultGetsIt() throws {

@@ -150,4 +150,34 @@ final class HostileTimelineTests: XCTestCase {
             XCTAssertEqual("\(error)", "\(big): too large for a timeline (1073 MB; coldstart reads at most 1073 MB)")
         }
     }
+
+    /// The typed sections are decoded in one pass over the file; a bad one
+    /// is still named by its key, with the path inside it.
+    func testABadSectionIsNamedWithThePathInsideIt() throws {
+        assertRefused("malformed timeline: bad \"phases\" (wrong type at Index 1.startNs)") { section in
+            var phases = section["phases"] as! [[String: Any]]
+            phases[1]["startNs"] = "x"
+            section["phases"] = phases
+        }
+        assertRefused("malformed timeline: bad \"phases\" (missing \"name\")") { section in
+            var phases = section["phases"] as! [[String: Any]]
+            phases[0]["name"] = nil
+            section["phases"] = phases
+        }
+        assertRefused("malformed timeline: missing \"launch\"") { section in section["launch"] = NSNull() }
+        assertRefused("malformed timeline: missing \"threads\"") { section in section["threads"] = nil }
+        assertRefused("malformed timeline: bad \"threads\" (wrong type)") { section in section["threads"] = [String: Any]() }
+        assertRefused("malformed timeline: bad \"sampling\" (wrong type at clock)", set("clock", in: "sampling", to: 1))
+        assertRefused("malformed timeline: bad \"modules\" (wrong type at Index 0.path)") { section in
+            section["modules"] = [["path": 1]]
+        }
+        // Optional sections may be null; a whole number written as a float still reads.
+        let timeline = try timeline { section in
+            section["dropped"] = NSNull()
+            var launch = section["launch"] as! [String: Any]
+            launch["mainNs"] = Double(launch["mainNs"] as! Int64)
+            section["launch"] = launch
+        }
+        XCTAssertEqual(timeline.dropped.events, 0)
+    }
 }

@@ -2,7 +2,8 @@
 // each mode does what a real program does with signals, threads, descriptors
 // or its own image, and prints what it observed on stdout.
 //
-//     HostPatterns term-chain before|after  its SIGTERM handler chains to the previous one; kill itself
+//     HostPatterns term-chain before|after  its SIGTERM handler chains to the previous one; kill itself; its
+//                                           CPU affinity after the handler
 //     HostPatterns int-if-default           after ready(): install a SIGINT handler only over SIG_DFL; raise SIGINT
 //     HostPatterns int-disposition          SIGINT's action at main ("ignored" when the parent ignored it)
 //     HostPatterns prof-handler             its own SIGPROF handler while it burns 300 ms; how many it got
@@ -60,6 +61,17 @@ func startThread(_ body: @escaping () -> Void) -> pthread_t {
     return thread
 }
 
+/// The CPUs the calling thread may run on ("Cpus_allowed_list: 0-1").
+func cpuAffinity() -> String {
+    let fd = open("/proc/thread-self/status", O_RDONLY)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 8192)
+    let count = read(fd, &bytes, bytes.count)
+    let text = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
+    return text.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }.map(String.init) ?? ""
+}
+
 nonisolated(unsafe) var previousTerm = sigaction()
 nonisolated(unsafe) var handled: Int32 = 0
 nonisolated(unsafe) var signalCount: Int32 = 0
@@ -75,10 +87,13 @@ case "term-chain":
         if previous > 1 { previousTerm.__sigaction_handler.sa_handler?(signal) }
         handled = 1
     }, previous: &previousTerm)
+    let affinity = cpuAffinity()
     kill(getpid(), SIGTERM)
     for _ in 0..<400 where handled == 0 { usleep(5_000) }
     if !afterReady { Coldstart.ready() }
     print("graceful: \(handled == 1)")
+    // The timeline was written on this thread, pinned to one CPU meanwhile.
+    print("affinity kept: \(cpuAffinity() == affinity)")
     exit(0)
 
 case "int-if-default":

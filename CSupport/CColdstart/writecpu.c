@@ -1,0 +1,73 @@
+// A CPU of its own for the thread that writes the timeline when the process
+// ends (a kill, an exit): the host's other threads go on running until the
+// process is gone, and on a machine with more runnable threads than CPUs the
+// writer, preempted after each time slice, waited for all of them in turn:
+// 2 ms of work took 10–35 ms (docs/performance.md, "Exit, kill and the
+// host's signals"). So while it writes, the writer is pinned to the CPU it is
+// on and the host's threads are moved off that CPU; then every thread gets
+// its own affinity back. Unlike a lower priority (which an unprivileged
+// process cannot undo, so the threads died slowly) or parking (which needs
+// each thread to run first), sched_setaffinity moves a thread at once and is
+// undone by anyone. Coldstart's own threads stay where they are: the watcher
+// must finish its last look. Raw system calls only: async-signal-safe.
+#include "internal.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define C (&cs_g.out.cpus)
+
+// Thread `tid`'s affinity (0: the caller). Async-signal-safe (a system call).
+static bool get_affinity(int tid, cpu_set_t *set) {
+    // The raw call returns the size it copied.
+    return syscall(SYS_sched_getaffinity, tid, sizeof *set, set) > 0;
+}
+
+// Moves thread `tid` (0: the caller) at once, running or not. Async-signal-safe.
+static bool set_affinity(int tid, const cpu_set_t *set) {
+    return syscall(SYS_sched_setaffinity, tid, sizeof *set, set) == 0;
+}
+
+// Async-signal-safe: getcpu, getdents64 and the affinity calls.
+void cs_cpu_isolate(void) {
+    C->n = 0;
+    C->writer_pinned = false;
+    unsigned cpu;
+    if (syscall(SYS_getcpu, &cpu, NULL, NULL) != 0 || cpu >= CPU_SETSIZE) return;
+    if (!get_affinity(0, &C->writer) || CPU_COUNT(&C->writer) < 2) return;
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    int me = cs_gettid();
+    char buf[2048] __attribute__((aligned(8)));
+    long n;
+    while (C->n < CS_CPU_MOVE_MAX && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n && C->n < CS_CPU_MOVE_MAX;) {
+            const struct cs_dirent64 *d = (const void *)(buf + off);
+            off += d->d_reclen;
+            int tid = cs_dirent_tid(d);
+            if (tid == 0 || tid == me || cs_own_thread(tid, false)) continue;
+            cpu_set_t *saved = &C->masks[C->n];
+            // Gone, never on our CPU, or pinned to it alone by the host: left alone.
+            if (!get_affinity(tid, saved) || !CPU_ISSET(cpu, saved) || CPU_COUNT(saved) < 2) continue;
+            cpu_set_t moved = *saved;
+            CPU_CLR(cpu, &moved);
+            if (set_affinity(tid, &moved)) C->tids[C->n++] = tid;
+        }
+    }
+    close(dir);
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CPU_SET(cpu, &mine);
+    C->writer_pinned = set_affinity(0, &mine);
+}
+
+// Async-signal-safe.
+void cs_cpu_restore(void) {
+    // A thread that has ended since fails with ESRCH: nothing to undo.
+    for (int i = 0; i < C->n; i++) set_affinity(C->tids[i], &C->masks[i]);
+    C->n = 0;
+    if (C->writer_pinned) set_affinity(0, &C->writer);
+    C->writer_pinned = false;
+}
