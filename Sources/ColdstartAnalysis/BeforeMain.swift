@@ -47,7 +47,7 @@ package struct BeforeMain: Codable, Sendable {
     /// Nil when the timeline has no launcher section. `symbols` names frames
     /// already named (the report's); the rest are looked up in the modules.
     package init?(_ timeline: Timeline, symbols known: [String: Timeline.Symbol] = [:]) {
-        guard let section = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
+        guard let section = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
         mode = section["mode"] as? String ?? "?"
         let period = (section["faultPeriod"] as? NSNumber)?.intValue ?? 0
         faultPeriod = period

@@ -44,7 +44,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
         let hz = sampling.loweredHz ?? sampling.requestedHz
         guard hz > 0, hz.isFinite else { return timeline.phases.map { _ in nil } }
         let periodNs = 1e9 / hz
-        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         let kernelTimes = (launcher?["kernelSamples"] as? [[NSNumber]])?.compactMap { $0.first?.int64Value }.sorted()
         let userTimes = timeline.samples.map(\.ns).sorted()
         func count(_ times: [Int64], from start: Int64, to end: Int64) -> Int {
@@ -93,7 +93,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// earliest init: `sampledWindows`). Nil without that reading, a
     /// user-mode perf clock from the start, or 10 periods of CPU.
     package static func beforeMain(_ timeline: Timeline) -> KernelShare? {
-        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         guard launcher?["mode"] as? String == "not linked", let sampling = timeline.sampling, sampling.clock == "perf-task-clock",
               sampling.startNs <= 0, let main = timeline.rusage.first(where: { $0.at == "main" }) else { return nil }
         let hz = sampling.loweredHz ?? sampling.requestedHz

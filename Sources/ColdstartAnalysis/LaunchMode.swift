@@ -16,7 +16,7 @@ package enum LaunchMode: String, Codable, Sendable {
 
     /// The mode `timeline` was recorded in (its launcher section, if any).
     init(_ timeline: Timeline) {
-        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         switch launcher?["mode"] as? String {
         case "not linked": self = .runUnlinked
         case .some: self = .runLinked

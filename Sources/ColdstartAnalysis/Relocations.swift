@@ -198,7 +198,7 @@ package struct LoaderStatistics: Codable, Sendable {
     /// it (`coldstart.loaderStatistics`), else, unless it is symbolized (a
     /// report then reads no binary), read from the objects' files.
     package init?(_ timeline: Timeline) {
-        let section = timeline.document["coldstart"] as? [String: Any]
+        let section = timeline.parsedDocument["coldstart"] as? [String: Any]
         if let stored = section?["loaderStatistics"] {
             guard JSONSerialization.isValidJSONObject(stored), let data = try? JSONSerialization.data(withJSONObject: stored),
                   let decoded = try? JSONDecoder().decode(LoaderStatistics.self, from: data),
@@ -224,7 +224,7 @@ package struct LoaderStatistics: Codable, Sendable {
     /// modules it had mapped, less the audit module's own namespace and the
     /// vDSO, each read from its file. Nil when there is no object to read.
     init?(readingFilesOf timeline: Timeline) {
-        let launcher = (timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         let audited = ((launcher?["audit"] as? [String: Any])?["objects"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
         var paths: [String]
         if let audited, !audited.isEmpty {

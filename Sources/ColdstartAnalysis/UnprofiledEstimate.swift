@@ -193,7 +193,7 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
     /// `coldstart run` sampled the time before main from exec (its launcher
     /// section with samples or the LD_AUDIT module's times).
     static func loaderWasSampled(_ timeline: Timeline) -> Bool {
-        guard let launcher = (timeline.documentBox.value["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return false }
+        guard let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return false }
         return launcher["audit"] != nil || ((launcher["samples"] as? NSNumber)?.intValue ?? 0) > 0
             || !((launcher["faults"] as? [Any]) ?? []).isEmpty
     }
