@@ -131,11 +131,18 @@ package struct FindingInputs: Sendable {
         /// libswiftCore.so was loaded: the Swift runtime is linked dynamically.
         package var swiftRuntimeIsShared: Bool
         package var usesFoundation: Bool
+        /// How precisely the process start is known: the loader phase begins
+        /// there, so a start from /proc's ticks or an estimate makes `ms` an
+        /// estimate too.
+        package var startPrecisionMs: Double
         package init(ms: Double, libraryCount: Int, relocations: Int? = nil, lookups: Int? = nil, heaviest: Library? = nil,
-                     swiftRuntimeIsShared: Bool, usesFoundation: Bool) {
+                     swiftRuntimeIsShared: Bool, usesFoundation: Bool, startPrecisionMs: Double = 0) {
             (self.ms, self.libraryCount, self.relocations, self.lookups, self.heaviest) = (ms, libraryCount, relocations, lookups, heaviest)
-            (self.swiftRuntimeIsShared, self.usesFoundation) = (swiftRuntimeIsShared, usesFoundation)
+            (self.swiftRuntimeIsShared, self.usesFoundation, self.startPrecisionMs) = (swiftRuntimeIsShared, usesFoundation, startPrecisionMs)
         }
+
+        /// A launcher's stamp is exact to microseconds; anything coarser is not.
+        var isExact: Bool { startPrecisionMs <= 0.1 }
 
         package struct Library: Sendable {
             package var name: String
@@ -243,8 +250,9 @@ extension Finding {
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in
                         library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; most \(library.name) \(library.symbolic)"
-                    } ?? ""),
-                certainty: .exact, advice: loaderAdvice(loader)))
+                    } ?? "")
+                    + (loader.isExact ? "" : String(format: "; start ±%.1f ms", loader.startPrecisionMs)),
+                certainty: loader.isExact ? .exact : .estimate, advice: loaderAdvice(loader)))
         }
         for global in inputs.lazyGlobals {
             candidates.append(Finding(

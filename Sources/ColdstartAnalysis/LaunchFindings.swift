@@ -98,7 +98,8 @@ extension FindingInputs {
                     Loader.Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: relocationMs[$0.name], isOwn: $0.isOwn)
                 },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
-                usesFoundation: modules.contains { $0.hasPrefix("libFoundation") })
+                usesFoundation: modules.contains { $0.hasPrefix("libFoundation") },
+                startPrecisionMs: report.launch.startPrecisionMs)
         }
         if let profile = report.profile {
             lazyGlobals = profile.lazyGlobals.map {

@@ -29,6 +29,17 @@ final class FindingsTests: XCTestCase {
         XCTAssertFalse(findings.contains { $0.kind == .profilerCost }, "0.3 ms of 45 is under the 1% floor")
     }
 
+    /// The loader phase starts at the process start: timed exactly only from
+    /// a launcher's stamp, an estimate (with the start's precision) otherwise.
+    func testTheLoaderIsExactOnlyWithAnExactStart() {
+        var inputs = example
+        XCTAssertEqual(Finding.ranked(inputs).first { $0.kind == .loader }?.certainty, .exact)
+        inputs.loader?.startPrecisionMs = 4.33
+        let loader = Finding.ranked(inputs).first { $0.kind == .loader }
+        XCTAssertEqual(loader?.certainty, .estimate)
+        XCTAssertEqual(loader?.location, "21 shared libraries; start ±4.3 ms")
+    }
+
     func testPageFaultsAreEstimatedFromTheirCountsOrTakenFromTheWatcher() throws {
         var inputs = FindingInputs(launchMs: 200)
         inputs.pageFaults = .init(counts: (minor: 2000, major: 400), watchedMajorMs: nil)
