@@ -205,9 +205,9 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
             .map { "\($0.name) \(figure($0.ms))" + ($0.uncertaintyMs > 0 ? "±\(figure($0.uncertaintyMs))" : "") }
             .joined(separator: ", ")
         guard let ms else {
-            var range = ""
-            if let lowMs, let highMs { range = " (somewhere in \(figure(lowMs))–\(figure(highMs)) ms)" }
-            return "without profiling: not known\(range): \(unknown ?? "")"
+            // `unknown` says why; a range, when there is one, comes first.
+            guard let lowMs, let highMs else { return "without profiling: not known: \(unknown ?? "")" }
+            return "without profiling: somewhere in \(figure(lowMs))–\(figure(highMs)) ms, \(unknown ?? "")"
         }
         return "without profiling, about \(figure(ms)) ms ±\(figure(uncertaintyMs)) (Coldstart's cost on the critical path: \(costs) ms)"
     }
