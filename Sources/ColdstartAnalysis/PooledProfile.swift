@@ -231,11 +231,13 @@ package struct PooledProfile: Sendable {
                 .prefix(top).map(function)
         }
         let entries = Array(functions)
+        let samplesPerLaunch = launches > 0 ? Double(samples) / Double(launches) : 0
         return PooledProfileReport(
             launches: launches, unsampledLaunches: unsampled, samples: samples,
-            samplesPerLaunch: launches > 0 ? Double(samples) / Double(launches) : 0,
+            samplesPerLaunch: samplesPerLaunch,
             msPerLaunch: perLaunch(ns), clocks: clocks.sorted(), warnings: warnings.values.sorted(),
             effectiveHz: launches > 0 ? .init(min: minHz, max: maxHz) : nil,
+            precision: SamplingPrecision(pooledSamples: samples, samplesPerLaunch: samplesPerLaunch),
             phases: phases.sorted { ($0.value.position, $0.key) < ($1.value.position, $1.key) }.map {
                 .init(name: $0.key, kind: $0.value.kind, samples: $0.value.time.samples, msPerLaunch: perLaunch($0.value.time.ns),
                       percent: percent($0.value.time.samples), launches: $0.value.time.launches, kernel: Self.kernelShare($0.value))
@@ -269,6 +271,8 @@ package struct PooledProfileReport: Codable, Sendable, Equatable {
     /// Modules whose frames could not be named (as in the first launch that had them).
     package var warnings: [String]
     package var effectiveHz: Range?
+    /// How precise a pooled row is, and what to do when the pool is thin.
+    package var precision: SamplingPrecision
     package var phases: [Phase]
     package var bySelf: [Function]
     package var byTotal: [Function]

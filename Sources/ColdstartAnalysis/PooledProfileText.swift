@@ -15,16 +15,10 @@ extension PooledProfileReport {
         lines += [
             "  clock: \(clocks.joined(separator: ", ")) at \(rates) effective",
             "  ms/launch = pooled samples × sampling period ÷ \(launches) launch\(launches == 1 ? "" : "es") (CPU time of the sampling clock)",
-            "  precision: a row of n pooled samples is good to its \(SamplePrecision.confidencePercent)% interval (Poisson): "
-                + [20, 100, 1000].map { "\($0) samples \(SamplingPrecision.range(of: $0))" }.joined(separator: ", ")
-                + "; 'in': how many launches it was seen in",
+            "  precision: \(precision.rule); 'in': how many launches it was seen in",
         ]
         lines += warnings.map { "  warning: \($0)" }
-        if samples < SamplePrecision.minimumSamples {
-            lines.append("  too few samples to act on (\(samples) pooled, fewer than \(SamplePrecision.minimumSamples)): pool more launches (coldstart run -n N --append)")
-        } else if samplesPerLaunch < 20 {
-            lines.append("  few samples per launch: pool more launches (coldstart run -n N) or sample faster (--hz) for steadier figures")
-        }
+        if let advice = precision.advice { lines.append("  " + advice) }
 
         var phaseTable = Table(columns: [.init("phase", .left), .init("samples", .right), .init("ms/launch", .right), .init("%", .right),
                                          .init("CPU user+kernel ms/launch", .right), .init("kernel", .right)])

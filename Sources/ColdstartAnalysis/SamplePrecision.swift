@@ -78,6 +78,23 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
         advice = "pool launches: coldstart run -n \(launches) --out DIR APP, then coldstart report DIR\(faster)"
     }
 
+    /// A pool of launches (`coldstart report DIR`): `launchSamples` is the
+    /// pool's, and the rule is given as ratios, since the launches' sampling
+    /// periods may differ.
+    init(pooledSamples: Int, samplesPerLaunch: Double) {
+        confidencePercent = SamplePrecision.confidencePercent
+        rule = "a row of n pooled samples is good to its \(confidencePercent)% interval (Poisson): "
+            + [20, 100, 1000].map { "\($0) samples \(Self.range(of: $0))" }.joined(separator: ", ")
+        launchSamples = pooledSamples
+        minimumSamples = SamplePrecision.minimumSamples
+        tooFew = pooledSamples < minimumSamples
+        if tooFew {
+            advice = "too few samples to act on (\(pooledSamples) pooled, fewer than \(minimumSamples)): pool more launches (coldstart run -n N --append)"
+        } else if samplesPerLaunch < 20 {
+            advice = "few samples per launch: pool more launches (coldstart run -n N) or sample faster (--hz) for steadier figures"
+        }
+    }
+
     /// "×0.3–×2.3": how far `count` samples may be from their time.
     static func range(of count: Int) -> String {
         let (low, high) = SamplePrecision.interval(count)

@@ -89,6 +89,23 @@ final class PooledProfileTests: XCTestCase {
         XCTAssertTrue(text.stdout.contains("Pooled profile: \(pool.profile.samples) samples from 5 sampled launches"), text.stdout)
         XCTAssertTrue(text.stdout.contains("ms/launch = pooled samples × sampling period ÷ 5 launches"), text.stdout)
         XCTAssertTrue(text.stdout.contains("libSlowInit.so"), text.stdout)
+
+        // KnownCosts' ~350 ms launches give hundreds of samples each: enough.
+        XCTAssertEqual(pool.profile.precision.launchSamples, pool.profile.samples)
+        XCTAssertFalse(pool.profile.precision.tooFew)
+        XCTAssertNil(pool.profile.precision.advice)
+        XCTAssertTrue(text.stdout.contains("precision: \(pool.profile.precision.rule)"), text.stdout)
+    }
+
+    /// A thin pool says so, in the JSON as in the text, with what to do.
+    func testAThinPoolSaysWhatToDo() {
+        let thin = SamplingPrecision(pooledSamples: 12, samplesPerLaunch: 4)
+        XCTAssertTrue(thin.tooFew)
+        XCTAssertEqual(thin.advice?.hasPrefix("too few samples to act on (12 pooled, fewer than 20)"), true, thin.advice ?? "")
+        let sparse = SamplingPrecision(pooledSamples: 80, samplesPerLaunch: 8)
+        XCTAssertFalse(sparse.tooFew)
+        XCTAssertEqual(sparse.advice?.hasPrefix("few samples per launch"), true, sparse.advice ?? "")
+        XCTAssertTrue(sparse.rule.contains("20 samples ×0.6–×1.5"), sparse.rule)
     }
 
     func testBadFilesAreSkippedWithTheirReasonAndTheRestPooled() throws {
