@@ -361,6 +361,7 @@ static bool open_clocks(void) {
         atomic_store(&S->boost_on, 0);
         ok = open_clock(CS_CLOCK_POSIX);
     }
+    if (ok) S->armed_ns = cs_monotonic_ns();
     atomic_store(&S->scanning, 0);
     if (ok && S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
     return ok;

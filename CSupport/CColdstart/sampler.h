@@ -152,6 +152,9 @@ struct cs_sampler {
 
     // ---- the window, for the effective rate ----
     uint64_t t_start, t_stop;         // CLOCK_MONOTONIC
+    // When the main thread's clock was running (read just after it started):
+    // the first perf event of a quiet kernel takes 10–18 ms to open.
+    uint64_t armed_ns;
     uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
     uint64_t own_cpu;                 // CPU of Coldstart's unsampled threads (watcher, scanner) at the stop
     struct cs_rusage ru_start, ru_stop; // user/system split of that CPU time
