@@ -145,6 +145,11 @@ void cs_sampler_scan_threads(void) {
                     // The stop came in between: no signal after it. (Its
                     // descriptor stays open: a handler may be reading its ring.)
                     cs_smp_silence_thread(t);
+                } else if (t->blocking) {
+                    // Seen in pthread_create's first instants (every signal
+                    // blocked), armed now: it does not count as blocking.
+                    t->blocking = false;
+                    atomic_fetch_sub(&S->threads_blocking, 1);
                 }
             }
         }
