@@ -63,6 +63,7 @@ struct cs_smp_thread {
     _Atomic int in_handler;           // 1 while this thread runs the sampling handler
     uint32_t seen;                    // the last scan that listed it (scan_gen)
     bool blocking;                    // it was seen blocking both signals (counted once)
+    uint8_t blocked_scans;            // scans that found it so (counted from the second)
     _Atomic int boosted;              // its clock runs at the boosted period
     uint32_t boost_seq;               // boosted samples of this thread (handler only)
     int signo;                        // the signal its clock raises (set when armed)
