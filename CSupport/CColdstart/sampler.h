@@ -135,6 +135,7 @@ struct cs_sampler {
     // gettid system call. Each entry is written only by the thread it names.
     struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
     _Atomic int scanning;             // one thread scans /proc/self/task at a time
+    _Atomic int opening;              // 1 while the first clock opens; 2: a stop came meanwhile (open_clocks)
     _Atomic uint64_t last_scan_ns;
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran

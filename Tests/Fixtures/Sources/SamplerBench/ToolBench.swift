@@ -14,6 +14,7 @@ struct ToolTimeline {
     var initializerSamples: Int    // samples inside the library initializers
     var watcherMsPerS: Double      // watcher CPU per second watched
     var endAbsNs: Int64            // the launch's end (exit), absolute CLOCK_MONOTONIC
+    var clockArmedAfterMainMs: Double?  // sampling.clockArmedNs − mainNs
 }
 
 func readToolTimeline(_ path: String) -> ToolTimeline? {
@@ -35,7 +36,9 @@ func readToolTimeline(_ path: String) -> ToolTimeline? {
     return ToolTimeline(
         setupMs: Double(setupEnd - ns("earliestInitNs")) / 1e6, samples: times.count,
         initializerSamples: times.filter { $0 >= setupEnd && $0 < main }.count,
-        watcherMsPerS: watcher, endAbsNs: start + end)
+        watcherMsPerS: watcher,
+        endAbsNs: start + end,
+        clockArmedAfterMainMs: ((section["sampling"] as? [String: Any])?["clockArmedNs"] as? NSNumber).map { Double($0.int64Value - main) / 1e6 })
 }
 
 struct ToolRun { var wallMs: Double, lineToReapMs: Double, endToReapMs: Double?, timeline: ToolTimeline? }
@@ -138,11 +141,16 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
 
     // Set-up on a quiet kernel: no perf event open anywhere for 3 s, so the
     // sampler's first perf_event_open pays the kernel's one-time switch.
-    var quiet: [ToolTimeline] = [], quietCount = 0
+    var quiet: [ToolTimeline] = [], quietCount = 0, quietEndToReap: [Double] = [], quietArmed: [Double] = []
     for _ in 0..<quietRuns {
         let wasQuiet = waitForQuietKernel()
         guard let run = runTool(path, profiled: true), let t = run.timeline else { continue }
-        if wasQuiet { quietCount += 1; quiet.append(t) }
+        if wasQuiet {
+            quietCount += 1
+            quiet.append(t)
+            if let ms = run.endToReapMs { quietEndToReap.append(ms) }
+            if let armed = t.clockArmedAfterMainMs { quietArmed.append(armed) }
+        }
     }
     print("")
     if quiet.isEmpty {
@@ -153,6 +161,7 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         print("  set-up ms median \(format(median(setups), 2)), max \(format(setups.max() ?? .nan, 2)); samples per launch median "
             + "\(format(median(quiet.map { Double($0.samples) }), 1)); launches with a sample in the library initializers: "
             + "\(quiet.filter { $0.initializerSamples > 0 }.count) of \(quiet.count)")
+        print("  main thread's clock running \(format(median(quietArmed), 1)) ms after main (median); launch end → reaped \(format(median(quietEndToReap), 2)) ms")
     }
 
     print("")
