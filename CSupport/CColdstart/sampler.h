@@ -103,7 +103,8 @@ struct cs_sampler {
     uint32_t max_frames;              // frame pool size
     // A boosted start (no COLDSTART_HZ, perf clock): boost_hz until
     // boost_until_ns, then requested_hz; boost_end_ns is when the scan thread
-    // switched the clocks back (0: the launch ended inside the boost).
+    // switched the clocks back (0: the launch ended inside the boost). At any
+    // rate, samples walk frame pointers until boost_until_ns (libunwind after).
     uint32_t boost_hz;
     uint64_t boost_period_ns;
     uint64_t boost_until_ns;
