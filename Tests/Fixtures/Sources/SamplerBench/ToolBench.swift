@@ -161,7 +161,10 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         print("  set-up ms median \(format(median(setups), 2)), max \(format(setups.max() ?? .nan, 2)); samples per launch median "
             + "\(format(median(quiet.map { Double($0.samples) }), 1)); launches with a sample in the library initializers: "
             + "\(quiet.filter { $0.initializerSamples > 0 }.count) of \(quiet.count)")
-        print("  main thread's clock running \(format(median(quietArmed), 1)) ms after main (median); launch end → reaped \(format(median(quietEndToReap), 2)) ms")
+        let never = quiet.count - quietArmed.count
+        print("  the main thread's clock ran " + (quietArmed.isEmpty ? "in none of them" : "from \(format(median(quietArmed), 1)) ms after main (median)")
+            + (never > 0 && !quietArmed.isEmpty ? "; in \(never) it never ran (the launch ended first)" : "")
+            + "; launch end → reaped \(format(median(quietEndToReap), 2)) ms (exit waits for the scan thread's first perf_event_open)")
     }
 
     print("")
