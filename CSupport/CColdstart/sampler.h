@@ -110,6 +110,7 @@ struct cs_sampler {
     uint64_t boost_until_ns;
     _Atomic int boost_on;
     uint64_t boost_end_ns;
+    bool warmed;                      // a helper has opened the kernel's first event (smpclock.c)
     // How much of the sample buffers the scan thread has faulted in (bytes),
     // kept ahead of what the handlers have used.
     size_t faulted_sample_bytes, faulted_frame_bytes;

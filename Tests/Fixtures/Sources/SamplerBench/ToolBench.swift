@@ -164,7 +164,7 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         let never = quiet.count - quietArmed.count
         print("  the main thread's clock ran " + (quietArmed.isEmpty ? "in none of them" : "from \(format(median(quietArmed), 1)) ms after main (median)")
             + (never > 0 && !quietArmed.isEmpty ? "; in \(never) it never ran (the launch ended first)" : "")
-            + "; launch end → reaped \(format(median(quietEndToReap), 2)) ms (exit waits for the scan thread's first perf_event_open)")
+            + "; launch end → reaped \(format(median(quietEndToReap), 2)) ms")
     }
 
     print("")
