@@ -412,9 +412,13 @@ static bool end_boost(void) {
 static void *scan_loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
+    // The helper first, so that its start overlaps the faulting in.
+    if (S->want == CS_CLOCK_PERF) cs_smp_warm_start();
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
-    if (!open_clocks()) {
+    bool opened = open_clocks();
+    cs_smp_warm_reap();
+    if (!opened) {
         // Sampling off, as if it had never started (open_clock said why).
         if (atomic_exchange(&S->active, 0)) {
             S->started = false;

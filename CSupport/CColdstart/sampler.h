@@ -110,7 +110,10 @@ struct cs_sampler {
     uint64_t boost_until_ns;
     _Atomic int boost_on;
     uint64_t boost_end_ns;
-    bool warmed;                      // a helper has opened the kernel's first event (smpclock.c)
+    // The helper process that opens the kernel's first event (smpclock.c).
+    int warm_pid;                     // 0: none started, or reaped
+    void *warm_stack;
+    _Atomic int warm_done;            // its event is open: ours open at once now
     // How much of the sample buffers the scan thread has faulted in (bytes),
     // kept ahead of what the handlers have used.
     size_t faulted_sample_bytes, faulted_frame_bytes;
@@ -240,6 +243,12 @@ int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo);
 void cs_smp_silence_thread(struct cs_smp_thread *t);
 /// Closes its event and unmaps its ring: only once no handler can touch them.
 void cs_smp_free_thread(struct cs_smp_thread *t);
+/// Starts the helper process that opens (and closes) the kernel's first perf
+/// event, so that a quiet kernel's one-time wait is its, not this process's
+/// (scan thread, before the first clock). Async-signal-safe.
+void cs_smp_warm_start(void);
+/// Reaps the helper (scan thread, after the first clock). Async-signal-safe.
+void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t);
 /// The calling thread's %fs base (its TCB). Async-signal-safe.

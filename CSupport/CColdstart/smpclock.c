@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <signal.h>
@@ -75,25 +76,30 @@ static long raw_syscall(long n, long a1, long a2, long a3, long a4, long a5) {
     return ret;
 }
 
-// The helper's whole life: system calls only, on its own small stack.
+// The helper's whole life: system calls only, on its own small stack. It
+// says it is done while its event is still open (then exits, closing it).
 static int helper_main(void *arg) {
     const struct perf_event_attr *dummy = arg;
     if (raw_syscall(SYS_close_range, 0, ~0L, 0, 0, 0) == 0)
         raw_syscall(SYS_perf_event_open, (long)dummy, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    atomic_store(&S->warm_done, 1);
+    raw_syscall(SYS_futex, (long)&S->warm_done, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, 0, 0);
     raw_syscall(SYS_exit, 0, 0, 0, 0, 0);
     return 0;
 }
+#endif
 
 #define CS_HELPER_STACK (16 * 1024)
 
-// Has a helper open (and close) a dummy event; returns once it has ended.
-static void warm_kernel(void) {
+void cs_smp_warm_start(void) {
+#if defined(__x86_64__)
     static const struct perf_event_attr dummy = {
         .type = PERF_TYPE_SOFTWARE, .size = sizeof dummy, .config = PERF_COUNT_SW_DUMMY,
         .disabled = 1, .exclude_kernel = 1, .exclude_hv = 1,
     };
     void *stack = mmap(NULL, CS_HELPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return;
+    atomic_store(&S->warm_done, 0);
     // No signal of anyone's may run on the helper (it has no TLS of its own).
     sigset_t all, old;
     sigfillset(&all);
@@ -104,20 +110,28 @@ static void warm_kernel(void) {
         munmap(stack, CS_HELPER_STACK);
         return;
     }
-    // Interruptible: a process exiting meanwhile ends this thread at once.
-    while (syscall(SYS_wait4, pid, NULL, __WCLONE, NULL) < 0 && errno == EINTR) {}
-    munmap(stack, CS_HELPER_STACK);
+    S->warm_pid = pid;
+    S->warm_stack = stack;
+#endif
 }
-#endif
 
-// perf_event_open(a, tid), the kernel warmed by a helper the first time.
+void cs_smp_warm_reap(void) {
+    if (S->warm_pid <= 0) return;
+    // Interruptible: a process exiting meanwhile ends this thread at once.
+    // Its stack goes only once it has ended (never, if it cannot be reaped).
+    long rc;
+    while ((rc = syscall(SYS_wait4, S->warm_pid, NULL, __WCLONE, NULL)) < 0 && errno == EINTR) {}
+    if (rc == S->warm_pid) munmap(S->warm_stack, CS_HELPER_STACK);
+    S->warm_pid = 0;
+}
+
+// perf_event_open(a, tid); the first one once the helper is done (2 s at
+// most: a helper killed by someone else never says so).
 static int open_event(const struct perf_event_attr *a, int tid) {
-#if defined(__x86_64__)
-    if (!S->warmed) {
-        S->warmed = true;
-        warm_kernel();
-    }
-#endif
+    uint64_t deadline = cs_monotonic_ns() + 2000000000ull;
+    // Interruptible: a process exiting meanwhile ends this thread at once.
+    while (S->warm_pid > 0 && !atomic_load(&S->warm_done) && cs_monotonic_ns() < deadline)
+        cs_futex_wait(&S->warm_done, 0, deadline);
     return (int)syscall(SYS_perf_event_open, a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
