@@ -13,7 +13,8 @@
 // Without COLDSTART_HZ, the first CS_BOOST_NS of sampling run at CS_BOOST_HZ
 // (a ~10 ms launch gets a few samples at 1 kHz, ~4× as many this way), then
 // CS_DEFAULT_HZ; the writer thins the boosted samples to one rate
-// (docs/performance.md, "Sample rate of a short launch").
+// (docs/performance.md, "Sample rate of a short launch"). At any rate, the
+// first CS_BOOST_NS walk frame pointers, and libunwind is loaded after.
 #define CS_BOOST_HZ 4000
 #define CS_BOOST_NS 50000000ull
 #define CS_DEFAULT_MAX_SAMPLES 10000

@@ -179,9 +179,17 @@ void cs_modules_preload(void) {
     S->modules_early = true;
 }
 
-// Whether the table holds every recorded frame: the samples' and the
-// watcher's blocked stacks' (leaves at their address, return addresses at
-// address − 1, as they are written).
+// Whether a reload could place `a`: it is outside the table but inside an
+// object the loader has now. (A frame-pointer walk through code without frame
+// pointers yields addresses in no object at all: no table would place them.)
+static bool missing(uint64_t a) {
+    struct dl_find_object fo;
+    return cs_module_of(a) < 0 && _dl_find_object((void *)(uintptr_t)a, &fo) == 0;
+}
+
+// Whether the table holds every recorded frame that lies in a loaded object:
+// the samples' and the watcher's blocked stacks' (leaves at their address,
+// return addresses at address − 1, as they are written).
 static bool frames_covered(void) {
     uint32_t n = atomic_load(&S->next_sample);
     if (n > S->max_samples) n = S->max_samples;
@@ -190,7 +198,7 @@ static bool frames_covered(void) {
         if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) continue;
         for (uint32_t f = 0; f < smp->nframes; f++) {
             uint64_t a = S->frames[smp->frame_off + f];
-            if (cs_module_of(f == 0 ? a : a - 1) < 0) return false;
+            if (missing(f == 0 ? a : a - 1)) return false;
         }
     }
     const struct cs_watch_buffers *b = cs_g.watch.buf;
@@ -198,7 +206,7 @@ static bool frames_covered(void) {
     for (uint32_t s = 0; s < nstacks; s++) {
         for (uint32_t f = 0; f < b->stacks[s].len; f++) {
             uint64_t a = b->frames[b->stacks[s].off + f];
-            if (cs_module_of(f == 0 ? a : a - 1) < 0) return false;
+            if (missing(f == 0 ? a : a - 1)) return false;
         }
     }
     return true;
@@ -305,6 +313,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     if (stride > 1) cs_jw_milli(w, (int64_t)(file_hz() * 1000ull / stride));
     else cs_jw_raw(w, "null");
     cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
+    if (S->armed_ns) { cs_jw_raw(w, ",\"clockArmedNs\":"); cs_jw_i64(w, (int64_t)S->armed_ns - (int64_t)start_ns); }
     cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
     cs_jw_raw(w, ",\"cpuNs\":"); cs_jw_u64(w, cpu);
     cs_jw_raw(w, ",\"coldstartCpuNs\":"); cs_jw_u64(w, S->own_cpu);

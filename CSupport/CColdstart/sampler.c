@@ -349,11 +349,16 @@ static const char *early_stop_reason(void) {
 }
 
 // Opens the main thread's clock (perf, else POSIX timers), then the other
-// threads'. Holds the scan flag, so a stop waits for it (bounded). False when
-// no clock could be opened: sampling is then off.
+// threads'. False when no clock could be opened (sampling is then off) or the
+// launch ended meanwhile.
+//
+// Not under the scan flag, which a stop waits for: on a kernel where no perf
+// event has been open for a second, the first perf_event_open waits 10–18 ms
+// for an RCU grace period, and a short launch's exit would wait for it too.
+// `opening` is 1 meanwhile; a stop that finds it so makes it 2 and leaves the
+// main thread's slot alone, and this function, seeing 2, undoes the clock.
 static bool open_clocks(void) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    atomic_store(&S->opening, 1);
     // The boost is for the perf clock only (POSIX timers are capped at the tick).
     atomic_store(&S->boost_on, S->boost_hz > 0);
     bool ok = atomic_load(&S->active) && open_clock(S->want);
@@ -361,7 +366,16 @@ static bool open_clocks(void) {
         atomic_store(&S->boost_on, 0);
         ok = open_clock(CS_CLOCK_POSIX);
     }
-    atomic_store(&S->scanning, 0);
+    if (atomic_exchange(&S->opening, 0) == 2) {
+        // Stopped meanwhile: no signal after this; the descriptor and ring go
+        // once no handler runs (a handler that saw `active` clear touches none).
+        struct cs_smp_thread *t = cs_sampler_thread(S->main_tid, false);
+        if (t) cs_smp_silence_thread(t);
+        for (int i = 0; i < 4000 && atomic_load(&S->in_flight) > 0; i++) cs_sleep_ns(50000);
+        if (t && atomic_load(&S->in_flight) == 0) cs_smp_free_thread(t);
+        return false;
+    }
+    if (ok) S->armed_ns = cs_monotonic_ns();
     if (ok && S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
     return ok;
 }
@@ -398,9 +412,13 @@ static bool end_boost(void) {
 static void *scan_loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
+    // The helper first, so that its start overlaps the faulting in.
+    if (S->want == CS_CLOCK_PERF) cs_smp_warm_start();
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
-    if (!open_clocks()) {
+    bool opened = open_clocks();
+    cs_smp_warm_reap();
+    if (!opened) {
         // Sampling off, as if it had never started (open_clock said why).
         if (atomic_exchange(&S->active, 0)) {
             S->started = false;
@@ -415,11 +433,13 @@ static void *scan_loop(void *arg) {
         if (atomic_load(&S->boost_on) && cs_monotonic_ns() >= S->boost_until_ns) end_boost();
         // libunwind once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,
-        // concurrently. And not during a boosted start: its samples walk
-        // frame pointers (~0.3 µs, where libunwind's first sight of a stack
-        // costs 50–400 µs), and a launch that ends within it never pays the
-        // ~0.5 ms of CPU that loading libunwind takes.
-        if (!unwinder_loaded && cs_g.proc.before_main_ran && !atomic_load(&S->boost_on)) {
+        // concurrently. And not in the first CS_BOOST_NS of sampling, at any
+        // rate: those samples walk frame pointers (~0.3 µs, where libunwind's
+        // first sight of a stack costs 50–400 µs: at 10 kHz, a 10 ms launch
+        // took 11 ms longer with libunwind than with frame pointers), and a
+        // launch that ends within it never pays the ~0.5 ms of CPU that
+        // loading libunwind takes.
+        if (!unwinder_loaded && cs_g.proc.before_main_ran && cs_monotonic_ns() >= S->boost_until_ns) {
             unwinder_loaded = true;
             if (!cs_unwind_load()) S->unwinder = CS_UNW_FP;
         }
@@ -454,13 +474,18 @@ void cs_sampler_stop(void) {
         }
         return;
     }
+    // The first clock still opening: its opener undoes it (open_clocks), and
+    // the main thread's slot is not ours to touch meanwhile.
+    int opening = 1;
+    bool skip_main = atomic_compare_exchange_strong(&S->opening, &opening, 2);
+    struct cs_smp_thread *main_slot = skip_main ? cs_sampler_thread(S->main_tid, false) : NULL;
     // A scan in progress on another thread finishes on its own (bounded).
     for (int i = 0; i < 2000 && atomic_load(&S->scanning); i++) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
     for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        if (atomic_load(&S->threads[i].tid)) cs_smp_silence_thread(&S->threads[i]);
+        if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_silence_thread(&S->threads[i]);
     }
     // Handlers already running finish their sample (microseconds); bounded
     // wait. A handler that saw `active` after we cleared it touches nothing,
@@ -472,7 +497,7 @@ void cs_sampler_stop(void) {
     }
     if (atomic_load(&S->in_flight) == 0) {
         for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-            if (atomic_load(&S->threads[i].tid)) cs_smp_free_thread(&S->threads[i]);
+            if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_free_thread(&S->threads[i]);
         }
     }
     if (!S->stop_reason) S->stop_reason = "launch-end";

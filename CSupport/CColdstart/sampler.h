@@ -63,6 +63,7 @@ struct cs_smp_thread {
     _Atomic int in_handler;           // 1 while this thread runs the sampling handler
     uint32_t seen;                    // the last scan that listed it (scan_gen)
     bool blocking;                    // it was seen blocking both signals (counted once)
+    uint8_t blocked_scans;            // scans that found it so (counted from the second)
     _Atomic int boosted;              // its clock runs at the boosted period
     uint32_t boost_seq;               // boosted samples of this thread (handler only)
     int signo;                        // the signal its clock raises (set when armed)
@@ -102,12 +103,17 @@ struct cs_sampler {
     uint32_t max_frames;              // frame pool size
     // A boosted start (no COLDSTART_HZ, perf clock): boost_hz until
     // boost_until_ns, then requested_hz; boost_end_ns is when the scan thread
-    // switched the clocks back (0: the launch ended inside the boost).
+    // switched the clocks back (0: the launch ended inside the boost). At any
+    // rate, samples walk frame pointers until boost_until_ns (libunwind after).
     uint32_t boost_hz;
     uint64_t boost_period_ns;
     uint64_t boost_until_ns;
     _Atomic int boost_on;
     uint64_t boost_end_ns;
+    // The helper process that opens the kernel's first event (smpclock.c).
+    int warm_pid;                     // 0: none started, or reaped
+    void *warm_stack;
+    _Atomic int warm_done;            // its event is open: ours open at once now
     // How much of the sample buffers the scan thread has faulted in (bytes),
     // kept ahead of what the handlers have used.
     size_t faulted_sample_bytes, faulted_frame_bytes;
@@ -134,6 +140,7 @@ struct cs_sampler {
     // gettid system call. Each entry is written only by the thread it names.
     struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
     _Atomic int scanning;             // one thread scans /proc/self/task at a time
+    _Atomic int opening;              // 1 while the first clock opens; 2: a stop came meanwhile (open_clocks)
     _Atomic uint64_t last_scan_ns;
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
@@ -152,6 +159,9 @@ struct cs_sampler {
 
     // ---- the window, for the effective rate ----
     uint64_t t_start, t_stop;         // CLOCK_MONOTONIC
+    // When the main thread's clock was running (read just after it started):
+    // the first perf event of a quiet kernel takes 10–18 ms to open.
+    uint64_t armed_ns;
     uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
     uint64_t own_cpu;                 // CPU of Coldstart's unsampled threads (watcher, scanner) at the stop
     struct cs_rusage ru_start, ru_stop; // user/system split of that CPU time
@@ -233,6 +243,12 @@ int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo);
 void cs_smp_silence_thread(struct cs_smp_thread *t);
 /// Closes its event and unmaps its ring: only once no handler can touch them.
 void cs_smp_free_thread(struct cs_smp_thread *t);
+/// Starts the helper process that opens (and closes) the kernel's first perf
+/// event, so that a quiet kernel's one-time wait is its, not this process's
+/// (scan thread, before the first clock). Async-signal-safe.
+void cs_smp_warm_start(void);
+/// Reaps the helper (scan thread, after the first clock). Async-signal-safe.
+void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t);
 /// The calling thread's %fs base (its TCB). Async-signal-safe.

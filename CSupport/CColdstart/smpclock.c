@@ -1,12 +1,17 @@
 // The sampler's clock sources (sampler.h): one per thread, a perf task-clock
 // event or a POSIX timer, whose signal goes to that thread. Every function
-// here is async-signal-safe (system calls only) and calls only sys.c.
+// here is async-signal-safe (system calls only) and calls only sys.c. Before
+// the first event, a helper process warms the kernel (below).
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/perf_event.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -40,6 +45,96 @@ int cs_smp_signal_for(int tid) {
     return CS_SMP_ALT_SIGNAL;
 }
 
+// ---- warming the kernel from a helper process ----
+//
+// On a kernel where no perf event has been open for about a second, the
+// first one switches the kernel's scheduler hooks on and waits for an RCU
+// grace period (10–18 ms measured), asleep and uninterruptible. On the scan
+// thread that made the whole process wait at its exit: a 10 ms tool was
+// reaped 8 ms after its end. So before the first event a short-lived helper,
+// cloned with CLONE_VM but neither CLONE_THREAD nor CLONE_FILES, closes every
+// descriptor of its copy of the table (it must hold none of the program's
+// pipes open), opens a dummy event on itself, which pays that wait, and
+// exits; the kernel keeps its hooks on for a second after the last event
+// closes, so the scan thread's own events then open at once. While the scan
+// thread waits for the helper it can be killed at once, and the helper holds
+// up no one's exit. It sends no signal when it ends (exit signal 0): only a
+// wait with __WCLONE or __WALL sees it, and the scan thread reaps it (a
+// process that exits first leaves it to init).
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+#if defined(__x86_64__)
+// A system call without errno: the helper runs on the scan thread's TLS.
+static long raw_syscall(long n, long a1, long a2, long a3, long a4, long a5) {
+    long ret;
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8") = a5;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+    return ret;
+}
+
+// The helper's whole life: system calls only, on its own small stack. It
+// says it is done while its event is still open (then exits, closing it).
+static int helper_main(void *arg) {
+    const struct perf_event_attr *dummy = arg;
+    if (raw_syscall(SYS_close_range, 0, ~0L, 0, 0, 0) == 0)
+        raw_syscall(SYS_perf_event_open, (long)dummy, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    atomic_store(&S->warm_done, 1);
+    raw_syscall(SYS_futex, (long)&S->warm_done, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, 0, 0);
+    raw_syscall(SYS_exit, 0, 0, 0, 0, 0);
+    return 0;
+}
+#endif
+
+#define CS_HELPER_STACK (16 * 1024)
+
+void cs_smp_warm_start(void) {
+#if defined(__x86_64__)
+    static const struct perf_event_attr dummy = {
+        .type = PERF_TYPE_SOFTWARE, .size = sizeof dummy, .config = PERF_COUNT_SW_DUMMY,
+        .disabled = 1, .exclude_kernel = 1, .exclude_hv = 1,
+    };
+    void *stack = mmap(NULL, CS_HELPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return;
+    atomic_store(&S->warm_done, 0);
+    // No signal of anyone's may run on the helper (it has no TLS of its own).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int pid = clone(helper_main, (char *)stack + CS_HELPER_STACK, CLONE_VM | CLONE_UNTRACED, (void *)&dummy);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        munmap(stack, CS_HELPER_STACK);
+        return;
+    }
+    S->warm_pid = pid;
+    S->warm_stack = stack;
+#endif
+}
+
+void cs_smp_warm_reap(void) {
+    if (S->warm_pid <= 0) return;
+    // Interruptible: a process exiting meanwhile ends this thread at once.
+    // Its stack goes only once it has ended (never, if it cannot be reaped).
+    long rc;
+    while ((rc = syscall(SYS_wait4, S->warm_pid, NULL, __WCLONE, NULL)) < 0 && errno == EINTR) {}
+    if (rc == S->warm_pid) munmap(S->warm_stack, CS_HELPER_STACK);
+    S->warm_pid = 0;
+}
+
+// perf_event_open(a, tid); the first one once the helper is done (2 s at
+// most: a helper killed by someone else never says so).
+static int open_event(const struct perf_event_attr *a, int tid) {
+    uint64_t deadline = cs_monotonic_ns() + 2000000000ull;
+    // Interruptible: a process exiting meanwhile ends this thread at once.
+    while (S->warm_pid > 0 && !atomic_load(&S->warm_done) && cs_monotonic_ns() < deadline)
+        cs_futex_wait(&S->warm_done, 0, deadline);
+    return (int)syscall(SYS_perf_event_open, a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 // Opens the task-clock event of `tid` and points its overflow signal at that
 // thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
 static int arm_perf(struct cs_smp_thread *t, int tid) {
@@ -56,7 +151,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     a.exclude_kernel = 1;   // allowed at perf_event_paranoid 2; user time only
     a.exclude_hv = 1;
     a.wakeup_events = 1;    // with a ring buffer: a wakeup, so a signal, per overflow
-    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int fd = open_event(&a, tid);
     if (fd < 0) return errno;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     uint64_t id = 0;

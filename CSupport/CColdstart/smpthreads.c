@@ -138,9 +138,12 @@ void cs_sampler_scan_threads(void) {
                     // A signal of ours would wait for it, or be taken by its
                     // sigwait/sigtimedwait: not now. (A thread blocks every
                     // signal for its first instants in pthread_create too, so
-                    // look again at the next scan.)
-                    if (!t->blocking) atomic_fetch_add(&S->threads_blocking, 1);
-                    t->blocking = true;
+                    // look again at the next scan; it counts as blocking only
+                    // when a second scan finds it so.)
+                    if (!t->blocking && ++t->blocked_scans >= 2) {
+                        atomic_fetch_add(&S->threads_blocking, 1);
+                        t->blocking = true;
+                    }
                     continue;
                 }
                 if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid, signo) != 0) {

@@ -207,7 +207,8 @@ void cs_watch_thread_gone(struct cs_watch_live *slot);
 /// (the thread's `name`, refreshed). False if unreadable.
 bool cs_watch_read_stat(struct cs_watch_live *slot, char *state, uint64_t *minflt, uint64_t *majflt);
 /// Starts the open segment from an observation `sc` made at `at` (unwinding
-/// a blocked main thread always, others while *unwind_budget lasts).
+/// a blocked main thread always, others while *unwind_budget lasts; nothing
+/// when it is negative).
 void cs_watch_begin_segment(struct cs_watch_live *slot, const struct cs_task_syscall *sc, char state, uint64_t at,
                             uint64_t now, int *unwind_budget);
 

@@ -259,7 +259,11 @@ static void tick(uint64_t tick_no, bool last) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
     uint64_t now = cs_monotonic_ns();
-    int unwind_budget = 1;   // stacks of threads other than main, per tick
+    // Stacks of threads other than main, per tick. None at all on the last
+    // look: the segments it starts end at once, and the main thread is then
+    // usually blocked in the writer's wait for this very look (unwinding it
+    // loaded the remote unwinder into a short launch's exit).
+    int unwind_budget = last ? -1 : 1;
     if (!last && now >= wt->next_rescan_ns) {
         rescan(now, &unwind_budget);
         wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;   // new threads within ~5 ms
@@ -359,15 +363,20 @@ static void *watch_main(void *arg) {
     // A last look, so every segment ends when the launch's writer asked.
     if (!wt->stop_reason) wt->stop_reason = "writer";
     tick(1, true);
+    // The writer waits for what follows. A process that is exiting (or dying
+    // of a signal) closes our descriptors itself: checking and closing three
+    // per thread would only delay its exit.
+    enum cs_end_reason end = cs_g.launch.end_reason;
+    bool keep_open = wt->stop_reason[0] == 'w' && (end == CS_END_EXIT || end == CS_END_ERROR_EXIT || end == CS_END_SIGNAL);
     struct cs_watch_buffers *b = wt->buf;
     for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
         struct cs_watch_live *slot = &b->live[i];
         if (slot->thread < 0) continue;
         cs_watch_close_segment(&slot->cur);
-        cs_watch_close_slot_files(slot);
+        if (!keep_open) cs_watch_close_slot_files(slot);
         slot->thread = -1;
     }
-    cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
+    if (!keep_open) cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
     wt->stop_ns = cs_monotonic_ns();
     wt->cpu_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     atomic_store_explicit(&wt->running, 0, memory_order_release);

@@ -109,7 +109,7 @@ void cs_watch_begin_segment(struct cs_watch_live *slot, const struct cs_task_sys
     memcpy(seg->args, sc->args, sizeof seg->args);
     cs_watch_classify(seg);
     bool is_main = seg->tid == cs_g.proc.pid;
-    if (is_main || *unwind_budget > 0) {
+    if (*unwind_budget >= 0 && (is_main || *unwind_budget > 0)) {
         if (!is_main) (*unwind_budget)--;
         seg->stack = cs_watch_blocked_stack(slot, sc);
     }

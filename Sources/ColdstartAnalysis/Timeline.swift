@@ -162,6 +162,12 @@ package struct Timeline: Sendable {
         /// in older files and with `COLDSTART_HZ`).
         package var boost: Boost?
         package var startNs: Int64
+        /// When the main thread's clock started: samples come from then on.
+        /// Later than `startNs` by the scan thread's start and, on a kernel
+        /// where no perf event has been open for a second, by the kernel's
+        /// one-time switch of its scheduler hooks (10–18 ms measured). Absent
+        /// in older files.
+        package var clockArmedNs: Int64?
         package var stopNs: Int64
         /// Process CPU time (user + system) in `[startNs, stopNs]`: the
         /// denominator of `effectiveHz` for the CPU clocks.

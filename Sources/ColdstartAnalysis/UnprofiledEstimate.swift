@@ -128,11 +128,20 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         let path = CriticalPath(timeline)
         let from = timeline.launch.earliestInitNs ?? sampling.startNs
         let main = timeline.process.pid
-        let count = timeline.samples.filter { sample in
+        // A thinned boost kept one boosted sample in hz / afterHz: each kept
+        // one stands for that many signals the host took.
+        let boosted = sampling.boost.flatMap { boost -> (untilNs: Int64, signals: Double)? in
+            guard boost.thinned, boost.afterHz > 0, boost.hz > boost.afterHz else { return nil }
+            return (boost.untilNs, (boost.hz / boost.afterHz).rounded())
+        }
+        let onPath = timeline.samples.filter { sample in
             guard sample.ns >= from, sample.ns <= timeline.launch.endNs else { return false }
             if sample.ns < timeline.launch.mainNs { return sample.tid == main }
             return path.thread(at: sample.ns) == sample.tid || (sample.ns == timeline.launch.endNs && sample.tid == main)
-        }.count
+        }
+        let count = onPath.reduce(0) { total, sample in
+            total + (boosted.map { sample.ns < $0.untilNs ? Int($0.signals) : 1 } ?? 1)
+        }
         let handler: Double
         let handlerBasis: String
         if let total = sampling.handlerNs?.totalNs, sampling.samples > 0 {
@@ -148,7 +157,8 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         let perSample = handler + kernelNsPerSample
         return Part(
             name: "sampling", ms: Double(count) * perSample / 1e6, uncertaintyMs: Double(count) * kernelNsUncertainty / 1e6,
-            basis: "\(count) sample\(count == 1 ? "" : "s") on the critical path × \(LaunchReport.format(perSample / 1000, decimals: 0)) µs: "
+            basis: "\(count) \(boosted == nil ? "sample" : "signal")\(count == 1 ? "" : "s") on the critical path"
+                + (boosted == nil ? "" : " (the boost's kept samples × their thinning)") + " × \(LaunchReport.format(perSample / 1000, decimals: 0)) µs: "
                 + handlerBasis + " + the kernel's ~\(LaunchReport.format(kernelNsPerSample / 1000, decimals: 0))±"
                 + "\(LaunchReport.format(kernelNsUncertainty / 1000, decimals: 0)) µs (not timed in the launch)")
     }

@@ -285,6 +285,15 @@ final class HostIntegrityTests: XCTestCase {
         XCTAssertEqual(try Timeline(contentsOf: timelinePath()).launch.endReason, "exit", "the timeline is still written at exit")
     }
 
+    /// The helper process that opens the kernel's first perf event is not a
+    /// child the program's own `waitpid(-1)` can get, and it is reaped.
+    func testColdstartsHelperProcessIsNeitherSeenByTheHostsWaitNorLeftBehind() throws {
+        let result = try profiled(["wait-children"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "waitpid: no child, children left: 0\n")
+        XCTAssertNotNil(try Timeline(contentsOf: timelinePath()).sampling, "it was sampled (so the helper ran)")
+    }
+
     /// COLDSTART_MAX_SAMPLES=1000000 reserves 288 MB of sample buffers: only
     /// what the samples use becomes resident, and the write gives it back.
     func testTheBuffersAreResidentOnlyAsUsedAndGivenBackOnceTheTimelineIsWritten() throws {

@@ -64,6 +64,7 @@ final class HostileTimelineTests: XCTestCase {
             sampling["boost"] = ["hz": 4000, "untilNs": 50_000_000, "thinned": true, "afterHz": 1000] as [String: Any]
             section["sampling"] = sampling
         }
+        assertRefused("malformed timeline: sampling.clockArmedNs is -1, out of range", set("clockArmedNs", in: "sampling", to: -1))
         assertRefused("malformed timeline: launch.startRealtimeUs is 18446744073709551615, out of range",
                       set("startRealtimeUs", in: "launch", to: UInt64.max))
         assertRefused("malformed timeline: launch.endNs is 9223372036854775807, out of range",

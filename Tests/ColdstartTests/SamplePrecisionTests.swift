@@ -131,6 +131,20 @@ final class UnprofiledEstimateTests: XCTestCase {
         XCTAssertTrue(estimate.text.hasPrefix("without profiling, about \(String(format: "%.2f", ms)) ms ±"), estimate.text)
     }
 
+    /// A launch that outlived the default's 4 kHz boost keeps one boosted
+    /// sample in four: each of those stands for four signals the path took.
+    func testThinnedBoostedSamplesCountForEverySignalTaken() throws {
+        let estimate = UnprofiledEstimate(try timeline { section in
+            var sampling = section["sampling"] as! [String: Any]
+            sampling["boost"] = ["hz": 4000, "untilNs": 12_000_000, "thinned": true, "afterHz": 1000] as [String: Any]
+            section["sampling"] = sampling
+        }, blocked: nil)
+        // Samples at 5.5 + 1.4 i ms: i = 0…4 fall before 12 ms.
+        let perSample = (5000 + UnprofiledEstimate.kernelNsPerSample) / 1e6
+        XCTAssertEqual(estimate.parts[1].ms, Double(5 * 4 + 5) * perSample, accuracy: 1e-9)
+        XCTAssertTrue(estimate.parts[1].basis.hasPrefix("25 signals on the critical path"), estimate.parts[1].basis)
+    }
+
     func testColdstartsThreadsCountOnlyWherePathWaitedForACPU() {
         // Waited 3 ms for one of 2 CPUs in a 20 ms window, 1 ms of Coldstart CPU:
         // at most 1 ms, at least 3 × 1 / (2 × 20).

@@ -104,6 +104,12 @@ final class SamplerTests: XCTestCase {
         XCTAssertGreaterThan(timeline.samples.count, 100)
         XCTAssertTrue(zip(timeline.samples, timeline.samples.dropFirst()).allSatisfy { $0.tid != $1.tid || $0.ns <= $1.ns }, "time order per thread")
         XCTAssertTrue(timeline.samples.allSatisfy { $0.ns >= sampling.startNs && $0.ns <= sampling.stopNs })
+        // The main thread's clock started after .preinit_array (on the scan
+        // thread): samples come from then (its time is read just after the
+        // clock is enabled, so one may precede it by microseconds).
+        let armed = try XCTUnwrap(sampling.clockArmedNs, "when the main thread's clock started")
+        XCTAssertGreaterThanOrEqual(armed, sampling.startNs)
+        XCTAssertTrue(timeline.samples.allSatisfy { $0.ns >= armed - 1_000_000 }, "no sample before the clock ran")
         let executable = try XCTUnwrap(timeline.modules.firstIndex { $0.path == timeline.process.executable }, "the executable is a module")
         let module = timeline.modules[executable]
         XCTAssertNotNil(module.buildId, "the executable's GNU build-id is recorded")

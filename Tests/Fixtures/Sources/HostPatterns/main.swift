@@ -20,6 +20,7 @@
 //     HostPatterns wait-file PATH           ready() never; exit 0 once PATH exists
 //     HostPatterns crash                    a sleeping thread, then a Swift runtime crash
 //     HostPatterns rss                      resident memory (kB) before ready() and the lowest within 5 s after
+//     HostPatterns wait-children            waitpid(-1) while it burns, then its children left 300 ms after ready()
 //     HostPatterns busy N                   N threads burning CPU until it is killed (never ready())
 import Coldstart
 import Glibc
@@ -256,6 +257,30 @@ case "crash":
     burnCPU(milliseconds: 20)
     let values: [Int] = []
     print(values[Int(getpid()) % 7 + 1])
+
+case "wait-children":
+    // A program that reaps "any child" must never get one of Coldstart's,
+    // and none may be left once Coldstart is done.
+    burnCPU(milliseconds: 30)
+    var status: Int32 = 0
+    let waited = waitpid(-1, &status, WNOHANG)
+    let waitErrno = errno
+    Coldstart.ready()
+    usleep(300_000)
+    var children = 0
+    if let tasks = opendir("/proc/self/task") {
+        while let entry = readdir(tasks) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard tid.first?.isNumber == true, let file = fopen("/proc/self/task/\(tid)/children", "r") else { continue }
+            var line = [CChar](repeating: 0, count: 256)
+            while fgets(&line, 256, file) != nil {
+                children += String(cString: line).split(whereSeparator: { $0 == " " || $0 == "\n" }).count
+            }
+            fclose(file)
+        }
+        closedir(tasks)
+    }
+    print("waitpid: \(waited < 0 && waitErrno == ECHILD ? "no child" : "got \(waited)"), children left: \(children)")
 
 case "rss":
     func residentKB() -> Int {
