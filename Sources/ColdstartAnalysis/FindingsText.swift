@@ -54,6 +54,16 @@ extension Finding {
         if !line.isEmpty { lines.append(line) }
         return lines
     }
+
+    /// `lines` with each one wider than `width` wrapped at its words, keeping
+    /// its indent; tables, already narrowed to `width`, pass unchanged.
+    static func wrapped(_ lines: [String], width: Int) -> [String] {
+        lines.flatMap { line -> [String] in
+            guard line.count > width else { return [line] }
+            let indent = String(line.prefix { $0 == " " })
+            return wrapped(String(line.dropFirst(indent.count)), width: width - indent.count, continuation: "  ").map { indent + $0 }
+        }
+    }
 }
 
 private extension String {
