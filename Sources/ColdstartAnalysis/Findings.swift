@@ -189,13 +189,17 @@ package struct FindingInputs: Sendable {
     }
 
     package struct ProfilerCost: Sendable {
-        /// Coldstart's set-up phase, exact.
-        package var setupMs: Double
+        /// Coldstart's set-up phase, exact; nil for a program that does not
+        /// link Coldstart (it has none).
+        package var setupMs: Double?
         /// What sampling and Coldstart's threads cost the critical path
         /// (UnprofiledEstimate: signals on the path, CPU it waited for).
         package var samplingMs: Double
-        package init(setupMs: Double, samplingMs: Double) {
-            (self.setupMs, self.samplingMs) = (setupMs, samplingMs)
+        /// Whether the header prints a launch "without profiling" (it says
+        /// why not otherwise).
+        package var leftOutOfEstimate: Bool
+        package init(setupMs: Double?, samplingMs: Double, leftOutOfEstimate: Bool) {
+            (self.setupMs, self.samplingMs, self.leftOutOfEstimate) = (setupMs, samplingMs, leftOutOfEstimate)
         }
     }
 
@@ -296,12 +300,15 @@ extension Finding {
             }
         }
         if let cost = inputs.profilerCost {
-            let ms = cost.setupMs + cost.samplingMs
+            let ms = (cost.setupMs ?? 0) + cost.samplingMs
+            let sampling = String(format: "sampling and its threads %.1f ms on the critical path", cost.samplingMs)
+            // COLDSTART_HZ reaches only a linked app; coldstart run --hz sets both rates.
+            let lower = "a lower sampling rate (COLDSTART_HZ, or coldstart run --hz) costs less"
             candidates.append(Finding(
                 kind: .profilerCost, title: "Coldstart's own cost", ms: ms, percent: percent(ms),
-                location: String(format: "set-up %.1f ms, sampling and its threads %.1f ms on the critical path", cost.setupMs, cost.samplingMs),
+                location: cost.setupMs.map { String(format: "set-up %.1f ms, ", $0) + sampling } ?? sampling,
                 certainty: cost.samplingMs > 0 ? .estimate : .exact,
-                advice: "not the app's: the header's 'without profiling' leaves it out; a lower COLDSTART_HZ costs less"))
+                advice: "not the app's: " + (cost.leftOutOfEstimate ? "the header's 'without profiling' leaves it out; " : "") + lower))
         }
         for index in candidates.indices {
             guard case .samples(let count) = candidates[index].certainty, count > 0 else { continue }

@@ -133,8 +133,11 @@ extension FindingInputs {
                                     watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
         // What Coldstart cost the critical path (the estimate without profiling).
-        let setup = report.launch.profilerSetupMs ?? 0
-        let running = report.launch.withoutProfiling.map { $0.subtractedMs - setup - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
-        if setup + running > 0 { profilerCost = ProfilerCost(setupMs: setup, samplingMs: max(running, 0)) }
+        let setup = report.launch.profilerSetupMs
+        let running = report.launch.withoutProfiling.map { $0.subtractedMs - (setup ?? 0) - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
+        if (setup ?? 0) + running > 0 {
+            profilerCost = ProfilerCost(setupMs: setup, samplingMs: max(running, 0),
+                                        leftOutOfEstimate: report.launch.withoutProfiling?.ms != nil)
+        }
     }
 }

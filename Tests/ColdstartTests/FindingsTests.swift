@@ -12,7 +12,7 @@ final class FindingsTests: XCTestCase {
             .init(module: "libswiftCore.so", isExecutable: false, ms: 0.4, samples: 4, function: "_GLOBAL__sub_I_Backtrace.cpp"),
         ]
         inputs.functions = [.init(name: "ServiceStartup.Store.open(recordCount:)", module: "ServiceStartup", ms: 4.2, samples: 39, phase: "open store")]
-        inputs.profilerCost = .init(setupMs: 0.2, samplingMs: 0.1)
+        inputs.profilerCost = .init(setupMs: 0.2, samplingMs: 0.1, leftOutOfEstimate: true)
         return inputs
     }
 
@@ -27,6 +27,26 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(findings[1].location, "21 shared libraries")
         XCTAssertTrue(findings[1].advice.contains("-static-stdlib"), "the Swift runtime is a shared library here")
         XCTAssertFalse(findings.contains { $0.kind == .profilerCost }, "0.3 ms of 45 is under the 1% floor")
+    }
+
+    /// Coldstart's cost as a finding says only what is so: a program run
+    /// without linking Coldstart (swift-format under `coldstart run`) has no
+    /// set-up phase and no "without profiling" figure in its header, and
+    /// COLDSTART_HZ is not the only way its rate is set.
+    func testProfilerCostNamesOnlyWhatTheLaunchHas() throws {
+        var linked = FindingInputs(launchMs: 30)
+        linked.profilerCost = .init(setupMs: 0.5, samplingMs: 1.0, leftOutOfEstimate: true)
+        let own = try XCTUnwrap(Finding.ranked(linked).first { $0.kind == .profilerCost })
+        XCTAssertEqual(own.location, "set-up 0.5 ms, sampling and its threads 1.0 ms on the critical path")
+        XCTAssertTrue(own.advice.contains("the header's 'without profiling' leaves it out"), own.advice)
+        XCTAssertTrue(own.advice.contains("coldstart run --hz"), own.advice)
+
+        var unlinked = FindingInputs(launchMs: 22)
+        unlinked.profilerCost = .init(setupMs: nil, samplingMs: 2.7, leftOutOfEstimate: false)
+        let launcher = try XCTUnwrap(Finding.ranked(unlinked).first { $0.kind == .profilerCost })
+        XCTAssertEqual(launcher.location, "sampling and its threads 2.7 ms on the critical path")
+        XCTAssertFalse(launcher.advice.contains("without profiling"), launcher.advice)
+        XCTAssertEqual(launcher.ms, 2.7)
     }
 
     func testPageFaultsAreEstimatedFromTheirCountsOrTakenFromTheWatcher() throws {
