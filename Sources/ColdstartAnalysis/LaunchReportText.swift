@@ -41,6 +41,8 @@ extension LaunchReport {
         if let runtimeCosts, !runtimeCosts.rows.isEmpty { lines += [""] + runtimeCosts.lines(width: width) }
         if let blockedTime { lines += [""] + blockedTime.textLines(width: width) }
         lines += [""] + footerLines()
+        // In a terminal the sentences wrap as the tables are narrowed: to its width.
+        if let width { lines = Finding.wrapped(lines, width: width) }
         // Names and paths come from the file: no control character reaches the terminal.
         return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
     }
