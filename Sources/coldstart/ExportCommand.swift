@@ -45,7 +45,7 @@ enum ExportCommand: Command {
             switch self {
             case .pprof: return ".pb.gz"
             case .folded: return ".folded"
-            case .speedscope: return ".speedscope.json"
+            case .speedscope: return RunSet.speedscopeSuffix
             }
         }
     }

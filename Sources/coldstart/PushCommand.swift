@@ -169,7 +169,7 @@ extension ExportCommand {
         } catch let error as OTLPExporter.ExportError {
             throw CommandError(message: error.description)
         }
-        let destination = output ?? (path.hasSuffix(".json") ? String(path.dropLast(5)) : path) + ".otlp.json"
+        let destination = output ?? (path.hasSuffix(".json") ? String(path.dropLast(5)) : path) + RunSet.otlpSuffix
         try OutputFile.write(data, to: destination)
         if destination != "-" {
             let spans = 1 + timeline.phases.count + timeline.spans.count
