@@ -137,6 +137,22 @@ package struct FindingInputs: Sendable {
             (self.swiftRuntimeIsShared, self.usesFoundation) = (swiftRuntimeIsShared, usesFoundation)
         }
 
+        /// A library's sampled relocation time is named when it rests on at
+        /// least this many samples; fewer (a linked app's loader at 1 kHz gets
+        /// a handful) could make any library "the slowest".
+        static let minimumTimedSamples = 10
+
+        /// The object the loader spent most sampled time relocating (of those
+        /// with `minimumTimedSamples`), else the one with most symbolic
+        /// relocations (`objects` come most first).
+        static func heaviest(_ objects: [ObjectRelocations], relocation: [BeforeMain.Entry]) -> Library? {
+            let timed = Dictionary(relocation.filter { $0.count >= minimumTimedSamples }.map { ($0.name, $0.ms) }) { first, _ in first }
+            let slowest = objects.compactMap { object in timed[object.name].map { (object, $0) } }.max { $0.1 < $1.1 }
+            return (slowest?.0 ?? objects.first).map {
+                Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: timed[$0.name], isOwn: $0.isOwn)
+            }
+        }
+
         package struct Library: Sendable {
             package var name: String
             package var symbolic: Int
@@ -246,7 +262,7 @@ extension Finding {
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in
-                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; most \(library.name) \(library.symbolic)"
+                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; top: \(library.name) \(library.symbolic)"
                     } ?? ""),
                 certainty: .exact, advice: loaderAdvice(loader)))
         }

@@ -87,16 +87,13 @@ extension FindingInputs {
         let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
         if let phase = report.phases.first(where: { $0.kind == "loader" }) {
             let statistics = report.loaderStatistics
-            let relocationMs = Dictionary((report.beforeMain?.relocation ?? []).map { ($0.name, $0.ms) }) { first, _ in first }
-            let timed = statistics?.objects.compactMap { object in relocationMs[object.name].map { (object, $0) } }
-            let heaviest = timed?.max { $0.1 < $1.1 }?.0 ?? statistics?.objects.first
+            func isLibrary(_ name: String) -> Bool { name.contains(".so") && !name.hasPrefix("ld-linux") && !name.hasPrefix("linux-vdso") }
             loader = Loader(
                 ms: phase.durationMs,
-                libraryCount: modules.filter { $0.contains(".so") && !$0.hasPrefix("ld-linux") && !$0.hasPrefix("linux-vdso") }.count,
+                // The objects loaded before main when known: the modules at the end also hold what was dlopen'ed later.
+                libraryCount: (statistics?.objects.map(\.name) ?? modules).filter(isLibrary).count,
                 relocations: statistics?.symbolic, lookups: statistics?.lookups,
-                heaviest: heaviest.map {
-                    Loader.Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: relocationMs[$0.name], isOwn: $0.isOwn)
-                },
+                heaviest: statistics.flatMap { Loader.heaviest($0.objects, relocation: report.beforeMain?.relocation ?? []) },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
                 usesFoundation: modules.contains { $0.hasPrefix("libFoundation") })
         }
