@@ -78,6 +78,9 @@ package struct Finding: Codable, Sendable, Equatable {
 package struct FindingInputs: Sendable {
     /// Process start to the launch's end (`ready()` or exit), wall ms.
     package var launchMs: Double
+    /// The launch ended at `ready()`; false for a tool that ends at its exit,
+    /// where "after ready()" is no advice.
+    package var endsAtReady = true
 
     /// A function or a lazy global: a named cost in a module.
     package struct NamedCost: Sendable {
@@ -174,11 +177,14 @@ package struct FindingInputs: Sendable {
         /// Time the faults took, when measured (the watcher's page-fault
         /// waits, kernel samples) or estimated.
         package var ms: Double
+        /// The part of `ms` that was the major faults'.
+        package var majorMs: Double
         package var certainty: Finding.Certainty
         /// How `ms` was made up, for the finding's location.
         package var detail: String?
-        package init(minor: UInt64, major: UInt64, ms: Double, certainty: Finding.Certainty, detail: String? = nil) {
+        package init(minor: UInt64, major: UInt64, ms: Double, majorMs: Double? = nil, certainty: Finding.Certainty, detail: String? = nil) {
             (self.minor, self.major, self.ms, self.certainty, self.detail) = (minor, major, ms, certainty, detail)
+            self.majorMs = majorMs ?? (major > 0 ? ms : 0)
         }
 
         /// What one fault costs, measured on the reference machine (a 2-core
@@ -198,7 +204,7 @@ package struct FindingInputs: Sendable {
             let major = counts.major == 0 && watchedMajorMs == nil ? ""
                 : watchedMajorMs.map { String(format: "; major: %.1f ms waited on the critical path (watched)", $0) }
                     ?? String(format: "; major: ~%.1f ms at ~%.0f µs each", majorMs, Self.majorFaultMs * 1000)
-            self.init(minor: counts.minor, major: counts.major, ms: minorMs + majorMs,
+            self.init(minor: counts.minor, major: counts.major, ms: minorMs + majorMs, majorMs: majorMs,
                       certainty: counts.minor == 0 && watchedMajorMs != nil ? .watched : .estimate,
                       detail: String(format: "minor: ~%.1f ms at ~%.1f µs each", minorMs, Self.minorFaultMs * 1000) + major)
         }
@@ -271,7 +277,8 @@ extension Finding {
                 kind: .slowLazyGlobal, title: "slow lazy global \(global.name)", ms: global.ms, percent: percent(global.ms),
                 location: "module \(global.module)" + (global.phase.map { ", phase '\($0)'" } ?? ""),
                 certainty: .samples(global.samples),
-                advice: "its initializer ran on first use, on the critical path; make it cheaper, or touch it after ready()"))
+                advice: "its initializer ran on first use, on the critical path; make it cheaper"
+                    + (inputs.endsAtReady ? ", or touch it after ready()" : ", or touch it only where it is needed")))
         }
         for initializer in inputs.initializers {
             let title = initializer.isExecutable ? "the program's own constructors" : "slow library initializer \(initializer.module)"
@@ -287,7 +294,7 @@ extension Finding {
                 kind: .slowFunction, title: "slow function \(function.name)", ms: function.ms, percent: percent(function.ms),
                 location: "module \(function.module)" + (function.phase.map { ", phase '\($0)'" } ?? ""),
                 certainty: .samples(function.samples),
-                advice: "on the critical path to ready(); defer it, run it concurrently, or make it cheaper"))
+                advice: "on the critical path to \(inputs.endsAtReady ? "ready()" : "exit"); defer it, run it concurrently, or make it cheaper"))
         }
         for wait in inputs.blockingWaits {
             candidates.append(Finding(
@@ -300,16 +307,17 @@ extension Finding {
                 kind: .pageFaults, title: "page faults", ms: faults.ms, percent: percent(faults.ms),
                 location: "\(faults.minor) minor, \(faults.major) major" + (faults.detail.map { " (\($0))" } ?? ""),
                 certainty: faults.certainty,
-                advice: faults.major > 0
+                // The advice for the faults that took most of the time.
+                advice: faults.majorMs * 2 > faults.ms
                     ? "major faults read pages from disk: a cold cache; fewer or smaller libraries, or read files sequentially"
-                    : "each first touch of a page costs a fault; allocate and touch less memory before ready()"))
+                    : "each first touch of a page costs a fault; allocate and touch less memory before \(inputs.endsAtReady ? "ready()" : "exit")"))
         }
         if let costs = inputs.runtimeCosts {
             let counted: Set<RuntimeCostKind> = [.lazyGlobal, .loader, .kernel]
             for row in costs.rows where !counted.contains(row.kind) {
                 let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2).map(\.function)
                 candidates.append(Finding(
-                    kind: .runtimeCost, title: row.kind.title.prefix(1).lowercased() + row.kind.title.dropFirst(),
+                    kind: .runtimeCost, title: row.kind.titleInSentence,
                     ms: row.ms, percent: percent(row.ms),
                     location: callers.isEmpty ? "no frame of the app above it" : "called from " + callers.joined(separator: "; "),
                     certainty: .samples(row.samples), advice: row.kind.advice))

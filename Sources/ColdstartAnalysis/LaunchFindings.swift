@@ -39,19 +39,23 @@ extension ProfileAnalysis {
                 && RuntimeCostClassifier.classify(namedFrames(index), cache: &cache) == nil
         }
         guard !own.isEmpty else { return [] }
-        var totals: [Int: Int] = [:]
+        var members: [Int: [Int]] = [:]
         var firstPhase: [Int: Int] = [:]
         for index in own {
             for id in Set(stacks[index].functions) where executableModules.contains(functions[id].module) {
-                totals[id, default: 0] += 1
+                members[id, default: []].append(index)
                 if firstPhase[id] == nil { firstPhase[id] = stacks[index].phase }
             }
         }
         let everywhere = Double(own.count) * 0.9
-        let candidates = totals.filter { id, count in
-            let name = functions[id].name
-            return Double(count) < everywhere && !Self.isPlumbing(name)
-        }.sorted { ($0.value, functions[$1.key].name) > ($1.value, functions[$0.key].name) }
+        // A caller seen in exactly its callee's samples is the same cost twice:
+        // the frame nearest the leaf names it.
+        func depth(_ id: Int) -> Int { members[id].flatMap { stacks[$0[0]].functions.firstIndex(of: id) } ?? 0 }
+        let distinct = Dictionary(grouping: members.filter { id, samples in
+            Double(samples.count) < everywhere && !Self.isPlumbing(functions[id].name)
+        }.keys) { members[$0] ?? [] }.values.compactMap { $0.min { depth($0) < depth($1) } }
+        let candidates = distinct.map { ($0, members[$0]?.count ?? 0) }
+            .sorted { ($0.1, functions[$1.0].name) > ($1.1, functions[$0.0].name) }
         return candidates.prefix(limit).map { id, count in
             let phase = firstPhase[id].map { phaseNames[$0] }
             return .init(name: Self.shortName(functions[id].name), module: moduleName(functions[id].module), ms: ms(count),
@@ -84,6 +88,7 @@ extension FindingInputs {
     /// and for a sampled launch the critical path's functions and runtime costs.
     init(report: LaunchReport, timeline: Timeline, analysis: ProfileAnalysis?) {
         self.init(launchMs: report.launch.totalMs)
+        endsAtReady = report.launch.endReason != "exit"
         let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
         if let phase = report.phases.first(where: { $0.kind == "loader" }) {
             let statistics = report.loaderStatistics

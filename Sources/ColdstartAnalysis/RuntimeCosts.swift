@@ -45,6 +45,15 @@ package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
         }
     }
 
+    /// The title inside a sentence (a finding's): lower case, but for the
+    /// names that keep their capitals (Foundation, ARC).
+    var titleInSentence: String {
+        switch self {
+        case .foundationInit, .arcAndAllocation: title
+        default: title.prefix(1).lowercased() + title.dropFirst()
+        }
+    }
+
     /// What to try, in one line; the report puts the measured figures and
     /// the app frames in front of it.
     package var advice: String {

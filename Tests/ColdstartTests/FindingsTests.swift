@@ -110,6 +110,52 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(findings[0].certainty, .samples(18))
     }
 
+    /// CodableTool's first screen listed `inventoryToolMain` and the
+    /// `inventoryRoundTrip` it calls as two findings on the same 8 samples,
+    /// and "aRC and allocation": one cost is one finding, named by the frame
+    /// nearest the leaf, and ARC keeps its capitals.
+    func testACallerWithItsCalleesSamplesIsNotASecondFindingAndTitlesKeepTheirCapitals() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        for index in 0..<60 {
+            let work: [SampledTimelineBuilder.Frame] = index < 30
+                ? [.init(module: app, name: "App.toolMain()"), .init(module: app, name: "App.roundTrip()")]
+                : [.init(module: app, name: "App.loadCatalog()")]
+            builder.sample(at: 20 + Double(index), [.init(module: app, name: "main")] + work)
+        }
+        let findings = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).report.findings)
+        let titles = findings.filter { $0.kind == .slowFunction }.map(\.title)
+        XCTAssertTrue(titles.contains("slow function App.roundTrip()"), "\(titles)")
+        XCTAssertTrue(titles.contains("slow function App.loadCatalog()"), "\(titles)")
+        XCTAssertFalse(titles.contains("slow function App.toolMain()"), "the same 30 samples as App.roundTrip(): \(titles)")
+
+        XCTAssertEqual(RuntimeCostKind.arcAndAllocation.titleInSentence, "ARC and allocation")
+        XCTAssertEqual(RuntimeCostKind.foundationInit.titleInSentence, "Foundation and ICU initialisation")
+        XCTAssertEqual(RuntimeCostKind.conformanceScan.titleInSentence, "protocol-conformance scans")
+    }
+
+    /// CodableTool (a tool: no ready()) had 1081 minor faults (~2.7 ms) and
+    /// 3 major (~0.1 ms), and was told about a cold cache and "ready()".
+    func testAdviceFitsTheLargerPartAndHowTheLaunchEnds() throws {
+        var tool = FindingInputs(launchMs: 32)
+        tool.endsAtReady = false
+        tool.pageFaults = .init(counts: (minor: 1081, major: 3), watchedMajorMs: nil)
+        tool.functions = [.init(name: "InventoryWork.inventoryRoundTrip(count:)", module: "CodableTool", ms: 2.5, samples: 8)]
+        tool.lazyGlobals = [.init(name: "CodableTool.table", module: "CodableTool", ms: 2, samples: 2)]
+        let findings = Finding.ranked(tool)
+        let faults = try XCTUnwrap(findings.first { $0.kind == .pageFaults })
+        XCTAssertTrue(faults.advice.hasPrefix("each first touch of a page costs a fault"), faults.advice)
+        XCTAssertTrue(faults.advice.hasSuffix("before exit"), faults.advice)
+        let function = try XCTUnwrap(findings.first { $0.kind == .slowFunction })
+        XCTAssertTrue(function.advice.hasPrefix("on the critical path to exit;"), function.advice)
+        XCTAssertFalse(findings.contains { $0.advice.contains("ready()") }, findings.map(\.advice).joined(separator: "\n"))
+
+        var cold = FindingInputs(launchMs: 32)
+        cold.pageFaults = .init(counts: (minor: 100, major: 50), watchedMajorMs: nil)
+        let major = try XCTUnwrap(Finding.ranked(cold).first { $0.kind == .pageFaults })
+        XCTAssertTrue(major.advice.hasPrefix("major faults read pages from disk"), major.advice)
+    }
+
     func testTextFitsOneHundredColumnsAndWrapsAdvice() {
         var inputs = example
         inputs.lazyGlobals[0].name = "AVeryLongTypeName.WithAnotherNestedTypeName.andAGlobalWhoseNameGoesOnAndOnAndOnForAWhile"
