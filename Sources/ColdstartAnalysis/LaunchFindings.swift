@@ -1,11 +1,19 @@
 import Foundation
 
 extension ProfileAnalysis {
-    /// The samples of the critical path: the thread that reaches `ready()`
-    /// (the main thread), up to the launch's end.
-    func criticalPathSamples() -> [Int] {
+    /// The samples of the critical path up to the launch's end: at each
+    /// moment the thread that carried the launch's work (`path`, from the
+    /// off-CPU watch: an async main's work runs on dispatch workers), else
+    /// the main thread.
+    func criticalPathSamples(path: [LaunchReport.BlockedTime.PathPiece] = []) -> [Int] {
         let main = timeline.process.pid
-        return stacks.indices.filter { stacks[$0].tid == main && stacks[$0].phase < timeline.phases.count }
+        let pieces = path.map { (tid: $0.tid, startNs: Int64(($0.startMs * 1e6).rounded()), endNs: Int64(($0.endMs * 1e6).rounded())) }
+        return stacks.indices.filter { index in
+            let stack = stacks[index]
+            guard stack.phase < timeline.phases.count else { return false }
+            guard let piece = pieces.first(where: { stack.ns >= $0.startNs && stack.ns < $0.endNs }) else { return stack.tid == main }
+            return stack.tid == piece.tid
+        }
     }
 
     /// A stack as the runtime-cost table reads it.
@@ -40,19 +48,34 @@ extension ProfileAnalysis {
         }
         guard !own.isEmpty else { return [] }
         var members: [Int: [Int]] = [:]
+        var innermost: [Int: Int] = [:]
         var firstPhase: [Int: Int] = [:]
         for index in own {
-            for id in Set(stacks[index].functions) where executableModules.contains(functions[id].module) {
+            let appFrames = stacks[index].functions.filter { executableModules.contains(functions[$0].module) }
+            if let leaf = appFrames.first { innermost[leaf, default: 0] += 1 }
+            for id in Set(appFrames) {
                 members[id, default: []].append(index)
                 if firstPhase[id] == nil { firstPhase[id] = stacks[index].phase }
             }
         }
+        // A frame in nearly every sample is left out when other candidates
+        // name its time: a wrapper's callees (`main`, `Coldstart.span`), a
+        // shared helper's callers. It is kept when it is the work itself: its
+        // own code has a tenth of its samples and nothing narrower names them
+        // (an async main's burn, called from plumbing only).
         let everywhere = Double(own.count) * 0.9
+        let narrower = members.filter { Double($0.value.count) < everywhere && !Self.isPlumbing(functions[$0.key].name) }.values.map(Set.init)
+        func isWrapper(_ id: Int, _ samples: [Int]) -> Bool {
+            guard Double(samples.count) >= everywhere else { return false }
+            guard Double(innermost[id] ?? 0) >= Double(samples.count) * 0.1 else { return true }
+            let mine = Set(samples)
+            return narrower.contains { Double($0.intersection(mine).count) >= Double(samples.count) * 0.1 }
+        }
         // A caller seen in exactly its callee's samples is the same cost twice:
         // the frame nearest the leaf names it.
         func depth(_ id: Int) -> Int { members[id].flatMap { stacks[$0[0]].functions.firstIndex(of: id) } ?? 0 }
         let distinct = Dictionary(grouping: members.filter { id, samples in
-            Double(samples.count) < everywhere && !Self.isPlumbing(functions[id].name)
+            !isWrapper(id, samples) && !Self.isPlumbing(functions[id].name)
         }.keys) { members[$0] ?? [] }.values.compactMap { $0.min { depth($0) < depth($1) } }
         let candidates = distinct.map { ($0, members[$0]?.count ?? 0) }
             .sorted { ($0.1, functions[$1.0].name) > ($1.1, functions[$0.0].name) }
@@ -112,7 +135,7 @@ extension FindingInputs {
             }
         }
         if let analysis {
-            let critical = analysis.criticalPathSamples()
+            let critical = analysis.criticalPathSamples(path: report.blockedTime?.path ?? [])
             functions = analysis.slowFunctions(critical, limit: Finding.limit)
             runtimeCosts = analysis.runtimeCosts(critical)
         }
