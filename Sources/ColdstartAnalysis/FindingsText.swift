@@ -78,7 +78,7 @@ extension RuntimeCostSummary {
     /// and what to try.
     package func lines(width: Int?) -> [String] {
         let width = max(min(width ?? Finding.defaultWidth, Finding.defaultWidth), 40)
-        var lines = ["Swift runtime costs by kind (main thread's samples until the launch's end; \(totalSamples) samples):"]
+        var lines = Finding.wrapped(["Swift runtime costs by kind (\(scope); \(totalSamples) samples):"], width: width)
         for row in rows {
             let figures = String(format: "%8.1f ms %5.1f%%  %d samples", row.ms, row.percent, row.samples)
             let room = max(width - 2 - figures.count - 1, 10)

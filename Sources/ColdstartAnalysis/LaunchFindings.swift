@@ -5,15 +5,25 @@ extension ProfileAnalysis {
     /// moment the thread that carried the launch's work (`path`, from the
     /// off-CPU watch: an async main's work runs on dispatch workers), else
     /// the main thread.
-    func criticalPathSamples(path: [LaunchReport.BlockedTime.PathPiece] = []) -> [Int] {
+    func criticalPathSamples(path: [LaunchReport.BlockedTime.PathPiece] = []) -> (samples: [Int], scope: CriticalPathScope) {
         let main = timeline.process.pid
-        let pieces = path.map { (tid: $0.tid, startNs: Int64(($0.startMs * 1e6).rounded()), endNs: Int64(($0.endMs * 1e6).rounded())) }
-        return stacks.indices.filter { index in
-            let stack = stacks[index]
-            guard stack.phase < timeline.phases.count else { return false }
-            guard let piece = pieces.first(where: { stack.ns >= $0.startNs && stack.ns < $0.endNs }) else { return stack.tid == main }
-            return stack.tid == piece.tid
+        let launch = stacks.indices.filter { stacks[$0].phase < timeline.phases.count }
+        guard path.isEmpty else {
+            let pieces = path.map { (tid: $0.tid, startNs: Int64(($0.startMs * 1e6).rounded()), endNs: Int64(($0.endMs * 1e6).rounded())) }
+            return (launch.filter { index in
+                let stack = stacks[index]
+                guard let piece = pieces.first(where: { stack.ns >= $0.startNs && stack.ns < $0.endNs }) else { return stack.tid == main }
+                return stack.tid == piece.tid
+            }, .path)
         }
+        // No watcher (a program without Coldstart): when the main thread did
+        // not do most of the work after main, the threads that did stand for it.
+        let mainNs = timeline.launch.mainNs
+        let afterMain = launch.filter { stacks[$0].ns >= mainNs }
+        if afterMain.filter({ stacks[$0].tid == main }).count * 2 < afterMain.count {
+            return (launch.filter { stacks[$0].tid == main || stacks[$0].ns >= mainNs }, .everyThread)
+        }
+        return (launch.filter { stacks[$0].tid == main }, .mainThread)
     }
 
     /// A stack as the runtime-cost table reads it.
@@ -136,8 +146,9 @@ extension FindingInputs {
         }
         if let analysis {
             let critical = analysis.criticalPathSamples(path: report.blockedTime?.path ?? [])
-            functions = analysis.slowFunctions(critical, limit: Finding.limit)
-            runtimeCosts = analysis.runtimeCosts(critical)
+            functions = analysis.slowFunctions(critical.samples, limit: Finding.limit)
+            runtimeCosts = analysis.runtimeCosts(critical.samples)
+            runtimeCosts?.scope = critical.scope.rawValue
         }
         // Waits for a page are the page-fault finding's, not a blocking wait's.
         let pageFault = Timeline.Cause.pageFault.rawValue

@@ -134,6 +134,36 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(RuntimeCostKind.conformanceScan.titleInSentence, "protocol-conformance scans")
     }
 
+    /// swift-package --version (async main, no Coldstart: no watcher path)
+    /// spent 61% of its launch in conformance scans on a second thread, and
+    /// the findings, from the main thread alone, named none of it.
+    func testWithoutAPathTheThreadsThatDidTheWorkStandForTheMainThread() throws {
+        var builder = SampledTimelineBuilder()
+        builder.threads.append(["tid": 4300, "name": "worker"])
+        let app = builder.module("/opt/app/App")
+        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        builder.sample(at: 21, [.init(module: app, name: "main"), .init(module: app, name: "App.start()")])
+        for index in 0..<40 {
+            builder.sample(at: 25 + Double(index), tid: 4300, [
+                .init(module: app, name: "App.parseArguments()"),
+                .init(module: core, name: "swift_conformsToProtocolMaybeInstantiateSuperclasses"),
+            ])
+        }
+        let report = try LaunchAnalysis(timeline: builder.timeline()).report
+        let costs = try XCTUnwrap(report.runtimeCosts)
+        XCTAssertEqual(costs.scope, CriticalPathScope.everyThread.rawValue)
+        XCTAssertEqual(costs.rows.first?.kind, .conformanceScan)
+        XCTAssertEqual(costs.rows.first?.samples, 40)
+        XCTAssertEqual(report.findings?.first?.title, "protocol-conformance scans", "\(report.findings ?? [])")
+        XCTAssertTrue(costs.lines(width: 100).first?.contains("every thread's samples after main") == true)
+
+        // The main thread doing most of the work stays the path.
+        var own = SampledTimelineBuilder()
+        let ownApp = own.module("/opt/app/App")
+        for index in 0..<10 { own.sample(at: 25 + Double(index), [.init(module: ownApp, name: "main"), .init(module: ownApp, name: "App.load()")]) }
+        XCTAssertEqual(try LaunchAnalysis(timeline: own.timeline()).report.runtimeCosts?.scope, CriticalPathScope.mainThread.rawValue)
+    }
+
     /// CodableTool (a tool: no ready()) had 1081 minor faults (~2.7 ms) and
     /// 3 major (~0.1 ms), and was told about a cold cache and "ready()".
     func testAdviceFitsTheLargerPartAndHowTheLaunchEnds() throws {
