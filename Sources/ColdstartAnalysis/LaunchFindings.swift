@@ -100,6 +100,10 @@ extension ProfileAnalysis {
     /// optimiser's specialisation prefixes or `static`.
     static func shortName(_ name: String) -> String {
         var name = name
+        // An async function's pieces name the function they belong to.
+        if let piece = name.range(of: #"^\(\d+\) (suspend|await) resume partial function for "#, options: .regularExpression) {
+            name.removeSubrange(piece)
+        }
         for prefix in ["function signature specialization ", "generic specialization "] where name.hasPrefix(prefix) {
             if let of = name.range(of: "> of ") { name = String(name[of.upperBound...]) }
         }

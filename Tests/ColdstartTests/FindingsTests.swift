@@ -164,6 +164,15 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(try LaunchAnalysis(timeline: own.timeline()).report.runtimeCosts?.scope, CriticalPathScope.mainThread.rawValue)
     }
 
+    /// sourcekit-lsp's first screen: "slow function (1) suspend resume
+    /// partial function for static Ar…": the piece names its function.
+    func testAnAsyncFunctionsPieceIsNamedAsTheFunction() {
+        XCTAssertEqual(ProfileAnalysis.shortName("(1) suspend resume partial function for static ArgumentParser.AsyncParsableCommand.main() async -> ()"),
+                       "ArgumentParser.AsyncParsableCommand.main() async -> ()")
+        XCTAssertEqual(ProfileAnalysis.shortName("(12) await resume partial function for App.load() async throws -> ()"), "App.load() async throws -> ()")
+        XCTAssertEqual(ProfileAnalysis.shortName("generic specialization <Swift.Int> of App.f<A>(A) -> ()"), "App.f<A>(A) -> ()")
+    }
+
     /// CodableTool (a tool: no ready()) had 1081 minor faults (~2.7 ms) and
     /// 3 major (~0.1 ms), and was told about a cold cache and "ready()".
     func testAdviceFitsTheLargerPartAndHowTheLaunchEnds() throws {
