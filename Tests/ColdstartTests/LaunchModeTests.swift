@@ -188,6 +188,22 @@ final class LaunchModeTests: XCTestCase {
         XCTAssertNil(BeforeMain(try unlinkedTimeline(kernelSamples: kernelMs))?.beforeMainKernel, "not when the phases are split")
     }
 
+    /// The fault list's heading said "(1 sample per 1)": every fault is counted.
+    func testThePageFaultHeadingSaysWhatWasCounted() throws {
+        var document = try unlinkedTimeline(kernelSamples: nil).document
+        var section = document["coldstart"] as! [String: Any]
+        var launcher = section["launcher"] as! [String: Any]
+        launcher["faultPeriod"] = 1
+        launcher["faultFiles"] = ["[anon]"]
+        launcher["faults"] = [[Int64(1_000_000), 4242, 0, 0x1000, 0, 0]]
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        let text = try XCTUnwrap(BeforeMain(timeline)).text()
+        XCTAssertTrue(text.contains("  page faults in user mode by phase (every fault):\n"), text)
+        XCTAssertFalse(text.contains("sample per"), text)
+    }
+
     func testAPoolSumsEachLaunchsSplitOfAPhaseTooShortForOne() throws {
         // Kernel-mode samples: 1 in the initializers (6 user samples there), so
         // one launch has 7 periods there, under the floor of 10; two have 14.
