@@ -227,4 +227,12 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertTrue(html.contains("Flame chart of worker (tid \(getpid() + 1))"), "the chart shows the selected thread")
         XCTAssertFalse(html.contains(KnownProfile.leaves[0].name), "no main-thread function")
     }
+
+    /// The mode line printed "under `coldstart run`" with its backticks on the page.
+    func testTheReportsOwnBackticksAreCodeOnThePage() {
+        XCTAssertEqual(HTMLPage.prose("not linked with Coldstart, under `coldstart run`: sampled <from> exec"),
+                       "not linked with Coldstart, under <code>coldstart run</code>: sampled &lt;from&gt; exec")
+        XCTAssertEqual(HTMLPage.prose("no code"), "no code")
+    }
+
 }
