@@ -33,6 +33,11 @@ final class LoaderTests: XCTestCase {
 
         let timeline = try Timeline(contentsOf: dir + "/run-2.json")
         XCTAssertEqual(timeline.phases.map(\.kind), ["loader", "initializers", "app"])
+        // On the wall clock too: `coldstart export --format otlp` refused it without.
+        let started = Double(try XCTUnwrap(timeline.launch.startRealtimeUs, "startRealtimeUs")) / 1e6
+        XCTAssertEqual(started, Date().timeIntervalSince1970, accuracy: 120)
+        let otlp = try coldstart(["export", dir + "/run-2.json", "--format", "otlp", "-o", dir + "/run-2.otlp.json"])
+        XCTAssertEqual(otlp.status, 0, otlp.stderr)
         XCTAssertEqual(timeline.phases.last?.name, "main → exit(0)")
         XCTAssertTrue(timeline.launch.completed)
         let loader = timeline.phases[0], initializers = timeline.phases[1], main = timeline.phases[2]
