@@ -57,7 +57,7 @@ extension Finding {
 
     /// `lines` with each one wider than `width` wrapped at its words, keeping
     /// its indent; tables, already narrowed to `width`, pass unchanged.
-    static func wrapped(_ lines: [String], width: Int) -> [String] {
+    package static func wrapped(_ lines: [String], width: Int) -> [String] {
         lines.flatMap { line -> [String] in
             guard line.count > width else { return [line] }
             let indent = String(line.prefix { $0 == " " })

@@ -86,6 +86,18 @@ final class LoaderTests: XCTestCase {
         XCTAssertTrue(report.stdout.contains("do_lookup_x") || report.stdout.contains("_dl_relocate_object"), report.stdout)
     }
 
+    /// `coldstart run`'s Before main lines ran to 300 columns in a terminal.
+    func testRunsBeforeMainSummaryFitsTheTerminal() throws {
+        let tool = try FixturePrograms.path("FoundationTool")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try runProcess(try Products.path("coldstart"), ["run", "-n", "1", "--warmup", "0", "--out", dir, "--", tool],
+                                    environment: ["COLUMNS": "100"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").drop { !$0.hasPrefix("Before main, run-1") }
+        XCTAssertGreaterThan(lines.count, 5, result.stdout)
+        for line in lines { XCTAssertLessThanOrEqual(line.count, 100, String(line)) }
+    }
+
     func testAuditAndLauncherVariablesAreNotInheritedByTheProgram() throws {
         let dir = try makeTemporaryDirectory(for: self).path
         let result = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", dir, "--", "/usr/bin/env"])
