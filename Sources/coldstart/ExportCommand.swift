@@ -88,7 +88,7 @@ enum ExportCommand: Command {
         case .speedscope: bytes = SpeedscopeExporter.export(stacks)
         }
         let destination = output ?? defaultOutput(for: path, format: format)
-        try OutputFile.write(Data(bytes), to: destination)
+        try OutputFile.write(Data(bytes), to: destination, from: path)
         for warning in stacks.warnings { printError("coldstart export: warning: \(warning)") }
         if destination != "-" {
             print("\(destination): \(format.rawValue), \(stacks.samples.count) samples of \(stacks.threads.count) "
