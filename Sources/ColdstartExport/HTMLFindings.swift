@@ -16,7 +16,8 @@ extension HTMLPage {
         }
         out += "<ol class=\"findings\">\n"
         for finding in findings {
-            out += "<li><b>\(e(finding.title))</b> — \(ms(finding.ms)), \(fixed(finding.percent, 0))% "
+            // The text report's figure, to the same 0.1 ms.
+            out += "<li><b>\(e(finding.title))</b> — \(fixed(finding.ms, 1)) ms, \(fixed(finding.percent, 0))% "
                 + "<span class=\"dim\">(\(e(finding.certainty.text + (finding.intervalText.map { ", " + $0 } ?? ""))))</span><br>"
                 + "<span class=\"dim\">\(e(finding.location))</span><br>→ \(e(finding.advice))</li>\n"
         }

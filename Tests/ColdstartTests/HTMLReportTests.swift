@@ -235,4 +235,19 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(HTMLPage.prose("no code"), "no code")
     }
 
+
+    /// A finding's figure read "12.2 ms" in the text and "12.20 ms" on the page.
+    func testFindingsPrintTheSameFiguresAsTheText() throws {
+        let analysis = try LaunchAnalysis(timeline: try Timeline(contentsOf: try KnownProfile.timelinePath()))
+        let findings = try XCTUnwrap(analysis.report.findings)
+        XCTAssertFalse(findings.isEmpty)
+        let text = analysis.report.text(full: false)
+        let page = HTMLReport.render(analysis, source: "known.json")
+        for finding in findings {
+            let figure = String(format: "%.1f ms", finding.ms)
+            XCTAssertTrue(text.contains(figure + " "), figure)
+            XCTAssertTrue(page.contains("</b> — \(figure), "), "\(finding.title): \(figure) on the page")
+        }
+    }
+
 }
