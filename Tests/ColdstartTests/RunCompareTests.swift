@@ -429,6 +429,12 @@ final class RunCompareTests: XCTestCase {
         let result = try coldstart(["compare", good, exported])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("NEW   \(exported): 8 timelines, 8 completed"), result.stdout)
+
+        // In a 100-column terminal the sentences wrap (the "times:" legend ran to 150 columns).
+        let narrow = try coldstart(["compare", good, exported], environment: ["COLUMNS": "100"])
+        XCTAssertEqual(narrow.status, 0, narrow.stderr)
+        XCTAssertTrue(narrow.stdout.contains("times: CLOCK_MONOTONIC"), narrow.stdout)
+        for line in narrow.stdout.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 100, String(line)) }
     }
 
     func testCompareRefusesUnusableInput() throws {
