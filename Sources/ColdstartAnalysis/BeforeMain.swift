@@ -173,7 +173,7 @@ package struct BeforeMain: Codable, Sendable {
                 }.joined(separator: " · "))
         }
         if faultPeriod > 0 {
-            lines.append("  page faults in user mode by phase (1 sample per \(faultPeriod)): ")
+            lines.append("  page faults in user mode by phase (" + (faultPeriod == 1 ? "every fault" : "one in \(faultPeriod) faults") + "):")
             for phase in phaseFaults where phase.faults > 0 {
                 lines.append("    \(phase.phase): \(phase.faults); files "
                     + phase.files.map { "\($0.name) \($0.count)" }.joined(separator: " · ")

@@ -9,6 +9,8 @@ struct ELFFile {
     static let noteType: UInt32 = 7
     static let dynsymType: UInt32 = 11
     static let noBitsType: UInt32 = 8
+    /// `SHF_EXECINSTR`: the section holds code.
+    static let executableFlag: UInt64 = 4
 
     struct Header {
         var machine: UInt16
@@ -23,6 +25,10 @@ struct ELFFile {
 
     struct Section {
         var type: UInt32
+        /// `SHF_*`; `executableFlag` marks code.
+        var flags: UInt64 = 0
+        /// Where the section is loaded (0 when it is not).
+        var address: UInt64 = 0
         var offset: UInt64
         var size: UInt64
         var link: UInt32
@@ -117,6 +123,8 @@ struct ELFFile {
             let type = bytes.u32(base + 4)
             return Section(
                 type: type,
+                flags: bytes.u64(base + 8),
+                address: bytes.u64(base + 16),
                 offset: bytes.u64(base + 24),
                 // NOBITS sections occupy no file bytes.
                 size: type == ELFFile.noBitsType ? 0 : bytes.u64(base + 32),

@@ -38,6 +38,9 @@ final class ELFImage {
     /// Lowercase hex, as `readelf -n` prints it; nil when the file has none.
     let buildID: String?
     let segments: [Segment]
+    /// The code sections (`.init`, `.plt`, `.text`, …), empty when the file
+    /// has no section headers.
+    let codeSections: [Segment]
     /// True when the file itself has a `.symtab` (it is not stripped).
     let hasSymbolTable: Bool
     /// The debug file whose `.symtab` was merged in, if one was used.
@@ -76,6 +79,9 @@ final class ELFImage {
         segments = programHeaders.filter { $0.type == 1 }.map {
             Segment(virtualAddress: $0.vaddr, memorySize: $0.memsz, isExecutable: $0.flags & 1 != 0)
         }
+        codeSections = sections.filter { $0.flags & ELFFile.executableFlag != 0 && $0.address != 0 }.map {
+            Segment(virtualAddress: $0.address, memorySize: $0.size, isExecutable: true)
+        }
         buildID = try file.buildID(programHeaders: programHeaders, sections: sections)
         let symtabs = sections.filter { $0.type == ELFFile.symtabType }
         hasSymbolTable = symtabs.contains { $0.size > 0 }
@@ -113,13 +119,13 @@ final class ELFImage {
             if entry.size > 0, address - entry.value < entry.size { return symbol(entry) }
         }
         // An unsized symbol (hand-written assembly) reaches to the next
-        // symbol, within the executable segment that holds it.
+        // symbol, within the code section that holds it: crti's `_init` is
+        // followed by the PLT, whose stubs are no part of it.
         let entry = entries[nearest]
         guard entry.size == 0 else { return nil }
         let next = nearest + 1 < entries.count ? entries[nearest + 1].value : UInt64.max
-        guard address < next,
-              segments.contains(where: { $0.isExecutable && $0.contains(entry.value) && $0.contains(address) })
-        else { return nil }
+        let code = codeSections.isEmpty ? segments.filter(\.isExecutable) : codeSections
+        guard address < next, code.contains(where: { $0.contains(entry.value) && $0.contains(address) }) else { return nil }
         return symbol(entry)
     }
 

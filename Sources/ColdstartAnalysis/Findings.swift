@@ -78,6 +78,9 @@ package struct Finding: Codable, Sendable, Equatable {
 package struct FindingInputs: Sendable {
     /// Process start to the launch's end (`ready()` or exit), wall ms.
     package var launchMs: Double
+    /// The launch ended at `ready()`; false for a tool that ends at its exit,
+    /// where "after ready()" is no advice.
+    package var endsAtReady = true
 
     /// A function or a lazy global: a named cost in a module.
     package struct NamedCost: Sendable {
@@ -144,6 +147,22 @@ package struct FindingInputs: Sendable {
         /// A launcher's stamp is exact to microseconds; anything coarser is not.
         var isExact: Bool { startPrecisionMs <= 0.1 }
 
+        /// A library's sampled relocation time is named when it rests on at
+        /// least this many samples; fewer (a linked app's loader at 1 kHz gets
+        /// a handful) could make any library "the slowest".
+        static let minimumTimedSamples = 10
+
+        /// The object the loader spent most sampled time relocating (of those
+        /// with `minimumTimedSamples`), else the one with most symbolic
+        /// relocations (`objects` come most first).
+        static func heaviest(_ objects: [ObjectRelocations], relocation: [BeforeMain.Entry]) -> Library? {
+            let timed = Dictionary(relocation.filter { $0.count >= minimumTimedSamples }.map { ($0.name, $0.ms) }) { first, _ in first }
+            let slowest = objects.compactMap { object in timed[object.name].map { (object, $0) } }.max { $0.1 < $1.1 }
+            return (slowest?.0 ?? objects.first).map {
+                Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: timed[$0.name], isOwn: $0.isOwn)
+            }
+        }
+
         package struct Library: Sendable {
             package var name: String
             package var symbolic: Int
@@ -165,11 +184,14 @@ package struct FindingInputs: Sendable {
         /// Time the faults took, when measured (the watcher's page-fault
         /// waits, kernel samples) or estimated.
         package var ms: Double
+        /// The part of `ms` that was the major faults'.
+        package var majorMs: Double
         package var certainty: Finding.Certainty
         /// How `ms` was made up, for the finding's location.
         package var detail: String?
-        package init(minor: UInt64, major: UInt64, ms: Double, certainty: Finding.Certainty, detail: String? = nil) {
+        package init(minor: UInt64, major: UInt64, ms: Double, majorMs: Double? = nil, certainty: Finding.Certainty, detail: String? = nil) {
             (self.minor, self.major, self.ms, self.certainty, self.detail) = (minor, major, ms, certainty, detail)
+            self.majorMs = majorMs ?? (major > 0 ? ms : 0)
         }
 
         /// What one fault costs, measured on the reference machine (a 2-core
@@ -189,20 +211,24 @@ package struct FindingInputs: Sendable {
             let major = counts.major == 0 && watchedMajorMs == nil ? ""
                 : watchedMajorMs.map { String(format: "; major: %.1f ms waited on the critical path (watched)", $0) }
                     ?? String(format: "; major: ~%.1f ms at ~%.0f µs each", majorMs, Self.majorFaultMs * 1000)
-            self.init(minor: counts.minor, major: counts.major, ms: minorMs + majorMs,
+            self.init(minor: counts.minor, major: counts.major, ms: minorMs + majorMs, majorMs: majorMs,
                       certainty: counts.minor == 0 && watchedMajorMs != nil ? .watched : .estimate,
                       detail: String(format: "minor: ~%.1f ms at ~%.1f µs each", minorMs, Self.minorFaultMs * 1000) + major)
         }
     }
 
     package struct ProfilerCost: Sendable {
-        /// Coldstart's set-up phase, exact.
-        package var setupMs: Double
+        /// Coldstart's set-up phase, exact; nil for a program that does not
+        /// link Coldstart (it has none).
+        package var setupMs: Double?
         /// What sampling and Coldstart's threads cost the critical path
         /// (UnprofiledEstimate: signals on the path, CPU it waited for).
         package var samplingMs: Double
-        package init(setupMs: Double, samplingMs: Double) {
-            (self.setupMs, self.samplingMs) = (setupMs, samplingMs)
+        /// Whether the header prints a launch "without profiling" (it says
+        /// why not otherwise).
+        package var leftOutOfEstimate: Bool
+        package init(setupMs: Double?, samplingMs: Double, leftOutOfEstimate: Bool) {
+            (self.setupMs, self.samplingMs, self.leftOutOfEstimate) = (setupMs, samplingMs, leftOutOfEstimate)
         }
     }
 
@@ -249,7 +275,7 @@ extension Finding {
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in
-                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; most \(library.name) \(library.symbolic)"
+                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; top: \(library.name) \(library.symbolic)"
                     } ?? "")
                     + (loader.isExact ? "" : String(format: "; start ±%.1f ms", loader.startPrecisionMs)),
                 certainty: loader.isExact ? .exact : .estimate, advice: loaderAdvice(loader)))
@@ -259,7 +285,8 @@ extension Finding {
                 kind: .slowLazyGlobal, title: "slow lazy global \(global.name)", ms: global.ms, percent: percent(global.ms),
                 location: "module \(global.module)" + (global.phase.map { ", phase '\($0)'" } ?? ""),
                 certainty: .samples(global.samples),
-                advice: "its initializer ran on first use, on the critical path; make it cheaper, or touch it after ready()"))
+                advice: "its initializer ran on first use, on the critical path; make it cheaper"
+                    + (inputs.endsAtReady ? ", or touch it after ready()" : ", or touch it only where it is needed")))
         }
         for initializer in inputs.initializers {
             let title = initializer.isExecutable ? "the program's own constructors" : "slow library initializer \(initializer.module)"
@@ -275,7 +302,7 @@ extension Finding {
                 kind: .slowFunction, title: "slow function \(function.name)", ms: function.ms, percent: percent(function.ms),
                 location: "module \(function.module)" + (function.phase.map { ", phase '\($0)'" } ?? ""),
                 certainty: .samples(function.samples),
-                advice: "on the critical path to ready(); defer it, run it concurrently, or make it cheaper"))
+                advice: "on the critical path to \(inputs.endsAtReady ? "ready()" : "exit"); defer it, run it concurrently, or make it cheaper"))
         }
         for wait in inputs.blockingWaits {
             candidates.append(Finding(
@@ -288,28 +315,32 @@ extension Finding {
                 kind: .pageFaults, title: "page faults", ms: faults.ms, percent: percent(faults.ms),
                 location: "\(faults.minor) minor, \(faults.major) major" + (faults.detail.map { " (\($0))" } ?? ""),
                 certainty: faults.certainty,
-                advice: faults.major > 0
+                // The advice for the faults that took most of the time.
+                advice: faults.majorMs * 2 > faults.ms
                     ? "major faults read pages from disk: a cold cache; fewer or smaller libraries, or read files sequentially"
-                    : "each first touch of a page costs a fault; allocate and touch less memory before ready()"))
+                    : "each first touch of a page costs a fault; allocate and touch less memory before \(inputs.endsAtReady ? "ready()" : "exit")"))
         }
         if let costs = inputs.runtimeCosts {
             let counted: Set<RuntimeCostKind> = [.lazyGlobal, .loader, .kernel]
             for row in costs.rows where !counted.contains(row.kind) {
                 let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2).map(\.function)
                 candidates.append(Finding(
-                    kind: .runtimeCost, title: row.kind.title.prefix(1).lowercased() + row.kind.title.dropFirst(),
+                    kind: .runtimeCost, title: row.kind.titleInSentence,
                     ms: row.ms, percent: percent(row.ms),
                     location: callers.isEmpty ? "no frame of the app above it" : "called from " + callers.joined(separator: "; "),
                     certainty: .samples(row.samples), advice: row.kind.advice))
             }
         }
         if let cost = inputs.profilerCost {
-            let ms = cost.setupMs + cost.samplingMs
+            let ms = (cost.setupMs ?? 0) + cost.samplingMs
+            let sampling = String(format: "sampling and its threads %.1f ms on the critical path", cost.samplingMs)
+            // COLDSTART_HZ reaches only a linked app; coldstart run --hz sets both rates.
+            let lower = "a lower sampling rate (COLDSTART_HZ, or coldstart run --hz) costs less"
             candidates.append(Finding(
                 kind: .profilerCost, title: "Coldstart's own cost", ms: ms, percent: percent(ms),
-                location: String(format: "set-up %.1f ms, sampling and its threads %.1f ms on the critical path", cost.setupMs, cost.samplingMs),
+                location: cost.setupMs.map { String(format: "set-up %.1f ms, ", $0) + sampling } ?? sampling,
                 certainty: cost.samplingMs > 0 ? .estimate : .exact,
-                advice: "not the app's: the header's 'without profiling' leaves it out; a lower COLDSTART_HZ costs less"))
+                advice: "not the app's: " + (cost.leftOutOfEstimate ? "the header's 'without profiling' leaves it out; " : "") + lower))
         }
         for index in candidates.indices {
             guard case .samples(let count) = candidates[index].certainty, count > 0 else { continue }

@@ -54,6 +54,16 @@ extension Finding {
         if !line.isEmpty { lines.append(line) }
         return lines
     }
+
+    /// `lines` with each one wider than `width` wrapped at its words, keeping
+    /// its indent; tables, already narrowed to `width`, pass unchanged.
+    package static func wrapped(_ lines: [String], width: Int) -> [String] {
+        lines.flatMap { line -> [String] in
+            guard line.count > width else { return [line] }
+            let indent = String(line.prefix { $0 == " " })
+            return wrapped(String(line.dropFirst(indent.count)), width: width - indent.count, continuation: "  ").map { indent + $0 }
+        }
+    }
 }
 
 private extension String {
@@ -68,7 +78,7 @@ extension RuntimeCostSummary {
     /// and what to try.
     package func lines(width: Int?) -> [String] {
         let width = max(min(width ?? Finding.defaultWidth, Finding.defaultWidth), 40)
-        var lines = ["Swift runtime costs by kind (main thread's samples until the launch's end; \(totalSamples) samples):"]
+        var lines = Finding.wrapped(["Swift runtime costs by kind (\(scope); \(totalSamples) samples):"], width: width)
         for row in rows {
             let figures = String(format: "%8.1f ms %5.1f%%  %d samples", row.ms, row.percent, row.samples)
             let room = max(width - 2 - figures.count - 1, 10)

@@ -1,11 +1,29 @@
 import Foundation
 
 extension ProfileAnalysis {
-    /// The samples of the critical path: the thread that reaches `ready()`
-    /// (the main thread), up to the launch's end.
-    func criticalPathSamples() -> [Int] {
+    /// The samples of the critical path up to the launch's end: at each
+    /// moment the thread that carried the launch's work (`path`, from the
+    /// off-CPU watch: an async main's work runs on dispatch workers), else
+    /// the main thread.
+    func criticalPathSamples(path: [LaunchReport.BlockedTime.PathPiece] = []) -> (samples: [Int], scope: CriticalPathScope) {
         let main = timeline.process.pid
-        return stacks.indices.filter { stacks[$0].tid == main && stacks[$0].phase < timeline.phases.count }
+        let launch = stacks.indices.filter { stacks[$0].phase < timeline.phases.count }
+        guard path.isEmpty else {
+            let pieces = path.map { (tid: $0.tid, startNs: Int64(($0.startMs * 1e6).rounded()), endNs: Int64(($0.endMs * 1e6).rounded())) }
+            return (launch.filter { index in
+                let stack = stacks[index]
+                guard let piece = pieces.first(where: { stack.ns >= $0.startNs && stack.ns < $0.endNs }) else { return stack.tid == main }
+                return stack.tid == piece.tid
+            }, .path)
+        }
+        // No watcher (a program without Coldstart): when the main thread did
+        // not do most of the work after main, the threads that did stand for it.
+        let mainNs = timeline.launch.mainNs
+        let afterMain = launch.filter { stacks[$0].ns >= mainNs }
+        if afterMain.filter({ stacks[$0].tid == main }).count * 2 < afterMain.count {
+            return (launch.filter { stacks[$0].tid == main || stacks[$0].ns >= mainNs }, .everyThread)
+        }
+        return (launch.filter { stacks[$0].tid == main }, .mainThread)
     }
 
     /// A stack as the runtime-cost table reads it.
@@ -39,19 +57,38 @@ extension ProfileAnalysis {
                 && RuntimeCostClassifier.classify(namedFrames(index), cache: &cache) == nil
         }
         guard !own.isEmpty else { return [] }
-        var totals: [Int: Int] = [:]
+        var members: [Int: [Int]] = [:]
+        var innermost: [Int: Int] = [:]
         var firstPhase: [Int: Int] = [:]
         for index in own {
-            for id in Set(stacks[index].functions) where executableModules.contains(functions[id].module) {
-                totals[id, default: 0] += 1
+            let appFrames = stacks[index].functions.filter { executableModules.contains(functions[$0].module) }
+            if let leaf = appFrames.first { innermost[leaf, default: 0] += 1 }
+            for id in Set(appFrames) {
+                members[id, default: []].append(index)
                 if firstPhase[id] == nil { firstPhase[id] = stacks[index].phase }
             }
         }
+        // A frame in nearly every sample is left out when other candidates
+        // name its time: a wrapper's callees (`main`, `Coldstart.span`), a
+        // shared helper's callers. It is kept when it is the work itself: its
+        // own code has a tenth of its samples and nothing narrower names them
+        // (an async main's burn, called from plumbing only).
         let everywhere = Double(own.count) * 0.9
-        let candidates = totals.filter { id, count in
-            let name = functions[id].name
-            return Double(count) < everywhere && !Self.isPlumbing(name)
-        }.sorted { ($0.value, functions[$1.key].name) > ($1.value, functions[$0.key].name) }
+        let narrower = members.filter { Double($0.value.count) < everywhere && !Self.isPlumbing(functions[$0.key].name) }.values.map(Set.init)
+        func isWrapper(_ id: Int, _ samples: [Int]) -> Bool {
+            guard Double(samples.count) >= everywhere else { return false }
+            guard Double(innermost[id] ?? 0) >= Double(samples.count) * 0.1 else { return true }
+            let mine = Set(samples)
+            return narrower.contains { Double($0.intersection(mine).count) >= Double(samples.count) * 0.1 }
+        }
+        // A caller seen in exactly its callee's samples is the same cost twice:
+        // the frame nearest the leaf names it.
+        func depth(_ id: Int) -> Int { members[id].flatMap { stacks[$0[0]].functions.firstIndex(of: id) } ?? 0 }
+        let distinct = Dictionary(grouping: members.filter { id, samples in
+            !isWrapper(id, samples) && !Self.isPlumbing(functions[id].name)
+        }.keys) { members[$0] ?? [] }.values.compactMap { $0.min { depth($0) < depth($1) } }
+        let candidates = distinct.map { ($0, members[$0]?.count ?? 0) }
+            .sorted { ($0.1, functions[$1.0].name) > ($1.1, functions[$0.0].name) }
         return candidates.prefix(limit).map { id, count in
             let phase = firstPhase[id].map { phaseNames[$0] }
             return .init(name: Self.shortName(functions[id].name), module: moduleName(functions[id].module), ms: ms(count),
@@ -63,6 +100,10 @@ extension ProfileAnalysis {
     /// optimiser's specialisation prefixes or `static`.
     static func shortName(_ name: String) -> String {
         var name = name
+        // An async function's pieces name the function they belong to.
+        if let piece = name.range(of: #"^\(\d+\) (suspend|await) resume partial function for "#, options: .regularExpression) {
+            name.removeSubrange(piece)
+        }
         for prefix in ["function signature specialization ", "generic specialization "] where name.hasPrefix(prefix) {
             if let of = name.range(of: "> of ") { name = String(name[of.upperBound...]) }
         }
@@ -84,19 +125,17 @@ extension FindingInputs {
     /// and for a sampled launch the critical path's functions and runtime costs.
     init(report: LaunchReport, timeline: Timeline, analysis: ProfileAnalysis?) {
         self.init(launchMs: report.launch.totalMs)
+        endsAtReady = report.launch.endReason != "exit"
         let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
         if let phase = report.phases.first(where: { $0.kind == "loader" }) {
             let statistics = report.loaderStatistics
-            let relocationMs = Dictionary((report.beforeMain?.relocation ?? []).map { ($0.name, $0.ms) }) { first, _ in first }
-            let timed = statistics?.objects.compactMap { object in relocationMs[object.name].map { (object, $0) } }
-            let heaviest = timed?.max { $0.1 < $1.1 }?.0 ?? statistics?.objects.first
+            func isLibrary(_ name: String) -> Bool { name.contains(".so") && !name.hasPrefix("ld-linux") && !name.hasPrefix("linux-vdso") }
             loader = Loader(
                 ms: phase.durationMs,
-                libraryCount: modules.filter { $0.contains(".so") && !$0.hasPrefix("ld-linux") && !$0.hasPrefix("linux-vdso") }.count,
+                // The objects loaded before main when known: the modules at the end also hold what was dlopen'ed later.
+                libraryCount: (statistics?.objects.map(\.name) ?? modules).filter(isLibrary).count,
                 relocations: statistics?.symbolic, lookups: statistics?.lookups,
-                heaviest: heaviest.map {
-                    Loader.Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: relocationMs[$0.name], isOwn: $0.isOwn)
-                },
+                heaviest: statistics.flatMap { Loader.heaviest($0.objects, relocation: report.beforeMain?.relocation ?? []) },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
                 usesFoundation: modules.contains { $0.hasPrefix("libFoundation") },
                 startPrecisionMs: report.launch.startPrecisionMs)
@@ -111,9 +150,10 @@ extension FindingInputs {
             }
         }
         if let analysis {
-            let critical = analysis.criticalPathSamples()
-            functions = analysis.slowFunctions(critical, limit: Finding.limit)
-            runtimeCosts = analysis.runtimeCosts(critical)
+            let critical = analysis.criticalPathSamples(path: report.blockedTime?.path ?? [])
+            functions = analysis.slowFunctions(critical.samples, limit: Finding.limit)
+            runtimeCosts = analysis.runtimeCosts(critical.samples)
+            runtimeCosts?.scope = critical.scope.rawValue
         }
         // Waits for a page are the page-fault finding's, not a blocking wait's.
         let pageFault = Timeline.Cause.pageFault.rawValue
@@ -134,8 +174,11 @@ extension FindingInputs {
                                     watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
         // What Coldstart cost the critical path (the estimate without profiling).
-        let setup = report.launch.profilerSetupMs ?? 0
-        let running = report.launch.withoutProfiling.map { $0.subtractedMs - setup - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
-        if setup + running > 0 { profilerCost = ProfilerCost(setupMs: setup, samplingMs: max(running, 0)) }
+        let setup = report.launch.profilerSetupMs
+        let running = report.launch.withoutProfiling.map { $0.subtractedMs - (setup ?? 0) - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
+        if (setup ?? 0) + running > 0 {
+            profilerCost = ProfilerCost(setupMs: setup, samplingMs: max(running, 0),
+                                        leftOutOfEstimate: report.launch.withoutProfiling?.ms != nil)
+        }
     }
 }

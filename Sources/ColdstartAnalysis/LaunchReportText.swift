@@ -19,11 +19,7 @@ extension LaunchReport {
         lines += header.prefix(2)
         if let findings { lines += [""] + Finding.lines(findings, width: width) }
         if let notice = profile?.precision.noticeLines, !notice.isEmpty {
-            let limit = width ?? Finding.defaultWidth
-            lines += [""] + notice.flatMap { line in
-                let indent = String(line.prefix { $0 == " " })
-                return Finding.wrapped(String(line.dropFirst(indent.count)), width: limit - indent.count, continuation: "  ").map { indent + $0 }
-            }
+            lines += [""] + Finding.wrapped(notice, width: width ?? Finding.defaultWidth)
         }
         lines += [""] + header.dropFirst(2)
         lines += [""] + fittedPhaseLines(barWidth: barWidth, width: width)
@@ -35,14 +31,7 @@ extension LaunchReport {
             if blockedTime != nil { more.append("blocked time") }
             if beforeMain != nil || loaderStatistics != nil { more.append("before main") }
             lines += [""] + footerLines() + ["", "More with --full: " + more.joined(separator: ", ") + "."]
-            // Tables are already narrowed; sentences wrap, keeping their indent.
-            let limit = width ?? Finding.defaultWidth
-            lines = lines.flatMap { line -> [String] in
-                guard line.count > limit else { return [line] }
-                let indent = String(line.prefix { $0 == " " })
-                return Finding.wrapped(String(line.dropFirst(indent.count)), width: limit - indent.count, continuation: "  ")
-                    .map { indent + $0 }
-            }
+            lines = Finding.wrapped(lines, width: width ?? Finding.defaultWidth)
             return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
         }
         lines += beforeMainLines(width: width)
@@ -52,6 +41,8 @@ extension LaunchReport {
         if let runtimeCosts, !runtimeCosts.rows.isEmpty { lines += [""] + runtimeCosts.lines(width: width) }
         if let blockedTime { lines += [""] + blockedTime.textLines(width: width) }
         lines += [""] + footerLines()
+        // In a terminal the sentences wrap as the tables are narrowed: to its width.
+        if let width { lines = Finding.wrapped(lines, width: width) }
         // Names and paths come from the file: no control character reaches the terminal.
         return lines.map { style.colored(Self.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
     }

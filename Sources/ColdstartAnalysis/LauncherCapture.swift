@@ -20,6 +20,9 @@ package struct LauncherCapture {
     /// CLOCK_MONOTONIC when `waitpid` returned.
     package var endNs: UInt64
     package var bootMinusMonotonicNs: UInt64
+    /// CLOCK_REALTIME less CLOCK_MONOTONIC, read by the launcher: the start
+    /// on the wall clock (`startRealtimeUs`, which OTLP and fleet views need).
+    package var realtimeMinusMonotonicNs: Int64?
     package var waitStatus: Int32
     /// `wait4`'s usage of the whole run.
     package var rusage: Timeline.Rusage
@@ -33,8 +36,9 @@ package struct LauncherCapture {
     package init(
         pid: Int, executable: String, hz: Double, faultPeriod: Int, perCPU: Bool, kernelSampling: Bool, releaseNs: UInt64, endNs: UInt64,
         bootMinusMonotonicNs: UInt64, waitStatus: Int32, rusage: Timeline.Rusage, records: [UInt8],
-        clockIDs: Set<UInt64>, faultIDs: Set<UInt64>, auditText: String?, kernelRelease: String
+        clockIDs: Set<UInt64>, faultIDs: Set<UInt64>, auditText: String?, kernelRelease: String, realtimeMinusMonotonicNs: Int64? = nil
     ) {
+        self.realtimeMinusMonotonicNs = realtimeMinusMonotonicNs
         self.pid = pid; self.executable = executable; self.hz = hz; self.faultPeriod = faultPeriod
         self.perCPU = perCPU; self.kernelSampling = kernelSampling; self.releaseNs = releaseNs; self.endNs = endNs
         self.bootMinusMonotonicNs = bootMinusMonotonicNs; self.waitStatus = waitStatus; self.rusage = rusage

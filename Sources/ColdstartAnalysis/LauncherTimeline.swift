@@ -197,6 +197,9 @@ package struct LauncherTimeline {
             "endReason": signal != 0 ? "signal" : exitStatus == 0 ? "exit" : "error-exit",
             "endPhase": phases[2]["name"]!,
         ]
+        if let offset = capture.realtimeMinusMonotonicNs, Int64(bitPattern: startNs) + offset > 0 {
+            launch["startRealtimeUs"] = UInt64(Int64(bitPattern: startNs) + offset) / 1000
+        }
         if signal != 0 {
             launch["signal"] = signal
             launch["signalName"] = endName

@@ -78,6 +78,8 @@ package struct PooledLaunches: Codable, Sendable {
             + (executable.map { " (\($0))" } ?? "") + " of \(filesRead) timeline\(filesRead == 1 ? "" : "s") read, "
             + "\(skippedCount) file\(skippedCount == 1 ? "" : "s") skipped"]
         lines += [""] + profile.lines(width: style.width)
+        // In a terminal the sentences wrap as the tables are narrowed: to its width.
+        if let width = style.width { lines = Finding.wrapped(lines, width: width) }
         if skippedCount > 0 {
             let more = skippedCount - skipped.count
             lines += ["", "Skipped \(skippedCount) file\(skippedCount == 1 ? "" : "s")" + (more > 0 ? " (the first \(skipped.count) listed)" : "") + ":"]

@@ -45,6 +45,15 @@ package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
         }
     }
 
+    /// The title inside a sentence (a finding's): lower case, but for the
+    /// names that keep their capitals (Foundation, ARC).
+    var titleInSentence: String {
+        switch self {
+        case .foundationInit, .arcAndAllocation: title
+        default: title.prefix(1).lowercased() + title.dropFirst()
+        }
+    }
+
     /// What to try, in one line; the report puts the measured figures and
     /// the app frames in front of it.
     package var advice: String {
@@ -273,6 +282,9 @@ package struct RuntimeCostSummary: Codable, Sendable {
     /// Kinds with at least one sample, most samples first.
     package var rows: [Row]
     package var totalSamples: Int
+    /// Which samples these are (`CriticalPathScope`), as the report's
+    /// heading names them.
+    package var scope = CriticalPathScope.mainThread.rawValue
 
     /// `stacks` are the samples (leaf first), each standing for
     /// `nsPerSample` of CPU time.
@@ -295,4 +307,15 @@ package struct RuntimeCostSummary: Codable, Sendable {
                     .sorted { ($0.samples, $1.function) > ($1.samples, $0.function) }.prefix(5).map { $0 })
         }.sorted { ($0.samples, $1.kind.rawValue) > ($1.samples, $0.kind.rawValue) }
     }
+}
+
+/// Which samples stand for the launch's critical path in the findings and
+/// the runtime costs.
+package enum CriticalPathScope: String, Sendable {
+    /// The off-CPU watcher's path: at each moment the thread carrying the launch.
+    case path = "the critical path's samples until the launch's end"
+    case mainThread = "main thread's samples until the launch's end"
+    /// No path known and the main thread ran under half of the samples after
+    /// `main` (an async main parks it): the work ran on other threads.
+    case everyThread = "every thread's samples after main (the main thread had under half), the main thread's before"
 }

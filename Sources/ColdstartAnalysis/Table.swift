@@ -66,18 +66,40 @@ package struct Table {
         return [line(columns.map(\.title))] + rows.map(line)
     }
 
-    /// `text` in `width` characters. A function name loses its argument
-    /// list first (`M.f(a: Int) -> T` → `M.f(…) -> T`), then its result,
-    /// then its qualifiers from the left (`…f(…)`), and only then its end.
+    /// `text` in `width` characters. A function name loses the contents of
+    /// its parenthesised groups first (`M.f(a: Int) -> T` → `M.f(…) -> T`;
+    /// C++'s `(anonymous namespace)::C::C(int)` → `(…)::C::C(…)`), then its
+    /// result, then characters from the left (`…f(…)`), so the end that tells
+    /// two functions apart (a C++ lambda's `{lambda(…)#1}::operator()` after
+    /// its enclosing function's name) is kept.
     static func clip(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
-        if let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close {
-            let shorter = text[...open] + "…" + text[close...]
-            if shorter.count <= width { return String(shorter) }
-            if text[...open].count + 2 <= width { return text[...open] + "…)" }
-            let base = text[..<open]
-            if width >= 12, base.count > width - 4 { return "…" + base.suffix(width - 4) + "(…)" }
+        var collapsed = ""
+        var depth = 0
+        for character in text {
+            switch character {
+            case "(":
+                if depth == 0 { collapsed.append("(") }
+                depth += 1
+            case ")" where depth > 0:
+                depth -= 1
+                if depth == 0 { collapsed.append(")") }
+            default:
+                if depth == 0 {
+                    collapsed.append(character)
+                } else if !collapsed.hasSuffix("…") {
+                    collapsed.append("…")
+                }
+            }
         }
-        return String(text.prefix(max(width - 1, 0))) + "…"
+        guard collapsed.contains("(") else { return String(text.prefix(max(width - 1, 0))) + "…" }
+        if collapsed.count <= width { return collapsed }
+        // A result type never holds " in ": the arrow before one is a closure's, inside the name.
+        var signature = collapsed
+        if let arrow = collapsed.range(of: " -> ", options: .backwards), !collapsed[arrow.upperBound...].contains(" in ") {
+            signature = String(collapsed[..<arrow.lowerBound])
+        }
+        if signature.count <= width { return signature }
+        return "…" + signature.suffix(max(width - 1, 0))
     }
 }

@@ -7,7 +7,7 @@ extension HTMLPage {
     mutating func beforeMainSection() {
         let before = report.beforeMain, statistics = report.loaderStatistics
         guard before != nil || statistics != nil else { return }
-        out += "<section id=\"beforemain\"><h2>Before main <span class=\"dim\">\(e(report.launch.modeDescription))</span></h2>\n"
+        out += "<section id=\"beforemain\"><h2>Before main <span class=\"dim\">\(Self.prose(report.launch.modeDescription))</span></h2>\n"
         if let before {
             // The text's lines after its title: each is one finding of the launcher.
             out += "<ul class=\"lines\">"

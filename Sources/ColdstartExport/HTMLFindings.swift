@@ -16,7 +16,8 @@ extension HTMLPage {
         }
         out += "<ol class=\"findings\">\n"
         for finding in findings {
-            out += "<li><b>\(e(finding.title))</b> — \(ms(finding.ms)), \(fixed(finding.percent, 0))% "
+            // The text report's figure, to the same 0.1 ms.
+            out += "<li><b>\(e(finding.title))</b> — \(fixed(finding.ms, 1)) ms, \(fixed(finding.percent, 0))% "
                 + "<span class=\"dim\">(\(e(finding.certainty.text + (finding.intervalText.map { ", " + $0 } ?? ""))))</span><br>"
                 + "<span class=\"dim\">\(e(finding.location))</span><br>→ \(e(finding.advice))</li>\n"
         }
@@ -25,8 +26,8 @@ extension HTMLPage {
 
     mutating func runtimeCostsSection() {
         guard let costs = report.runtimeCosts, !costs.rows.isEmpty else { return }
-        out += "<section id=\"runtime\"><h2>Swift runtime costs by kind <span class=\"dim\">main thread's samples until the "
-            + "launch's end; \(costs.totalSamples) samples</span></h2>\n<table><tr><th>kind</th><th>ms</th><th>%</th>"
+        out += "<section id=\"runtime\"><h2>Swift runtime costs by kind <span class=\"dim\">\(e(costs.scope)); "
+            + "\(costs.totalSamples) samples</span></h2>\n<table><tr><th>kind</th><th>ms</th><th>%</th>"
             + "<th>samples</th><th>app frames that led there</th><th>what to try</th></tr>\n"
         for row in costs.rows {
             let callers = row.callers.prefix(3).map { "\($0.samples) from \($0.function)" }.map(e).joined(separator: "<br>")

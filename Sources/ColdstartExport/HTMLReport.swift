@@ -70,7 +70,7 @@ struct HTMLPage {
         let end = launch.endReason == "ready" ? "ready()" : (launch.endPhase?.components(separatedBy: " → ").last ?? launch.endReason)
         out += "<header><h1>Launch of \(e(name)) <span class=\"dim\">pid \(launch.pid)</span>: "
             + "\(ms(launch.totalMs)) from process start to \(e(end))</h1>\n"
-        out += "<p class=\"mode\">Mode: \(e(launch.modeDescription))</p>\n"
+        out += "<p class=\"mode\">Mode: \(Self.prose(launch.modeDescription))</p>\n"
         out += "<p class=\"\(launch.completed ? "ok" : "bad")\">\(e(launch.completion.prefix(1).uppercased() + launch.completion.dropFirst()))</p>\n"
         var facts = ["start: \(launch.startPrecision)", "clock \(launch.clock)"]
         if let setup = launch.profilerSetupMs { facts.append("\(ms(setup)) of it Coldstart's own set-up") }
@@ -131,6 +131,13 @@ struct HTMLPage {
     // MARK: Formatting
 
     func e<S: StringProtocol>(_ text: S) -> String { HTMLTable.escape(String(text)) }
+    /// A sentence of the report's own with `command` spans as code: the
+    /// text report's backticks are no markup on a page.
+    static func prose(_ text: String) -> String {
+        text.split(separator: "`", omittingEmptySubsequences: false).enumerated().map { index, part in
+            index % 2 == 1 ? "<code>" + HTMLTable.escape(String(part)) + "</code>" : HTMLTable.escape(String(part))
+        }.joined()
+    }
     func ms(_ value: Double) -> String { fixed(value, 2) + " ms" }
     func f(_ value: Double) -> String { fixed(value, 1) }
     static func clip(_ text: String, _ limit: Int) -> String { text.count > limit ? String(text.prefix(limit - 1)) + "…" : text }

@@ -118,15 +118,20 @@ enum CompareCommand: Command {
                 row.p.map(Comparison.format(p:)) ?? "–", row.adjustedP.map(Comparison.format(p:)) ?? "–", verdict,
             ])
         }
+        // In a terminal the sentences wrap to its width; the table keeps its rows whole.
+        let width = Terminal.style().width
+        func fitted(_ sentences: [String]) -> [String] { width.map { Finding.wrapped(sentences, width: $0) } ?? sentences }
+        lines = fitted(lines)
         // The table's own two-space margin is not wanted here: rows start at the left edge.
         lines += table.render().map { String($0.dropFirst(2)) }
         if let functions { lines += ["", "functions: " + functionsHeading(functions)] + functionLines(functions) }
         lines.append("")
-        lines.append("verdict: \(verdictText(comparison))")
+        var verdict = ["verdict: \(verdictText(comparison))"]
         if let gate {
             let scope = gate.checked.count == 1 && gate.adjustment == "none" ? " --phase '\(gate.checked[0])'" : ""
-            lines.append("gate (--fail-if-slower \(String(format: "%g", gate.thresholdPercent)) --min-effect-ms \(String(format: "%g", gate.minimumEffectMs))\(scope)): \(gate.explanation)")
+            verdict.append("gate (--fail-if-slower \(String(format: "%g", gate.thresholdPercent)) --min-effect-ms \(String(format: "%g", gate.minimumEffectMs))\(scope)): \(gate.explanation)")
         }
+        lines += fitted(verdict)
         return lines.joined(separator: "\n")
     }
 

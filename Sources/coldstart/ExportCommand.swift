@@ -45,7 +45,7 @@ enum ExportCommand: Command {
             switch self {
             case .pprof: return ".pb.gz"
             case .folded: return ".folded"
-            case .speedscope: return ".speedscope.json"
+            case .speedscope: return RunSet.speedscopeSuffix
             }
         }
     }
@@ -88,7 +88,7 @@ enum ExportCommand: Command {
         case .speedscope: bytes = SpeedscopeExporter.export(stacks)
         }
         let destination = output ?? defaultOutput(for: path, format: format)
-        try OutputFile.write(Data(bytes), to: destination)
+        try OutputFile.write(Data(bytes), to: destination, from: path)
         for warning in stacks.warnings { printError("coldstart export: warning: \(warning)") }
         if destination != "-" {
             print("\(destination): \(format.rawValue), \(stacks.samples.count) samples of \(stacks.threads.count) "

@@ -97,7 +97,7 @@ struct LoaderSampling {
                 clockIDs: Self.ids(launch.clock_ids, count: Int(launch.ncpus)),
                 faultIDs: launch.faults != 0 ? Self.ids(launch.fault_ids, count: Int(launch.ncpus)) : [],
                 auditText: audited ? try? String(contentsOfFile: auditFile, encoding: .utf8) : nil,
-                kernelRelease: Self.kernelRelease())
+                kernelRelease: Self.kernelRelease(), realtimeMinusMonotonicNs: Self.realtimeMinusMonotonicNs())
             try write(capture, linked: linked, to: timeline)
         }
         return Launcher.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
@@ -176,6 +176,14 @@ struct LoaderSampling {
 
     private static func ids<T>(_ tuple: T, count: Int) -> Set<UInt64> {
         withUnsafeBytes(of: tuple) { Set($0.bindMemory(to: UInt64.self).prefix(count)) }
+    }
+
+    /// The wall clock's offset from the monotonic clock, now (nil if unreadable).
+    private static func realtimeMinusMonotonicNs() -> Int64? {
+        var realtime = timespec()
+        guard clock_gettime(CLOCK_REALTIME, &realtime) == 0 else { return nil }
+        let wallNs = Int64(realtime.tv_sec) * 1_000_000_000 + Int64(realtime.tv_nsec)
+        return wallNs - Int64(bitPattern: cs_launch_monotonic_ns())
     }
 
     private static func kernelRelease() -> String {

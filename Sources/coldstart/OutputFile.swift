@@ -10,11 +10,17 @@ enum OutputFile {
     /// planted in a shared directory is never opened or written through; the
     /// rename replaces a link at the destination rather than following it.
     /// The file is the user's output: mode 0644 less the umask. "-" is
-    /// standard output.
-    static func write(_ data: Data, to path: String) throws {
+    /// standard output. With `input`, the file the output is made from, an
+    /// output that is that very file is refused (an HTML page written over
+    /// its timeline lost the timeline).
+    static func write(_ data: Data, to path: String, from input: String? = nil) throws {
         if path == "-" {
             FileHandle.standardOutput.write(data)
             return
+        }
+        var existing = stat(), source = stat()
+        if let input, stat(path, &existing) == 0, stat(input, &source) == 0, existing.st_dev == source.st_dev, existing.st_ino == source.st_ino {
+            throw CommandError(message: "\(path): is the file being read (\(input)); write the output elsewhere")
         }
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[...$0]) } ?? ""

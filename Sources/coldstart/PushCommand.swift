@@ -169,8 +169,8 @@ extension ExportCommand {
         } catch let error as OTLPExporter.ExportError {
             throw CommandError(message: error.description)
         }
-        let destination = output ?? (path.hasSuffix(".json") ? String(path.dropLast(5)) : path) + ".otlp.json"
-        try OutputFile.write(data, to: destination)
+        let destination = output ?? (path.hasSuffix(".json") ? String(path.dropLast(5)) : path) + RunSet.otlpSuffix
+        try OutputFile.write(data, to: destination, from: path)
         if destination != "-" {
             let spans = 1 + timeline.phases.count + timeline.spans.count
             print("\(destination): OTLP/JSON, 1 trace of \(spans) spans and \(timeline.marks.count) events, \(OutputFile.size(data.count))")

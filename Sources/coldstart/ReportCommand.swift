@@ -116,7 +116,7 @@ enum ReportCommand: Command {
         let report = analysis.report
         if let html {
             let page = Data(HTMLReport.render(analysis, source: path).utf8)
-            try OutputFile.write(page, to: html)
+            try OutputFile.write(page, to: html, from: path)
             if html != "-" { print("\(html): HTML report, \(OutputFile.size(page.count))") }
             return ExitStatus.success
         }

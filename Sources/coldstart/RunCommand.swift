@@ -250,7 +250,11 @@ private struct Session {
             print(try report.json())
         } else {
             print(report.text())
-            if let beforeMain = LoaderSampling.summary(records) { print("\n" + beforeMain) }
+            if let beforeMain = LoaderSampling.summary(records) {
+                // Sentences of up to 300 columns: wrapped in a terminal, as the report's are.
+                let lines = beforeMain.components(separatedBy: "\n")
+                print("\n" + (Terminal.style().width.map { Finding.wrapped(lines, width: $0) } ?? lines).joined(separator: "\n"))
+            }
         }
         if interrupted { return 130 }
         if let failed = records.first(where: { $0.status != 0 && $0.outcome != .completed(stoppedByUs: true) }) {

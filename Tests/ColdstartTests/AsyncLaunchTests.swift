@@ -74,6 +74,14 @@ final class AsyncLaunchTests: XCTestCase {
         XCTAssertEqual(burn.onPath.count, 1)
         XCTAssertNotEqual(burn.onPath.first?.tid, run.timeline.process.pid, "the main actor runs on a dispatch worker after the first await")
         XCTAssertTrue(burn.onPath.first?.thread.hasPrefix("dispatch worker") ?? false, "\(burn.onPath)")
+
+        // The findings follow the path to that worker: the burn, the launch's
+        // largest cost, leads (the main thread's samples alone never named it).
+        let findings = try XCTUnwrap(run.analysis.report.findings)
+        let first = try XCTUnwrap(findings.first)
+        XCTAssertTrue(first.title.hasPrefix("slow function AsyncService.burnCPU("), findings.map(\.title).joined(separator: "\n"))
+        assertWithin25Percent(first.ms, of: try run.figure("burn"), "the burn's finding")
+        XCTAssertFalse(findings.contains { $0.title.hasSuffix(" _init") }, "PLT stubs are not crti's _init")
     }
 
     func testTheSleepIsSuspendedNotBlocked() throws {

@@ -29,6 +29,24 @@ final class CommandLineTests: XCTestCase {
         XCTAssertFalse(far.stderr.contains("most similar"), "no suggestion for a word unlike any command: \(far.stderr)")
     }
 
+    /// `coldstart report T.json --html T.json` wrote its page over the
+    /// timeline and exited 0: an output that is the input is refused.
+    func testAnOutputThatIsTheTimelineItselfIsRefused() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let timeline = directory.appendingPathComponent("launch.json").path
+        try FileManager.default.copyItem(atPath: try KnownProfile.timelinePath(), toPath: timeline)
+        let original = try Data(contentsOf: URL(fileURLWithPath: timeline))
+        for arguments in [["report", timeline, "--html", timeline], ["export", timeline, "--format", "folded", "-o", timeline],
+                          ["report", timeline, "--html", directory.path + "/./launch.json"]] {
+            let result = try coldstart(arguments)
+            XCTAssertEqual(result.status, 1, "\(arguments): \(result.stdout)")
+            XCTAssertTrue(result.stderr.contains("is the file being read"), result.stderr)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: timeline)), original, "\(arguments) left the timeline alone")
+        }
+        let page = try coldstart(["report", timeline, "--html", directory.appendingPathComponent("launch.html").path])
+        XCTAssertEqual(page.status, 0, page.stderr)
+    }
+
     func testAMissingValueNamesTheOption() throws {
         for arguments in [["run", "-n"], ["run", "-n", "--", "/bin/true"], ["compare", "a", "b", "--fail-if-slower"]] {
             let result = try coldstart(arguments)

@@ -12,7 +12,7 @@ final class FindingsTests: XCTestCase {
             .init(module: "libswiftCore.so", isExecutable: false, ms: 0.4, samples: 4, function: "_GLOBAL__sub_I_Backtrace.cpp"),
         ]
         inputs.functions = [.init(name: "ServiceStartup.Store.open(recordCount:)", module: "ServiceStartup", ms: 4.2, samples: 39, phase: "open store")]
-        inputs.profilerCost = .init(setupMs: 0.2, samplingMs: 0.1)
+        inputs.profilerCost = .init(setupMs: 0.2, samplingMs: 0.1, leftOutOfEstimate: true)
         return inputs
     }
 
@@ -38,6 +38,26 @@ final class FindingsTests: XCTestCase {
         let loader = Finding.ranked(inputs).first { $0.kind == .loader }
         XCTAssertEqual(loader?.certainty, .estimate)
         XCTAssertEqual(loader?.location, "21 shared libraries; start ±4.3 ms")
+    }
+
+    /// Coldstart's cost as a finding says only what is so: a program run
+    /// without linking Coldstart (swift-format under `coldstart run`) has no
+    /// set-up phase and no "without profiling" figure in its header, and
+    /// COLDSTART_HZ is not the only way its rate is set.
+    func testProfilerCostNamesOnlyWhatTheLaunchHas() throws {
+        var linked = FindingInputs(launchMs: 30)
+        linked.profilerCost = .init(setupMs: 0.5, samplingMs: 1.0, leftOutOfEstimate: true)
+        let own = try XCTUnwrap(Finding.ranked(linked).first { $0.kind == .profilerCost })
+        XCTAssertEqual(own.location, "set-up 0.5 ms, sampling and its threads 1.0 ms on the critical path")
+        XCTAssertTrue(own.advice.contains("the header's 'without profiling' leaves it out"), own.advice)
+        XCTAssertTrue(own.advice.contains("coldstart run --hz"), own.advice)
+
+        var unlinked = FindingInputs(launchMs: 22)
+        unlinked.profilerCost = .init(setupMs: nil, samplingMs: 2.7, leftOutOfEstimate: false)
+        let launcher = try XCTUnwrap(Finding.ranked(unlinked).first { $0.kind == .profilerCost })
+        XCTAssertEqual(launcher.location, "sampling and its threads 2.7 ms on the critical path")
+        XCTAssertFalse(launcher.advice.contains("without profiling"), launcher.advice)
+        XCTAssertEqual(launcher.ms, 2.7)
     }
 
     func testPageFaultsAreEstimatedFromTheirCountsOrTakenFromTheWatcher() throws {
@@ -99,6 +119,91 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(findings[0].ms, 1.8, accuracy: 1e-9)
         XCTAssertEqual(findings[0].location, "called from ParsableCommand._commandName.getter")
         XCTAssertEqual(findings[0].certainty, .samples(18))
+    }
+
+    /// CodableTool's first screen listed `inventoryToolMain` and the
+    /// `inventoryRoundTrip` it calls as two findings on the same 8 samples,
+    /// and "aRC and allocation": one cost is one finding, named by the frame
+    /// nearest the leaf, and ARC keeps its capitals.
+    func testACallerWithItsCalleesSamplesIsNotASecondFindingAndTitlesKeepTheirCapitals() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        for index in 0..<60 {
+            let work: [SampledTimelineBuilder.Frame] = index < 30
+                ? [.init(module: app, name: "App.toolMain()"), .init(module: app, name: "App.roundTrip()")]
+                : [.init(module: app, name: "App.loadCatalog()")]
+            builder.sample(at: 20 + Double(index), [.init(module: app, name: "main")] + work)
+        }
+        let findings = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).report.findings)
+        let titles = findings.filter { $0.kind == .slowFunction }.map(\.title)
+        XCTAssertTrue(titles.contains("slow function App.roundTrip()"), "\(titles)")
+        XCTAssertTrue(titles.contains("slow function App.loadCatalog()"), "\(titles)")
+        XCTAssertFalse(titles.contains("slow function App.toolMain()"), "the same 30 samples as App.roundTrip(): \(titles)")
+
+        XCTAssertEqual(RuntimeCostKind.arcAndAllocation.titleInSentence, "ARC and allocation")
+        XCTAssertEqual(RuntimeCostKind.foundationInit.titleInSentence, "Foundation and ICU initialisation")
+        XCTAssertEqual(RuntimeCostKind.conformanceScan.titleInSentence, "protocol-conformance scans")
+    }
+
+    /// swift-package --version (async main, no Coldstart: no watcher path)
+    /// spent 61% of its launch in conformance scans on a second thread, and
+    /// the findings, from the main thread alone, named none of it.
+    func testWithoutAPathTheThreadsThatDidTheWorkStandForTheMainThread() throws {
+        var builder = SampledTimelineBuilder()
+        builder.threads.append(["tid": 4300, "name": "worker"])
+        let app = builder.module("/opt/app/App")
+        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        builder.sample(at: 21, [.init(module: app, name: "main"), .init(module: app, name: "App.start()")])
+        for index in 0..<40 {
+            builder.sample(at: 25 + Double(index), tid: 4300, [
+                .init(module: app, name: "App.parseArguments()"),
+                .init(module: core, name: "swift_conformsToProtocolMaybeInstantiateSuperclasses"),
+            ])
+        }
+        let report = try LaunchAnalysis(timeline: builder.timeline()).report
+        let costs = try XCTUnwrap(report.runtimeCosts)
+        XCTAssertEqual(costs.scope, CriticalPathScope.everyThread.rawValue)
+        XCTAssertEqual(costs.rows.first?.kind, .conformanceScan)
+        XCTAssertEqual(costs.rows.first?.samples, 40)
+        XCTAssertEqual(report.findings?.first?.title, "protocol-conformance scans", "\(report.findings ?? [])")
+        XCTAssertTrue(costs.lines(width: 100).first?.contains("every thread's samples after main") == true)
+
+        // The main thread doing most of the work stays the path.
+        var own = SampledTimelineBuilder()
+        let ownApp = own.module("/opt/app/App")
+        for index in 0..<10 { own.sample(at: 25 + Double(index), [.init(module: ownApp, name: "main"), .init(module: ownApp, name: "App.load()")]) }
+        XCTAssertEqual(try LaunchAnalysis(timeline: own.timeline()).report.runtimeCosts?.scope, CriticalPathScope.mainThread.rawValue)
+    }
+
+    /// sourcekit-lsp's first screen: "slow function (1) suspend resume
+    /// partial function for static Ar…": the piece names its function.
+    func testAnAsyncFunctionsPieceIsNamedAsTheFunction() {
+        XCTAssertEqual(ProfileAnalysis.shortName("(1) suspend resume partial function for static ArgumentParser.AsyncParsableCommand.main() async -> ()"),
+                       "ArgumentParser.AsyncParsableCommand.main() async -> ()")
+        XCTAssertEqual(ProfileAnalysis.shortName("(12) await resume partial function for App.load() async throws -> ()"), "App.load() async throws -> ()")
+        XCTAssertEqual(ProfileAnalysis.shortName("generic specialization <Swift.Int> of App.f<A>(A) -> ()"), "App.f<A>(A) -> ()")
+    }
+
+    /// CodableTool (a tool: no ready()) had 1081 minor faults (~2.7 ms) and
+    /// 3 major (~0.1 ms), and was told about a cold cache and "ready()".
+    func testAdviceFitsTheLargerPartAndHowTheLaunchEnds() throws {
+        var tool = FindingInputs(launchMs: 32)
+        tool.endsAtReady = false
+        tool.pageFaults = .init(counts: (minor: 1081, major: 3), watchedMajorMs: nil)
+        tool.functions = [.init(name: "InventoryWork.inventoryRoundTrip(count:)", module: "CodableTool", ms: 2.5, samples: 8)]
+        tool.lazyGlobals = [.init(name: "CodableTool.table", module: "CodableTool", ms: 2, samples: 2)]
+        let findings = Finding.ranked(tool)
+        let faults = try XCTUnwrap(findings.first { $0.kind == .pageFaults })
+        XCTAssertTrue(faults.advice.hasPrefix("each first touch of a page costs a fault"), faults.advice)
+        XCTAssertTrue(faults.advice.hasSuffix("before exit"), faults.advice)
+        let function = try XCTUnwrap(findings.first { $0.kind == .slowFunction })
+        XCTAssertTrue(function.advice.hasPrefix("on the critical path to exit;"), function.advice)
+        XCTAssertFalse(findings.contains { $0.advice.contains("ready()") }, findings.map(\.advice).joined(separator: "\n"))
+
+        var cold = FindingInputs(launchMs: 32)
+        cold.pageFaults = .init(counts: (minor: 100, major: 50), watchedMajorMs: nil)
+        let major = try XCTUnwrap(Finding.ranked(cold).first { $0.kind == .pageFaults })
+        XCTAssertTrue(major.advice.hasPrefix("major faults read pages from disk"), major.advice)
     }
 
     func testTextFitsOneHundredColumnsAndWrapsAdvice() {

@@ -227,4 +227,27 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertTrue(html.contains("Flame chart of worker (tid \(getpid() + 1))"), "the chart shows the selected thread")
         XCTAssertFalse(html.contains(KnownProfile.leaves[0].name), "no main-thread function")
     }
+
+    /// The mode line printed "under `coldstart run`" with its backticks on the page.
+    func testTheReportsOwnBackticksAreCodeOnThePage() {
+        XCTAssertEqual(HTMLPage.prose("not linked with Coldstart, under `coldstart run`: sampled <from> exec"),
+                       "not linked with Coldstart, under <code>coldstart run</code>: sampled &lt;from&gt; exec")
+        XCTAssertEqual(HTMLPage.prose("no code"), "no code")
+    }
+
+
+    /// A finding's figure read "12.2 ms" in the text and "12.20 ms" on the page.
+    func testFindingsPrintTheSameFiguresAsTheText() throws {
+        let analysis = try LaunchAnalysis(timeline: try Timeline(contentsOf: try KnownProfile.timelinePath()))
+        let findings = try XCTUnwrap(analysis.report.findings)
+        XCTAssertFalse(findings.isEmpty)
+        let text = analysis.report.text(full: false)
+        let page = HTMLReport.render(analysis, source: "known.json")
+        for finding in findings {
+            let figure = String(format: "%.1f ms", finding.ms)
+            XCTAssertTrue(text.contains(figure + " "), figure)
+            XCTAssertTrue(page.contains("</b> — \(figure), "), "\(finding.title): \(figure) on the page")
+        }
+    }
+
 }

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+@testable import ColdstartExport
 import Foundation
 import XCTest
 
@@ -34,7 +35,8 @@ final class LaunchModeTests: XCTestCase {
         let modeLine = try XCTUnwrap(html.range(of: "<p class=\"mode\">Mode: "), "no mode line in the HTML", file: file, line: line)
         XCTAssertTrue(title.upperBound <= modeLine.lowerBound && modeLine.lowerBound < (html.range(of: "id=\"findings\"")?.lowerBound ?? html.endIndex),
                       file: file, line: line)
-        XCTAssertTrue(html[modeLine.upperBound...].hasPrefix(phrase), file: file, line: line)
+        // The command in backticks is set as code on the page.
+        XCTAssertTrue(html[modeLine.upperBound...].hasPrefix(HTMLPage.prose(phrase)), file: file, line: line)
         return json
     }
 
@@ -186,6 +188,22 @@ final class LaunchModeTests: XCTestCase {
         XCTAssertEqual([beforeMain.userMs, beforeMain.kernelMs], [14, 16])
         XCTAssertEqual(BeforeMain(userOnly)?.beforeMainKernel?.kernelMs, 16)
         XCTAssertNil(BeforeMain(try unlinkedTimeline(kernelSamples: kernelMs))?.beforeMainKernel, "not when the phases are split")
+    }
+
+    /// The fault list's heading said "(1 sample per 1)": every fault is counted.
+    func testThePageFaultHeadingSaysWhatWasCounted() throws {
+        var document = try unlinkedTimeline(kernelSamples: nil).document
+        var section = document["coldstart"] as! [String: Any]
+        var launcher = section["launcher"] as! [String: Any]
+        launcher["faultPeriod"] = 1
+        launcher["faultFiles"] = ["[anon]"]
+        launcher["faults"] = [[Int64(1_000_000), 4242, 0, 0x1000, 0, 0]]
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        let text = try XCTUnwrap(BeforeMain(timeline)).text()
+        XCTAssertTrue(text.contains("  page faults in user mode by phase (every fault):\n"), text)
+        XCTAssertFalse(text.contains("sample per"), text)
     }
 
     func testAPoolSumsEachLaunchsSplitOfAPhaseTooShortForOne() throws {

@@ -33,6 +33,11 @@ final class LoaderTests: XCTestCase {
 
         let timeline = try Timeline(contentsOf: dir + "/run-2.json")
         XCTAssertEqual(timeline.phases.map(\.kind), ["loader", "initializers", "app"])
+        // On the wall clock too: `coldstart export --format otlp` refused it without.
+        let started = Double(try XCTUnwrap(timeline.launch.startRealtimeUs, "startRealtimeUs")) / 1e6
+        XCTAssertEqual(started, Date().timeIntervalSince1970, accuracy: 120)
+        let otlp = try coldstart(["export", dir + "/run-2.json", "--format", "otlp", "-o", dir + "/run-2.otlp.json"])
+        XCTAssertEqual(otlp.status, 0, otlp.stderr)
         XCTAssertEqual(timeline.phases.last?.name, "main → exit(0)")
         XCTAssertTrue(timeline.launch.completed)
         let loader = timeline.phases[0], initializers = timeline.phases[1], main = timeline.phases[2]
@@ -79,6 +84,18 @@ final class LoaderTests: XCTestCase {
         let report = try coldstart(["report", dir + "/run-2.json"])
         XCTAssertEqual(report.status, 0, report.stderr)
         XCTAssertTrue(report.stdout.contains("do_lookup_x") || report.stdout.contains("_dl_relocate_object"), report.stdout)
+    }
+
+    /// `coldstart run`'s Before main lines ran to 300 columns in a terminal.
+    func testRunsBeforeMainSummaryFitsTheTerminal() throws {
+        let tool = try FixturePrograms.path("FoundationTool")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try runProcess(try Products.path("coldstart"), ["run", "-n", "1", "--warmup", "0", "--out", dir, "--", tool],
+                                    environment: ["COLUMNS": "100"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").drop { !$0.hasPrefix("Before main, run-1") }
+        XCTAssertGreaterThan(lines.count, 5, result.stdout)
+        for line in lines { XCTAssertLessThanOrEqual(line.count, 100, String(line)) }
     }
 
     func testAuditAndLauncherVariablesAreNotInheritedByTheProgram() throws {

@@ -108,6 +108,20 @@ final class PooledProfileTests: XCTestCase {
         XCTAssertTrue(sparse.rule.contains("20 samples ×0.6–×1.5"), sparse.rule)
     }
 
+    /// In a 100-column terminal no line of `report DIR` passes the edge: the
+    /// tables are narrowed and the header's sentences (the precision rule
+    /// was one 170-column line) wrap.
+    func testThePooledReportFitsTheTerminalWidth() throws {
+        let (runs, _) = try record()
+        let text = try runProcess(try Products.path("coldstart"), ["report", runs], environment: ["COLUMNS": "100"])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        let lines = text.stdout.split(separator: "\n")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("  precision: ") }, text.stdout)
+        for line in lines {
+            XCTAssertLessThanOrEqual(line.count, 100, String(line))
+        }
+    }
+
     func testBadFilesAreSkippedWithTheirReasonAndTheRestPooled() throws {
         let (runs, _) = try record()
         let directory = try makeTemporaryDirectory(for: self)

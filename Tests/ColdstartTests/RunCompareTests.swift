@@ -412,6 +412,31 @@ final class RunCompareTests: XCTestCase {
         XCTAssertNil(report["functions"], "functions are not compared, and the output does not pretend otherwise")
     }
 
+    /// `coldstart export` writes beside the timeline by default: a run
+    /// directory that was exported from still compares (its speedscope and
+    /// OTLP files are JSON, not timelines; compare refused the directory).
+    func testExportsBesideTheRunsAreNotRuns() throws {
+        let root = try recordedSets()
+        let good = root.appendingPathComponent("same1-a").path
+        let exported = try makeTemporaryDirectory(for: self).appendingPathComponent("exported").path
+        try FileManager.default.copyItem(atPath: good, toPath: exported)
+        for format in ["speedscope", "otlp", "pprof", "folded"] {
+            let export = try coldstart(["export", exported + "/run-1.json", "--format", format])
+            XCTAssertEqual(export.status, 0, export.stderr)
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: exported)
+        XCTAssertTrue(names.contains("run-1.speedscope.json") && names.contains("run-1.otlp.json"), "\(names)")
+        let result = try coldstart(["compare", good, exported])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("NEW   \(exported): 8 timelines, 8 completed"), result.stdout)
+
+        // In a 100-column terminal the sentences wrap (the "times:" legend ran to 150 columns).
+        let narrow = try coldstart(["compare", good, exported], environment: ["COLUMNS": "100"])
+        XCTAssertEqual(narrow.status, 0, narrow.stderr)
+        XCTAssertTrue(narrow.stdout.contains("times: CLOCK_MONOTONIC"), narrow.stdout)
+        for line in narrow.stdout.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 100, String(line)) }
+    }
+
     func testCompareRefusesUnusableInput() throws {
         let root = try recordedSets()
         let good = root.appendingPathComponent("same1-a").path

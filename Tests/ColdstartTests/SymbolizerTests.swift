@@ -84,6 +84,21 @@ final class SymbolizerTests: XCTestCase {
         XCTAssertNil(image.symbol(containing: end.value + 8), "not in an executable segment")
     }
 
+    /// crti's `_init` is unsized and the PLT follows its `.init` section:
+    /// AsyncService's calls through PLT stubs were a "slow function _init".
+    func testPLTStubsAreNotTheUnsizedSymbolBeforeThem() throws {
+        let image = try ELFImage(path: Self.testBundle, debugDirectory: nil)
+        let initSymbol = try XCTUnwrap(image.allSymbols.first { $0.name == "_init" })
+        XCTAssertEqual(initSymbol.size, 0)
+        let section = try XCTUnwrap(image.codeSections.first { $0.contains(initSymbol.value) }, ".init")
+        let plt = try XCTUnwrap(image.codeSections.filter { $0.virtualAddress >= section.virtualAddress + section.memorySize }
+            .min { $0.virtualAddress < $1.virtualAddress }, "the PLT after .init")
+        let next = try XCTUnwrap(image.allSymbols.first { $0.value > initSymbol.value })
+        XCTAssertLessThan(plt.virtualAddress + 16, next.value, "PLT stubs between _init and the next symbol")
+        XCTAssertEqual(image.symbol(containing: initSymbol.value + 1)?.name, "_init")
+        XCTAssertNil(image.symbol(containing: plt.virtualAddress + 16), "a PLT stub is no part of _init")
+    }
+
     func testGarbageAndTruncatedFilesThrow() throws {
         let directory = try makeTemporaryDirectory(for: self)
         let real = try Data(contentsOf: URL(fileURLWithPath: Self.libc))

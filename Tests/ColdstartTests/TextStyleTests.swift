@@ -32,6 +32,8 @@ final class TextStyleTests: XCTestCase {
             let top = try XCTUnwrap(table(text, after: "Top functions by self time").dropFirst().first)
             XCTAssertTrue(top.contains("knownProfileHashIndex("), top)
             XCTAssertFalse(text.contains("\u{1B}["), "no colour unless asked")
+            // The sentences too (the phase table's legend was one 260-column line).
+            for line in text.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, width, String(line)) }
         }
         let narrow = report.text(style: TextStyle(width: 100))
         let bars = table(narrow, after: "Phases").filter { $0.contains("|") }
