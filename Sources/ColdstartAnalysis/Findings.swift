@@ -308,7 +308,7 @@ extension Finding {
             candidates.append(Finding(
                 kind: .blockingWait, title: "blocked in \(wait.cause) on the critical path", ms: wait.ms, percent: percent(wait.ms),
                 location: wait.what + (wait.phase.map { ", phase '\($0)'" } ?? ""), certainty: .watched,
-                advice: blockingAdvice(cause: wait.cause)))
+                advice: blockingAdvice(cause: wait.cause, endsAtReady: inputs.endsAtReady)))
         }
         if let faults = inputs.pageFaults {
             candidates.append(Finding(
@@ -370,16 +370,17 @@ extension Finding {
         return "the loader maps and relocates each library before main; link fewer libraries"
     }
 
-    private static func blockingAdvice(cause: String) -> String {
-        switch cause {
+    private static func blockingAdvice(cause: String, endsAtReady: Bool) -> String {
+        let end = endsAtReady ? "ready()" : "exit"
+        return switch cause {
         case "futex", "lock", "pthread_mutex_lock", "pthread_cond_wait":
-            "the thread waited for a lock or another thread; find who holds it, or do not wait before ready()"
+            "the thread waited for a lock or another thread; find who holds it, or do not wait for it before \(end)"
         case "nanosleep", "clock_nanosleep", "sleep", "usleep":
             "the thread slept; remove the sleep or move it off the critical path"
         case "page fault":
             "the thread waited for a page from disk: a cold cache"
         default:
-            "the thread waited for I/O; read less, read in the background, or after ready()"
+            "the thread waited for I/O; read less, read in the background" + (endsAtReady ? ", or after ready()" : "")
         }
     }
 }

@@ -74,7 +74,8 @@ extension LaunchReport {
             "  clock \(launch.clock); start \(launch.startPrecision)",
         ] + (launch.profilerSetupMs.map { ["  of which \(Self.ms($0)) was Coldstart's own set-up (phase 'Coldstart set-up')"] } ?? [])
             + (launch.withoutProfiling.map { ["  " + $0.text] } ?? []) + [
-            "  \(launch.executable) · kernel \(launch.kernelRelease) · Swift \(launch.swiftVersion)",
+            // A program that never called into Coldstart's Swift API (or does not link it) records no version.
+            "  \(launch.executable) · kernel \(launch.kernelRelease)" + (launch.swiftVersion == "unknown" ? "" : " · Swift \(launch.swiftVersion)"),
         ]
     }
 

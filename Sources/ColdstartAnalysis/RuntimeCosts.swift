@@ -71,7 +71,7 @@ package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
         case .reflection:
             "Mirror walks a value's fields through metadata; avoid `String(describing:)`, `print(value)` or `dump` of non-CustomStringConvertible values at start-up"
         case .foundationInit:
-            "Foundation's and ICU's one-time set-up (locales, calendars, collation); defer formatters and locale-dependent work until after ready"
+            "Foundation's and ICU's one-time set-up (locales, calendars, collation); defer formatters and locale-dependent work off the start-up path, to where they are first needed"
         case .arcAndAllocation:
             "retain/release and heap allocation; fewer class instances and copies on the start-up path, or reserve capacity"
         case .lazyGlobal:

@@ -71,16 +71,20 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         var parts: [Part] = []
         var unknown: [String] = []
 
+        // A program without Coldstart was sampled by the launcher's perf
+        // events alone: no signal, handler or thread of ours ran in it, and
+        // what the events cost it is not timed.
+        let linked = LaunchMode(timeline) != .runUnlinked
         if let setup = timeline.phases.first(where: { $0.kind == "profiler" }) {
             parts.append(Part(name: "set-up", ms: Double(setup.durationNs) / 1e6, uncertaintyMs: 0,
                               basis: "the 'Coldstart set-up' phase, exact"))
-        } else {
+        } else if linked {
             unknown.append("the timeline has no 'Coldstart set-up' phase (written before it was recorded)")
         }
-        if let sampling = timeline.sampling {
+        if linked, let sampling = timeline.sampling {
             parts.append(Self.sampling(timeline, sampling))
         }
-        if let threads = Self.ownThreads(timeline, blocked: blocked) { parts.append(threads) }
+        if linked, let threads = Self.ownThreads(timeline, blocked: blocked) { parts.append(threads) }
 
         let launch = timeline.launch
         if launch.startSource != "spawn-env" && launch.startPrecisionNs > 0 {
@@ -97,7 +101,10 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
                                   basis: "estimated start (\(launch.startSource)), ±\(LaunchReport.format(precision, decimals: 2)) ms"))
             }
         }
-        if Self.loaderWasSampled(timeline) {
+        if !linked {
+            unknown.append("the program ran under coldstart run's perf events and LD_AUDIT module, whose cost the launch "
+                + "cannot time; time it without coldstart run to know")
+        } else if Self.loaderWasSampled(timeline) {
             unknown.append("coldstart run sampled the loader (an LD_AUDIT module and perf events from exec), "
                 + "which slows the time before main by an amount the launch cannot time; run with --no-sample-loader")
         }

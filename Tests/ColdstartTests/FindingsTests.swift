@@ -192,6 +192,7 @@ final class FindingsTests: XCTestCase {
         tool.pageFaults = .init(counts: (minor: 1081, major: 3), watchedMajorMs: nil)
         tool.functions = [.init(name: "InventoryWork.inventoryRoundTrip(count:)", module: "CodableTool", ms: 2.5, samples: 8)]
         tool.lazyGlobals = [.init(name: "CodableTool.table", module: "CodableTool", ms: 2, samples: 2)]
+        tool.blockingWaits = [.init(cause: "futex", what: "lock 0x1000", ms: 3), .init(cause: "read", what: "/etc/app.conf", ms: 2)]
         let findings = Finding.ranked(tool)
         let faults = try XCTUnwrap(findings.first { $0.kind == .pageFaults })
         XCTAssertTrue(faults.advice.hasPrefix("each first touch of a page costs a fault"), faults.advice)

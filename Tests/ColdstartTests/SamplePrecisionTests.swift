@@ -177,6 +177,21 @@ final class UnprofiledEstimateTests: XCTestCase {
         XCTAssertNil(sampledLoader.lowMs)
         XCTAssertTrue(try XCTUnwrap(sampledLoader.unknown).contains("--no-sample-loader"))
 
+        // A program without Coldstart: the launcher's perf records are no
+        // signals to it, and nothing of ours ran in it to subtract.
+        let unlinked = UnprofiledEstimate(try timeline { section in
+            section["launcher"] = ["mode": "not linked", "samples": 40, "audit": ["versionNs": 1000]] as [String: Any]
+            var phases = section["phases"] as! [[String: Any]]
+            phases.remove(at: 1)
+            phases[1]["startNs"] = 3_000_000
+            section["phases"] = phases
+        }, blocked: nil)
+        XCTAssertNil(unlinked.ms)
+        XCTAssertEqual(unlinked.parts.map(\.name), [])
+        let reason = try XCTUnwrap(unlinked.unknown)
+        XCTAssertTrue(reason.hasPrefix("the program ran under coldstart run's perf events"), reason)
+        XCTAssertFalse(reason.contains("set-up"), reason)
+
         // A timeline from before the set-up phase was recorded.
         let old = UnprofiledEstimate(try timeline { section in
             var phases = section["phases"] as! [[String: Any]]
