@@ -275,7 +275,7 @@ extension Finding {
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in
-                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; top: \(library.name) \(library.symbolic)"
+                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; most in \(library.name) (\(library.symbolic))"
                     } ?? "")
                     + (loader.isExact ? "" : String(format: "; start ±%.1f ms", loader.startPrecisionMs)),
                 certainty: loader.isExact ? .exact : .estimate, advice: loaderAdvice(loader)))

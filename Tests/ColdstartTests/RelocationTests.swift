@@ -71,7 +71,7 @@ final class RelocationTests: XCTestCase {
         XCTAssertTrue(toolchain.advice.contains("-static-stdlib"), toolchain.advice)
 
         let own = try loaderFinding(.init(name: "libModels.so", symbolic: 40000, lookups: 9000, ms: nil, isOwn: true))
-        XCTAssertTrue(own.location.hasSuffix("; top: libModels.so 40000"), own.location)
+        XCTAssertTrue(own.location.hasSuffix("; most in libModels.so (40000)"), own.location)
         XCTAssertTrue(own.advice.hasPrefix("libModels.so is yours"), own.advice)
         XCTAssertTrue(own.advice.contains("-Bsymbolic"), own.advice)
     }
