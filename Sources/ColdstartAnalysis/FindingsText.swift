@@ -24,7 +24,16 @@ extension Finding {
             lines.append("    " + clipped((finding.intervalText.map { $0 + " · " } ?? "") + finding.location, to: width - 4))
             lines += wrapped("→ " + finding.advice, width: width - 4, continuation: "  ").map { "    " + $0 }
         }
+        if let note = overlapNote(findings) { lines += wrapped("(\(note))", width: width, continuation: " ") }
         return lines
+    }
+
+    /// Page faults and runtime work happen inside other findings' time (the
+    /// loader's, a lazy global's): shares that add up past the whole launch
+    /// would otherwise read as a mistake. Nil while they do not.
+    package static func overlapNote(_ findings: [Finding]) -> String? {
+        guard findings.map(\.percent).reduce(0, +) > 100 else { return nil }
+        return "These overlap: page faults and runtime work lie inside other findings' time, so the shares add up to more than the launch."
     }
 
     /// "95%: 8.9–16.3 ms" for a figure counted in samples.

@@ -21,7 +21,7 @@ extension HTMLPage {
                 + "<span class=\"dim\">(\(e(finding.certainty.text + (finding.intervalText.map { ", " + $0 } ?? ""))))</span><br>"
                 + "<span class=\"dim\">\(e(finding.location))</span><br>→ \(e(finding.advice))</li>\n"
         }
-        out += "</ol>\n\(notice)</section>\n"
+        out += "</ol>\n" + (Finding.overlapNote(findings).map { "<p class=\"dim\">\(e($0))</p>\n" } ?? "") + "\(notice)</section>\n"
     }
 
     mutating func runtimeCostsSection() {

@@ -82,6 +82,16 @@ final class FindingsTests: XCTestCase {
         XCTAssertTrue(minor.advice.contains("touch less memory"), minor.advice)
     }
 
+    /// Faults inside the loader's time: shares past 100% are said to overlap.
+    func testOverlappingSharesAreSaidToOverlap() {
+        var inputs = FindingInputs(launchMs: 10)
+        inputs.loader = .init(ms: 7, libraryCount: 19, swiftRuntimeIsShared: true, usesFoundation: true)
+        inputs.pageFaults = .init(counts: (minor: 1600, major: 0), watchedMajorMs: nil)
+        let overlapping = Finding.lines(Finding.ranked(inputs)).joined(separator: "\n")
+        XCTAssertTrue(overlapping.contains("(These overlap:"), overlapping)
+        XCTAssertFalse(Finding.lines(Finding.ranked(example)).joined().contains("overlap"))
+    }
+
     func testAtMostSevenAtLeastThree() {
         var inputs = FindingInputs(launchMs: 100)
         inputs.functions = (1...12).map { .init(name: "f\($0)", module: "App", ms: Double($0), samples: $0 * 10) }
