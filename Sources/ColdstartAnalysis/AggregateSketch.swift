@@ -112,12 +112,7 @@ struct FixedHistogram: Sendable {
     private(set) var counts = [UInt64](repeating: 0, count: boundsNs.count + 1)
 
     mutating func add(_ ns: Int64) {
-        var low = 0, high = Self.boundsNs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if Self.boundsNs[middle] < ns { low = middle + 1 } else { high = middle }
-        }
-        counts[low] += 1
+        counts[Self.boundsNs.partitionPoint { $0 < ns }] += 1
     }
 
     mutating func merge(_ other: FixedHistogram) {

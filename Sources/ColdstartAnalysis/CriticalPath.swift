@@ -82,11 +82,7 @@ package struct CriticalPath: Sendable, Equatable {
 
     /// The thread on the path at `ns`, if the path covers it.
     package func thread(at ns: Int64) -> Int? {
-        var low = 0, high = pieces.count
-        while low < high {
-            let mid = (low + high) / 2
-            if pieces[mid].endNs <= ns { low = mid + 1 } else { high = mid }
-        }
+        let low = pieces.partitionPoint { $0.endNs <= ns }
         return low < pieces.count && pieces[low].startNs <= ns ? pieces[low].tid : nil
     }
 

@@ -163,32 +163,18 @@ struct CriticalPathSplit: Sendable {
     /// when it has enough of them (four), else by wall time.
     static func cpuFraction(_ segment: Timeline.Segment, from: Int64, to: Int64, samples: [Int64], wall: Double) -> Double {
         guard wall < 1, segment.cause == .running else { return wall }
-        let all = index(samples, segment.endNs) - index(samples, segment.startNs)
+        let all = samples.partitionPoint { $0 < segment.endNs } - samples.partitionPoint { $0 < segment.startNs }
         guard all >= 4 else { return wall }
-        let inside = index(samples, min(segment.endNs, to)) - index(samples, max(segment.startNs, from))
+        let inside = samples.partitionPoint { $0 < min(segment.endNs, to) } - samples.partitionPoint { $0 < max(segment.startNs, from) }
         return Double(inside) / Double(all)
     }
 
     /// The first of a thread's segments (contiguous, in time order) that
     /// ends after `ns`.
     private static func first(in segments: [Timeline.Segment], endingAfter ns: Int64) -> Int {
-        var low = 0, high = segments.count
-        while low < high {
-            let mid = (low + high) / 2
-            if segments[mid].endNs <= ns { low = mid + 1 } else { high = mid }
-        }
-        return low
+        segments.partitionPoint { $0.endNs <= ns }
     }
 
-    /// The first index of `sorted` at or after `ns`.
-    private static func index(_ sorted: [Int64], _ ns: Int64) -> Int {
-        var low = 0, high = sorted.count
-        while low < high {
-            let mid = (low + high) / 2
-            if sorted[mid] < ns { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
 
     private mutating func suspend(from: Int64, to: Int64) {
         guard to > from else { return }

@@ -105,11 +105,7 @@ final class ELFImage {
     /// The function containing `address` (an ELF virtual address), or nil.
     func symbol(containing address: UInt64) -> Symbol? {
         // The last entry starting at or below the address.
-        var low = 0, high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            if entries[mid].value <= address { low = mid + 1 } else { high = mid }
-        }
+        let low = entries.partitionPoint { $0.value <= address }
         guard low > 0 else { return nil }
         let nearest = low - 1
         // A sized symbol containing the address, possibly an enclosing one a

@@ -48,7 +48,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
         let kernelTimes = (launcher?["kernelSamples"] as? [[NSNumber]])?.compactMap { $0.first?.int64Value }.sorted()
         let userTimes = timeline.samples.map(\.ns).sorted()
         func count(_ times: [Int64], from start: Int64, to end: Int64) -> Int {
-            lowerBound(times, end) - lowerBound(times, start)
+            times.partitionPoint { $0 < end } - times.partitionPoint { $0 < start }
         }
         // The CPU before `main` that no sample saw — the fork child and the
         // start of exec, before the events switched on (about 1.5 ms,
@@ -114,7 +114,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
                                        sortedSamples: [Int64]) -> [(from: Int64, to: Int64)] {
         if launcherMode == "not linked" { return [(sampling.startNs, sampling.stopNs)] }
         let cut = launcherMode == nil ? sampling.startNs : (timeline.launch.earliestInitNs ?? 0)
-        let first = lowerBound(sortedSamples, max(cut, sampling.startNs))
+        let first = sortedSamples.partitionPoint { $0 < max(cut, sampling.startNs) }
         let own: (from: Int64, to: Int64) = (first < sortedSamples.count ? sortedSamples[first] : sampling.stopNs, sampling.stopNs)
         let launcher: [(from: Int64, to: Int64)] = launcherMode == nil ? [] : [(Int64(0), cut)]
         return launcher + [own]
@@ -126,15 +126,5 @@ package struct KernelShare: Codable, Sendable, Equatable {
         kernelPercent = userNs + kernelNs > 0 ? kernelNs / (userNs + kernelNs) * 100 : 0
         userSamples = samples
         self.source = source
-    }
-
-    /// The first index of `sorted` whose value is not below `value`.
-    private static func lowerBound(_ sorted: [Int64], _ value: Int64) -> Int {
-        var low = 0, high = sorted.count
-        while low < high {
-            let mid = (low + high) / 2
-            if sorted[mid] < value { low = mid + 1 } else { high = mid }
-        }
-        return low
     }
 }

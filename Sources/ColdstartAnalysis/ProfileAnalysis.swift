@@ -93,12 +93,7 @@ struct ProfileAnalysis {
     /// Phases are contiguous `[start, end)`; the last one also holds its end.
     private func phase(of ns: Int64, starts: [Int64]) -> Int {
         if ns > timeline.launch.endNs || ns > (timeline.phases.last?.endNs ?? .max) { return timeline.phases.count }
-        var low = 0, high = starts.count
-        while low < high {
-            let mid = (low + high) / 2
-            if starts[mid] <= ns { low = mid + 1 } else { high = mid }
-        }
-        return max(0, low - 1)
+        return max(0, starts.partitionPoint { $0 <= ns } - 1)
     }
 
     func ms(_ samples: Int) -> Double { Double(samples) * nsPerSample / 1e6 }
