@@ -55,8 +55,7 @@ package struct BeforeMain: Codable, Sendable {
         let loader = timeline.phases.first { $0.kind == "loader" }
         let loaderEnd = loader?.endNs ?? 0
         loaderMs = Double(loaderEnd) / 1e6
-        let hz = timeline.sampling.map { $0.effectiveHz > 0 ? $0.effectiveHz : $0.requestedHz } ?? 1000
-        let msPerSample = 1000 / hz
+        let msPerSample = (timeline.sampling?.nsPerSample ?? 1e6) / 1e6
         let isLoader = Set(timeline.modules.indices.filter { LauncherTimeline.isDynamicLoader(timeline.modules[$0].path) })
 
         let files = section["faultFiles"] as? [String] ?? []

@@ -41,9 +41,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
         guard let sampling = timeline.sampling, sampling.clock == "perf-task-clock" else {
             return timeline.phases.map { _ in nil }
         }
-        let hz = sampling.loweredHz ?? sampling.requestedHz
-        guard hz > 0, hz.isFinite else { return timeline.phases.map { _ in nil } }
-        let periodNs = 1e9 / hz
+        guard let periodNs = sampling.nsPerSample else { return timeline.phases.map { _ in nil } }
         let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         let kernelTimes = (launcher?["kernelSamples"] as? [[NSNumber]])?.compactMap { $0.first?.int64Value }.sorted()
         let userTimes = timeline.samples.map(\.ns).sorted()
@@ -95,12 +93,12 @@ package struct KernelShare: Codable, Sendable, Equatable {
     package static func beforeMain(_ timeline: Timeline) -> KernelShare? {
         let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         guard launcher?["mode"] as? String == "not linked", let sampling = timeline.sampling, sampling.clock == "perf-task-clock",
-              sampling.startNs <= 0, let main = timeline.rusage.first(where: { $0.at == "main" }) else { return nil }
-        let hz = sampling.loweredHz ?? sampling.requestedHz
+              sampling.startNs <= 0, let main = timeline.rusage.first(where: { $0.at == "main" }),
+              let periodNs = sampling.nsPerSample else { return nil }
         let cpu = Double(main.usage.cpuNs)
-        guard hz > 0, hz.isFinite, cpu >= minimumPeriods * 1e9 / hz else { return nil }
+        guard cpu >= minimumPeriods * periodNs else { return nil }
         let samples = timeline.samples.filter { $0.ns < main.ns }.count
-        let userNs = min(Double(samples) * 1e9 / hz, cpu)
+        let userNs = min(Double(samples) * periodNs, cpu)
         return KernelShare(userNs: userNs, kernelNs: cpu - userNs, samples: samples, source: "rusage")
     }
 

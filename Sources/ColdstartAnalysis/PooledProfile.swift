@@ -115,8 +115,9 @@ package struct PooledProfile: Sendable {
         samples += all.count
         ns += Double(all.count) * period
         clocks.insert(analysis.sampling.clock)
-        minHz = min(minHz, 1e9 / period)
-        maxHz = max(maxHz, 1e9 / period)
+        let achievedHz = analysis.sampling.effectiveHz > 0 ? analysis.sampling.effectiveHz : 1e9 / period
+        minHz = min(minHz, achievedHz)
+        maxHz = max(maxHz, achievedHz)
 
         // Counted by pooled key, not by the launch's function id: two ids
         // with one key (the same file mapped twice) count once per sample.
@@ -149,7 +150,6 @@ package struct PooledProfile: Sendable {
             let kind = index < analysis.timeline.phases.count ? analysis.timeline.phases[index].kind : "after-end"
             phases[analysis.phaseNames[index], default: PhaseCounter(kind: kind, position: index)].time.add(count, nsPerSample: period)
         }
-        let userPeriod = 1e9 / (analysis.sampling.loweredHz ?? analysis.sampling.requestedHz)
         for (phase, split) in zip(analysis.timeline.phases, KernelShare.phases(analysis.timeline, minimumPeriods: 0)) {
             guard let split else { continue }
             var counter = phases[phase.name, default: PhaseCounter(kind: phase.kind, position: analysis.phaseNames.firstIndex(of: phase.name) ?? 0)]
@@ -157,7 +157,7 @@ package struct PooledProfile: Sendable {
             counter.kernelNs += split.kernelMs * 1e6
             counter.userSamples += split.userSamples
             counter.splitLaunches += 1
-            counter.periodNs = max(counter.periodNs, userPeriod.isFinite ? userPeriod : 0)
+            counter.periodNs = max(counter.periodNs, period)
             phases[phase.name] = counter
         }
         let startup = analysis.initializers(all, options: everything)

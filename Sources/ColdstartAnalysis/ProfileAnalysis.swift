@@ -79,11 +79,10 @@ struct ProfileAnalysis {
     /// when the launch was not sampled.
     static func make(timeline: Timeline, symbols: [String: Timeline.Symbol], path: String) throws -> ProfileAnalysis? {
         guard let sampling = timeline.sampling, !timeline.samples.isEmpty else { return nil }
-        let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
-        guard hz > 0, hz.isFinite else {
+        guard let nsPerSample = sampling.nsPerSample else {
             throw ProfileError(path: path, problem: "malformed timeline: sampling rate \(sampling.effectiveHz) Hz")
         }
-        return ProfileAnalysis(timeline: timeline, sampling: sampling, symbols: symbols, nsPerSample: 1e9 / hz)
+        return ProfileAnalysis(timeline: timeline, sampling: sampling, symbols: symbols, nsPerSample: nsPerSample)
     }
 
     static func afterEndName(_ timeline: Timeline) -> String {

@@ -71,7 +71,7 @@ package struct ProfileReport: Codable, Sendable, Equatable {
         package var requestedHz: Double
         package var effectiveHz: Double
         package var loweredHz: Double?
-        /// The time one sample stands for: 1000 / effectiveHz.
+        /// The time one sample stands for (`Timeline.Sampling.nsPerSample`).
         package var msPerSample: Double
         package var samples: Int
         package var dropped: Int
@@ -84,6 +84,13 @@ package struct ProfileReport: Codable, Sendable, Equatable {
         package var unwindFailures: Int?
         package var startMs: Double
         package var stopMs: Double
+
+        /// What `msPerSample` is, for a report's header.
+        package var periodMeaning: String {
+            clock == "perf-task-clock"
+                ? "one period of the perf task clock: user-mode CPU; the kernel's share is in the phase table"
+                : "one period of the effective rate"
+        }
     }
 
     package struct Selection: Codable, Sendable, Equatable {

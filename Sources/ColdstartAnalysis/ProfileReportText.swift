@@ -49,7 +49,7 @@ extension ProfileReport {
             "  clock: \(sampling.clock) (\(Self.clockDescription(sampling.clock))); "
                 + "\(Self.format(sampling.effectiveHz, decimals: 1)) Hz effective, \(Self.format(sampling.requestedHz, decimals: 0)) Hz asked"
                 + (sampling.loweredHz.map { ", lowered to \(Self.format($0, decimals: 0)) Hz because the handler was slow" } ?? ""),
-            "  every time below is samples × \(perSample) ms (one period of the effective rate)",
+            "  every time below is samples × \(perSample) ms (\(sampling.periodMeaning))",
             "  precision: \(precision.rule)",
         ]
         if let coverage = coverageLine() { lines.insert(coverage, at: 2) }

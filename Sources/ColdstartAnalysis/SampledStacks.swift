@@ -46,7 +46,7 @@ package struct SampledStacks: Sendable {
     /// The process's first thread.
     package let mainThread: Int
     package let sampling: Timeline.Sampling
-    /// The time one sample stands for: one period of the effective rate.
+    /// The time one sample stands for (`Timeline.Sampling.nsPerSample`).
     package let nsPerSample: Double
     /// Lines about names that could not be found (missing or rebuilt binaries).
     package let warnings: [String]

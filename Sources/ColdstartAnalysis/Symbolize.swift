@@ -84,10 +84,8 @@ extension Timeline {
     /// The main thread's samples as nested `X` events in time order, one per
     /// `StackRun` (docs/timeline-format.md, "After `coldstart symbolize`").
     func flameChart(symbols: [String: Symbol]) -> [[String: Any]] {
-        guard let sampling else { return [] }
-        let hz = sampling.effectiveHz > 0 ? sampling.effectiveHz : sampling.requestedHz
-        guard hz > 0, hz.isFinite else { return [] }
-        let analysis = ProfileAnalysis(timeline: self, sampling: sampling, symbols: symbols, nsPerSample: 1e9 / hz)
+        guard let sampling, let nsPerSample = sampling.nsPerSample else { return [] }
+        let analysis = ProfileAnalysis(timeline: self, sampling: sampling, symbols: symbols, nsPerSample: nsPerSample)
         let main = analysis.stacks.indices.filter { analysis.stacks[$0].tid == process.pid }
         return analysis.runs(main).map { run in
             let function = analysis.functions[run.function]

@@ -153,8 +153,7 @@ package struct Timeline: Sendable {
         package var clock: String
         /// "libunwind" or "frame-pointer".
         package var unwinder: String
-        /// The rate every sample in the file was taken at (or thinned to):
-        /// each stands for `1 / effectiveHz` of CPU time.
+        /// The rate every sample in the file was taken at (or thinned to).
         package var requestedHz: Double
         package var effectiveHz: Double
         package var loweredHz: Double?
@@ -190,6 +189,19 @@ package struct Timeline: Sendable {
         /// Samples whose libunwind walk failed and fell back to frame pointers.
         package var unwindFailures: Int?
         package var handlerNs: HandlerCost?
+
+        /// The CPU time one sample stands for, the one definition every
+        /// sampled figure uses; nil for a file without a usable rate. The
+        /// perf task clock counts user mode only and drops a period that
+        /// ends in the kernel, so a sample is one nominal period of user
+        /// CPU (`loweredHz`, else `requestedHz`: the file's one rate) and
+        /// the kernel's time is the phase table's. The POSIX timers count
+        /// user and system CPU (or wall time) and fold overruns into one
+        /// signal: a sample is one period of the rate achieved.
+        package var nsPerSample: Double? {
+            let hz = clock == "perf-task-clock" ? loweredHz ?? requestedHz : effectiveHz > 0 ? effectiveHz : requestedHz
+            return hz > 0 && hz.isFinite ? 1e9 / hz : nil
+        }
 
         /// The first `untilNs` of sampling ran at `hz`, then at `afterHz`.
         /// `thinned`: the launch outlived the boost and the writer kept one

@@ -4,7 +4,7 @@ import ColdstartAnalysis
 /// `root;caller;…;leaf COUNT`, the input of flame-graph tools. Frames are
 /// function names; a name's `\` is written `\\`, its `;` `\x3b` and a line
 /// break `\n`, so every `;` separates frames and every line is one stack.
-/// Counts are samples (each one period of the effective rate).
+/// Counts are samples (each one sampling period, as in `coldstart report`).
 package enum FoldedExporter {
     package static func export(_ stacks: SampledStacks) -> String {
         let names = stacks.functions.map { escape($0.name) }

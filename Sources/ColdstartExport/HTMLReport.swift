@@ -117,7 +117,7 @@ struct HTMLPage {
                 ("sampling clock", s.clock), ("unwinder", s.unwinder),
                 ("rate", "\(fixed(s.effectiveHz, 1)) Hz effective, \(fixed(s.requestedHz, 0)) Hz asked"
                     + (s.loweredHz.map { ", lowered to \(fixed($0, 0)) Hz (slow handler)" } ?? "")),
-                ("one sample", "\(fixed(s.msPerSample, 3)) ms (every sampled time is samples × this)"),
+                ("one sample", "\(fixed(s.msPerSample, 3)) ms, \(s.periodMeaning) (every sampled time is samples × this)"),
                 ("precision", profile.precision.rule),
                 ("samples", "\(s.samples), \(s.dropped) dropped"),
                 ("sampling window", "\(fixed(s.startMs, 2)) → \(fixed(s.stopMs, 2)) ms"),

@@ -6,7 +6,8 @@ import ColdstartAnalysis
 ///
 /// - sample types `samples/count` and `cpu/nanoseconds` (`wall/nanoseconds`
 ///   when the sampling clock was the wall-clock timer); a sample's time is one
-///   period of the effective rate, as in `coldstart report`;
+///   sampling period as in `coldstart report` (the perf task clock's nominal
+///   period of user-mode CPU, a POSIX timer's effective rate);
 /// - one location per distinct frame, at its run-time address, in a mapping
 ///   per module with the module's build-id; functions carry the demangled
 ///   name and the mangled `system_name`;

@@ -4,7 +4,7 @@ import ColdstartAnalysis
 ///
 /// - one `sampled` profile per thread (most samples first), its samples in
 ///   time order, root frame first, each weighted with the time one sample
-///   stands for (one period of the effective rate, in ns), so the profile's
+///   stands for (one sampling period as in `coldstart report`, in ns), so the profile's
 ///   time axis is sampled time, as in `coldstart report`;
 /// - one `evented` profile "launch phases" on the wall clock (ns from the
 ///   process start), a frame per phase opened at its start, closed at its end.

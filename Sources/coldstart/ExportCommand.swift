@@ -22,9 +22,10 @@ enum ExportCommand: Command {
       otlp        the launch as an OpenTelemetry trace, OTLP/JSON (.otlp.json;
                   needs no samples; --phase/--thread do not apply): see
                   `coldstart push --help` and docs/fleet.md.
-    Every sample counts one period of the effective sampling rate, as in
-    `coldstart report`. The timeline itself is Chrome Trace Event JSON: open
-    it in Perfetto UI or chrome://tracing as it is.
+    Every sample counts one sampling period, as in `coldstart report` (the
+    perf task clock: its asked period of user-mode CPU). The timeline itself
+    is Chrome Trace Event JSON: open it in Perfetto UI or chrome://tracing as
+    it is.
 
     Options:
       --format F         pprof, folded, speedscope or otlp (required).

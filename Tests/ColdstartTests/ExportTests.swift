@@ -74,6 +74,8 @@ final class ExportTests: XCTestCase {
         let reportTop = try reportTopSelf(path, count: 5)
         XCTAssertEqual(reportTop.count, 5)
         XCTAssertEqual(pprofTop, reportTop, "go tool pprof -top:\n\(top.stdout)")
+        XCTAssertTrue(lines[header + 1].trimmingCharacters(in: .whitespaces).hasPrefix("40ms "),
+                      "40 samples × the asked 1 ms period, not the 800 Hz effective rate's 1.25 ms:\n\(top.stdout)")
         XCTAssertEqual(reportTop.map { KnownProfile.leaves.map(\.name).first(where: $0.contains) }, KnownProfile.leaves.map(\.name),
                        "the known leaves, most samples first")
     }
@@ -88,7 +90,7 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(raw.status, 0, raw.stderr)
         let text = raw.stdout
         XCTAssertTrue(text.contains("PeriodType: cpu nanoseconds"), text)
-        XCTAssertTrue(text.contains("Period: 1000000"), "1 kHz: one sample is 1 ms")
+        XCTAssertTrue(text.contains("Period: 1000000"), "1 kHz asked (800 Hz effective): one perf sample is 1 ms of user CPU")
         XCTAssertTrue(text.contains("samples/count cpu/nanoseconds"), "both sample types")
         XCTAssertTrue(text.contains("thread:[main]") && text.contains("thread:[worker]"), "thread labels")
         XCTAssertTrue(text.contains("phase:[main → config loaded]") && text.contains("phase:[config loaded → ready]"), "phase labels")

@@ -5,8 +5,8 @@ import XCTest
 /// A launch profile whose answer is known, made of real stacks captured in
 /// this process (so its frames are real addresses in the test binary, Foundation,
 /// XCTest and libc, named by `coldstart symbolize` from those files): five
-/// functions are the leaf of 40, 25, 15, 10 and 6 main-thread samples, and a
-/// worker thread adds 3. Built once per test run.
+/// functions are the leaf of 40, 25, 15, 10 and 6 main-thread samples (1 ms
+/// each), and a worker thread adds 3. Built once per test run.
 enum KnownProfile {
     /// Leaf functions by self samples, highest first.
     static let leaves: [(name: String, samples: Int)] = [
@@ -50,6 +50,9 @@ enum KnownProfile {
         builder.executable = live.modules[0].path
         builder.symbolized = false
         builder.endNs = 130_000_000
+        // A perf clock whose periods partly ended in the kernel: 800 samples a
+        // CPU second, each still one asked 1 kHz period (1 ms) of user CPU.
+        builder.hz = 800
         builder.phases = phases
         builder.threads = [["tid": pid, "name": "main"], ["tid": pid + 1, "name": "worker"]]
         var document = builder.document

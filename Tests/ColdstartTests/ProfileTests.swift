@@ -52,8 +52,44 @@ final class ProfileTests: XCTestCase {
         XCTAssertEqual(try row(report.overall.bySelf, "decode").selfMs, 2.0)
     }
 
+    /// Half the app phase's CPU is the kernel's: the perf clock's user-mode
+    /// samples are 500 per CPU second, but each is one asked period (1 ms)
+    /// of user CPU, so a function's time is not inflated by the kernel's and
+    /// the phase's user + kernel split adds up to its CPU.
+    func testAPerfSampleIsOneAskedPeriodOfUserCPUWhenHalfTheCPUIsTheKernels() throws {
+        builder.hz = 500  // 20 samples ÷ 40 ms of CPU
+        let main = f(exe, "main"), work = f(exe, "work")
+        for index in 0..<20 { builder.sample(at: 20.5 + Double(index) * 4, [main, work]) }
+        var document = builder.document
+        var section = document["coldstart"] as! [String: Any]
+        var phases = section["phases"] as! [[String: Any]]
+        // main → ready: 40 ms of CPU, 20 of them in the kernel.
+        let usage: [String: Any] = ["minorFaults": 0, "majorFaults": 0, "voluntarySwitches": 0, "involuntarySwitches": 0,
+                                    "userNs": 20_000_000, "systemNs": 20_000_000]
+        phases[2]["endNs"] = 100_000_000
+        phases[2]["rusage"] = usage
+        section["phases"] = Array(phases.prefix(3))
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        let report = try profileReport(timeline, options: ProfileOptions(), debugDirectory: nil)
+
+        XCTAssertEqual(report.sampling.msPerSample, 1)
+        XCTAssertEqual(try row(report.overall.byTotal, "work").totalMs, 20, "20 samples × 1 ms, not × 2 ms (1 / 500 Hz)")
+        let split = try XCTUnwrap(KernelShare.phases(timeline)[2])
+        XCTAssertEqual([split.userMs, split.kernelMs], [20, 20])
+        XCTAssertEqual(split.userMs, try XCTUnwrap(report.phases.first { $0.name == "main → config loaded" }).functions.ms, "the split's user time is the sampled time")
+        XCTAssertEqual(split.userMs + split.kernelMs, 40, "the phase's CPU")
+        XCTAssertTrue(report.text().contains("every time below is samples × 1.000 ms (one period of the perf task clock: user-mode CPU; "
+                                             + "the kernel's share is in the phase table)"))
+
+        // A POSIX timer counts user and system CPU: its sample is a period of the rate achieved.
+        builder.clock = "posix-cpu-timer"
+        XCTAssertEqual(try self.report().sampling.msPerSample, 2)
+    }
+
     func testSelfTotalPercentAndFirstSeenAreExact() throws {
-        builder.hz = 800  // 1.25 ms a sample: the effective rate, not the 1000 Hz asked for
+        builder.clock = "posix-cpu-timer"
+        builder.hz = 800  // 1.25 ms a sample: a POSIX timer's effective rate, not the 1000 Hz asked for
         let main = f(exe, "main"), parse = f(exe, "parse"), lex = f(exe, "lex"), render = f(exe, "render")
         builder.sample(at: 21, [main, parse, lex])
         builder.sample(at: 22, [main, parse, lex])
@@ -336,14 +372,16 @@ final class ProfileTests: XCTestCase {
         let text = try report().text()
         XCTAssertTrue(text.contains("Sampled stacks: 4 samples from 10.00 to 100.00 ms after process start (0 dropped; unwinder libunwind)"), text)
         XCTAssertTrue(text.contains("perf-task-clock (perf task clock: each thread's own CPU time in user mode); 800.0 Hz effective, 1000 Hz asked"), text)
-        XCTAssertTrue(text.contains("every time below is samples × 1.250 ms"), text)
-        for section in ["Top functions by self time, whole launch (4 samples = 5.00 ms)", "Top functions by total time",
-                        "Per phase", "Slow initializers: 1 sample = 1.25 ms", "Slow lazy globals", "Threads", "Call tree"] {
+        // A perf sample is one asked period of user CPU, whatever the effective rate (the kernel's time drops periods).
+        XCTAssertTrue(text.contains("every time below is samples × 1.000 ms (one period of the perf task clock: user-mode CPU; "
+                                    + "the kernel's share is in the phase table)"), text)
+        for section in ["Top functions by self time, whole launch (4 samples = 4.00 ms)", "Top functions by total time",
+                        "Per phase", "Slow initializers: 1 sample = 1.00 ms", "Slow lazy globals", "Threads", "Call tree"] {
             XCTAssertTrue(text.contains(section), "\(section) in\n\(text)")
         }
         XCTAssertTrue(text.contains("not sampled"), "the loader phase says it was not sampled")
-        XCTAssertNotNil(text.range(of: #"1\.25\s+25\.0%\s+1\s+11\.00\s+libA\.so\s+a_ctor \(1\)"#, options: .regularExpression), text)
-        XCTAssertNotNil(text.range(of: #"1\.25\s+25\.0%\s+1\s+60\.00\s+App\.table\s+'config loaded → ready'"#, options: .regularExpression), text)
+        XCTAssertNotNil(text.range(of: #"1\.00\s+25\.0%\s+1\s+11\.00\s+libA\.so\s+a_ctor \(1\)"#, options: .regularExpression), text)
+        XCTAssertNotNil(text.range(of: #"1\.00\s+25\.0%\s+1\s+60\.00\s+App\.table\s+'config loaded → ready'"#, options: .regularExpression), text)
     }
 
     func testReportCommandAddsTheSampledSections() throws {

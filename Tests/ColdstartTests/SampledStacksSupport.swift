@@ -14,6 +14,9 @@ struct SampledTimelineBuilder {
 
     var pid = 4242
     var executable = "/opt/app/App"
+    /// `sampling.clock`: a perf task clock's sample is one `requestedHz`
+    /// period of user CPU, a POSIX timer's one `hz` (effective) period.
+    var clock = "perf-task-clock"
     var hz: Double = 1000
     var requestedHz: Double = 1000
     /// `sampling.boost`: a boosted start (none by default).
@@ -63,7 +66,7 @@ struct SampledTimelineBuilder {
             ["name": $0.0, "kind": $0.1, "startNs": Int64($0.2 * 1e6), "endNs": Int64($0.3 * 1e6), "rusage": NSNull()]
         }
         var sampling: [String: Any] = [
-            "clock": "perf-task-clock", "unwinder": "libunwind", "requestedHz": requestedHz, "effectiveHz": hz,
+            "clock": clock, "unwinder": "libunwind", "requestedHz": requestedHz, "effectiveHz": hz,
             "loweredHz": NSNull(), "startNs": samplingStartNs, "stopNs": endNs, "samples": samples.count, "dropped": 0,
         ]
         if let boost { sampling["boost"] = boost }
