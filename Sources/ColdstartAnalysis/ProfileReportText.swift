@@ -44,8 +44,9 @@ extension ProfileReport {
     private func headerLines() -> [String] {
         let perSample = Self.format(sampling.msPerSample, decimals: 3)
         var lines = [
-            "Sampled stacks: \(Self.count(sampling.samples)) from \(Self.format(sampling.startMs, decimals: 2)) to "
-                + "\(Self.format(sampling.stopMs, decimals: 2)) ms after process start (\(sampling.dropped) dropped; unwinder \(sampling.unwinder))",
+            "Sampled stacks: \(Self.count(sampling.samples)) from \(Self.format(sampling.startMs, decimals: 2))"
+                + (precision.clockStartedLateMs.map { " (clock running from \(Self.format($0, decimals: 2)))" } ?? "")
+                + " to \(Self.format(sampling.stopMs, decimals: 2)) ms after process start (\(sampling.dropped) dropped; unwinder \(sampling.unwinder))",
             "  clock: \(sampling.clock) (\(Self.clockDescription(sampling.clock))); "
                 + "\(Self.format(sampling.effectiveHz, decimals: 1)) Hz effective, \(Self.format(sampling.requestedHz, decimals: 0)) Hz asked"
                 + (sampling.loweredHz.map { ", lowered to \(Self.format($0, decimals: 0)) Hz because the handler was slow" } ?? ""),

@@ -63,8 +63,17 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
     package var tooFew: Bool
     /// What to do about it; absent when the samples are enough.
     package var advice: String?
+    /// When the main thread's sampling clock started, if it started well
+    /// after Coldstart's set-up (a kernel with no perf event open makes the
+    /// first one wait 10–18 ms): no sample covers the launch before it.
+    package var clockStartedLateMs: Double?
 
-    init(launchSamples: Int, msPerSample: Double, requestedHz: Double) {
+    /// A clock running within this of sampling's start is on time (the scan
+    /// thread's start takes 0.1–1 ms).
+    static let lateClockMs = 2.0
+
+    init(launchSamples: Int, msPerSample: Double, requestedHz: Double, samplingStartMs: Double = 0, clockArmedMs: Double? = nil) {
+        if let clockArmedMs, clockArmedMs - samplingStartMs > Self.lateClockMs { clockStartedLateMs = clockArmedMs }
         confidencePercent = SamplePrecision.confidencePercent
         rule = SamplePrecision.rule(msPerSample: msPerSample)
         self.launchSamples = launchSamples
@@ -102,13 +111,23 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
     }
 
     /// The lines the first screen prints after the findings when the
-    /// samples are too few; none when they are enough.
+    /// samples are too few or began late; none when they are enough.
     package var noticeLines: [String] {
-        guard tooFew, let advice else { return [] }
-        return [
-            "Too few samples to act on: \(ProfileReport.count(launchSamples)) in the launch (fewer than \(minimumSamples));"
-                + " a figure of 5 samples may stand for \(Self.range(of: 5)) its time (\(confidencePercent)%).",
-            "  → \(advice)",
-        ]
+        var lines: [String] = []
+        if let clockStartedLateMs {
+            lines += [
+                "Sampling began late, at \(LaunchReport.format(clockStartedLateMs, decimals: 1)) ms: the kernel had no perf event open, "
+                    + "and its first one waits 10–18 ms; sampled figures miss the launch before that.",
+                "  → profile with coldstart run (it keeps the kernel ready for its launches), or with any perf event open on the machine",
+            ]
+        }
+        if tooFew, let advice {
+            lines += [
+                "Too few samples to act on: \(ProfileReport.count(launchSamples)) in the launch (fewer than \(minimumSamples));"
+                    + " a figure of 5 samples may stand for \(Self.range(of: 5)) its time (\(confidencePercent)%).",
+                "  → \(advice)",
+            ]
+        }
+        return lines
     }
 }

@@ -22,8 +22,9 @@ final class SamplePrecisionTests: XCTestCase {
     }
 
     /// A 10 ms-like launch at 1 kHz: `count` samples in one app function.
-    private func launch(samples count: Int) throws -> LaunchAnalysis {
+    private func launch(samples count: Int, clockArmedMs: Double? = nil) throws -> LaunchAnalysis {
         var builder = SampledTimelineBuilder()
+        builder.clockArmedNs = clockArmedMs.map { Int64($0 * 1e6) }
         let app = builder.module("/opt/app/App")
         // Half the samples in each of two functions: neither is on every
         // stack (which a finding leaves out as plumbing).
@@ -70,6 +71,22 @@ final class SamplePrecisionTests: XCTestCase {
         let page = HTMLReport.render(analysis, source: "thin.json")
         XCTAssertTrue(page.contains("<p class=\"warn\">Too few samples to act on: 8 samples in the launch"), "no notice on the page")
         XCTAssertTrue(page.contains("4 samples, 95%: "), "no interval on the page's finding")
+    }
+
+    /// A quiet kernel held the main thread's clock back 16 ms: the report
+    /// says where sampling really began, and what to do.
+    func testAClockThatStartedLateIsNamedWithWhatToDo() throws {
+        let late = try launch(samples: 80, clockArmedMs: 26).report
+        XCTAssertEqual(late.profile?.precision.clockStartedLateMs, 26)
+        let text = late.text(style: TextStyle(width: nil, color: false), full: false)
+        XCTAssertTrue(text.contains("Sampling began late, at 26.0 ms"), text)
+        XCTAssertTrue(text.contains("→ profile with coldstart run"), text)
+        let full = late.text(style: TextStyle(width: nil, color: false), full: true)
+        XCTAssertTrue(full.contains("Sampled stacks: 80 samples from 10.00 (clock running from 26.00) to "), full)
+
+        let onTime = try launch(samples: 80, clockArmedMs: 10.6).report
+        XCTAssertNil(onTime.profile?.precision.clockStartedLateMs)
+        XCTAssertFalse(onTime.text(style: TextStyle(width: nil, color: false), full: true).contains("began late"))
     }
 
     func testALaunchWithEnoughSamplesStaysQuiet() throws {

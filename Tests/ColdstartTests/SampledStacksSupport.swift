@@ -24,6 +24,8 @@ struct SampledTimelineBuilder {
     var endNs: Int64 = 100_000_000
     var endReason = "ready"
     var samplingStartNs: Int64 = 10_000_000
+    /// When the main thread's clock started (`sampling.clockArmedNs`); absent when nil.
+    var clockArmedNs: Int64?
     /// Contiguous phases: (name, kind, startMs, endMs).
     var phases: [(String, String, Double, Double)] = [
         ("kernel exec + loader", "loader", 0, 10),
@@ -70,6 +72,7 @@ struct SampledTimelineBuilder {
             "loweredHz": NSNull(), "startNs": samplingStartNs, "stopNs": endNs, "samples": samples.count, "dropped": 0,
         ]
         if let boost { sampling["boost"] = boost }
+        if let clockArmedNs { sampling["clockArmedNs"] = clockArmedNs }
         var section: [String: Any] = [
             "version": 1,
             "launch": [
