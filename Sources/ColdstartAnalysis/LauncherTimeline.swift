@@ -127,18 +127,32 @@ package struct LauncherTimeline {
 
     /// The program's own timeline (it links Coldstart) with the launcher's
     /// samples before its earliest init — the loader — added to `samples`,
-    /// and the launcher section. Its module table is extended with modules it
-    /// no longer had mapped when it wrote the file.
+    /// and on the main thread up to the program's own clock's start, and the
+    /// launcher section. Its module table is extended with modules it no
+    /// longer had mapped when it wrote the file.
     package func merged(into timeline: Timeline) -> [String: Any] {
         var root = timeline.document
         var section = root["coldstart"] as? [String: Any] ?? [:]
         let startNs = timeline.launch.startNs
         let cut = timeline.launch.earliestInitNs ?? timeline.launch.mainNs
+        // The program's clock on its main thread runs only from clockArmedNs
+        // (its scan thread opens it 1–2 ms after the earliest init, 10–18 ms
+        // on a quiet kernel): the launcher's samples cover the gap.
+        let mainCut = max(cut, timeline.sampling?.clockArmedNs ?? cut)
+        // One rate in the file: the launcher's samples thinned to it, per thread.
+        let fileHz = timeline.sampling?.requestedHz ?? capture.hz
+        let stride = fileHz > 0 && capture.hz > fileHz ? max(Int((capture.hz / fileHz).rounded()), 1) : 1
         let own = FrameEncoder(mappings: records.mappings)
         var modules = timeline.modules
         for module in own.modules where !modules.contains(where: { $0.path == module.path }) { modules.append(module) }
         let encoder = FrameEncoder(modules: modules)
-        let early = records.samples.filter { Int64(bitPattern: $0.ns &- startNs) < cut }
+        var seen: [Int: Int] = [:]
+        let early = records.samples.filter { sample in
+            guard Int64(bitPattern: sample.ns &- startNs) < (sample.tid == timeline.process.pid ? mainCut : cut) else { return false }
+            let index = seen[sample.tid, default: 0]
+            seen[sample.tid] = index + 1
+            return index % stride == 0
+        }
         if !early.isEmpty {
             section["modules"] = modules.map { module -> [String: Any] in
                 ["path": module.path, "buildId": module.buildId ?? NSNull(), "base": module.base, "start": module.start, "end": module.end]

@@ -132,8 +132,10 @@ struct ProfileAnalysis {
                 unwindFailures: sampling.unwindFailures, startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6),
             precision: SamplingPrecision(
                 launchSamples: stacks.filter { $0.phase < timeline.phases.count }.count, msPerSample: nsPerSample / 1e6,
-                requestedHz: sampling.requestedHz, samplingStartMs: Double(sampling.startNs) / 1e6,
-                clockArmedMs: sampling.clockArmedNs.map { Double($0) / 1e6 }),
+                requestedHz: sampling.requestedHz, samplingStartMs: Double(timeline.launch.earliestInitNs ?? sampling.startNs) / 1e6,
+                // Under coldstart run the launcher's samples cover the main
+                // thread until the app's clock starts (LauncherTimeline.merged).
+                clockArmedMs: LaunchMode(timeline) == .linked ? sampling.clockArmedNs.map { Double($0) / 1e6 } : nil),
             selection: .init(
                 phase: options.phase, thread: options.thread, minMs: options.minMs, minPercent: options.minPercent,
                 top: options.top, treeDepth: options.treeDepth, treeMinPercent: treeMinPercent,

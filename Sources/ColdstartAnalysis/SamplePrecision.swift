@@ -68,9 +68,10 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
     /// first one wait 10–18 ms): no sample covers the launch before it.
     package var clockStartedLateMs: Double?
 
-    /// A clock running within this of sampling's start is on time (the scan
-    /// thread's start takes 0.1–1 ms).
-    static let lateClockMs = 2.0
+    /// A clock running within this of the earliest init is on time (the
+    /// scan thread's start and the first event take 1–2 ms on a warm kernel;
+    /// a quiet kernel's first event, 10–18 ms).
+    static let lateClockMs = 5.0
 
     init(launchSamples: Int, msPerSample: Double, requestedHz: Double, samplingStartMs: Double = 0, clockArmedMs: Double? = nil) {
         if let clockArmedMs, clockArmedMs - samplingStartMs > Self.lateClockMs { clockStartedLateMs = clockArmedMs }

@@ -10,9 +10,11 @@ import Foundation
 /// gets a timeline made from the launcher's samples alone.
 struct LoaderSampling {
     /// Task-clock samples per CPU second (--hz). Nil: an app linked with
-    /// Coldstart is sampled at its own default rate (1 kHz), so every sample
-    /// of its timeline stands for the same time; any other program at 10 kHz,
-    /// since its whole profile comes from here (~5 µs a sample, FACTS).
+    /// Coldstart at its own default's boosted rate (4 kHz), which the merge
+    /// thins to the rate its file ends with (`LauncherTimeline.merged`), so
+    /// every sample of the timeline stands for the same time; any other
+    /// program at 10 kHz, since its whole profile comes from here (~5 µs a
+    /// sample, FACTS).
     var hz: Int?
     /// One page-fault sample per this many faults.
     var faultPeriod = 1
@@ -52,7 +54,7 @@ struct LoaderSampling {
     /// completed) from what the launcher saw.
     func launch(_ launcher: Launcher, label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
         let linked = self.linked
-        let hz = self.hz ?? (linked ? 1000 : 10_000)
+        let hz = self.hz ?? (linked ? 4000 : 10_000)
         let auditFile = (timeline as NSString).deletingLastPathComponent + "/.\(label).audit.\(getpid())"
         try? FileManager.default.removeItem(atPath: auditFile)
         defer { try? FileManager.default.removeItem(atPath: auditFile) }

@@ -1,4 +1,4 @@
-import ColdstartAnalysis
+@testable import ColdstartAnalysis
 import Foundation
 import XCTest
 
@@ -165,6 +165,38 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(records.faults.first?.address, 0x7100_0040)
         XCTAssertEqual(records.faults.first?.ns, 1100)
         XCTAssertEqual(records.lost, 5)
+    }
+
+    /// A linked app's file has one rate: the launcher's 4 kHz samples are
+    /// thinned to the app's 1 kHz, and on the main thread they fill the gap
+    /// from the earliest init to the app's own clock's start.
+    func testMergedLauncherSamplesTakeTheAppsRateAndFillItsClocksLateStart() throws {
+        var builder = SampledTimelineBuilder()
+        builder.clockArmedNs = 14_000_000
+        let app = builder.module("/opt/app/App")
+        builder.sample(at: 30, [.init(module: app, name: "main")])
+        let timeline = try builder.timeline()
+        let start = UInt64(1_000_000_000)
+        func sample(tid: Int, ms: Double) -> [UInt8] {
+            let pidTid = UInt64(builder.pid) | (UInt64(tid) << 32), ip: UInt64 = 0x7000_0010
+            return record(type: 9, [7, ip, pidTid, start + UInt64(ms * 1e6), 1, ip])
+        }
+        let quarters = stride(from: 1.0, to: 20, by: 0.25)
+        let bytes = quarters.flatMap { sample(tid: builder.pid, ms: $0) } + [10.5, 11, 12].flatMap { sample(tid: 4300, ms: $0) }
+        let capture = LauncherCapture(
+            pid: builder.pid, executable: builder.executable, hz: 4000, faultPeriod: 0, perCPU: true, kernelSampling: false,
+            releaseNs: start, endNs: start + 100_000_000, bootMinusMonotonicNs: 0, waitStatus: 0,
+            rusage: .init(minorFaults: 0, majorFaults: 0, voluntarySwitches: 0, involuntarySwitches: 0, userNs: 0, systemNs: 0),
+            records: bytes, clockIDs: [7], faultIDs: [], auditText: nil, kernelRelease: "6.1.0")
+        let merged = LauncherTimeline(capture).merged(into: timeline)
+        let rows = try XCTUnwrap((merged["coldstart"] as? [String: Any])?["samples"] as? [[Any]])
+        let times = rows.compactMap { ($0.first as? NSNumber)?.int64Value }
+        // Main thread, one in four: 36 before the earliest init (10 ms) keep
+        // 9, the 16 up to the clock's start (14 ms) keep 4; none after it,
+        // and none of another thread after the earliest init.
+        XCTAssertEqual(times.filter { $0 < 10_000_000 }.count, 9, "\(times)")
+        XCTAssertEqual(times.filter { $0 >= 10_000_000 && $0 < 14_000_000 }.count, 4, "\(times)")
+        XCTAssertEqual(times.filter { $0 >= 14_000_000 }, [30_000_000], "only the app's own sample from its clock's start")
     }
 
     func testAuditLogReadsVersionObjectsAndPreinitUsage() {
