@@ -450,15 +450,29 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, "}}");
 }
 
+void cs_timeline_prepare(void) {
+    cs_out_prepare();
+    cs_prefault(cs_g.out.span_end_of, sizeof cs_g.out.span_end_of);
+    cs_prefault(cs_g.out.jw.buf, sizeof cs_g.out.jw.buf);
+    cs_prefault(&cs_g.out.cpus, sizeof cs_g.out.cpus);
+}
+
 int cs_write_timeline(void) {
     struct plan plan;   // ~7 KiB of stack; the writer never allocates
     struct plan *pl = &plan;
     make_plan(pl);
+    // The file made during the launch if there is one: no name until it is
+    // complete, so nothing to remove if this fails.
+    int fd = cs_out_take_prepared();
+    bool unnamed = fd >= 0;
     bool opened;
     int dir = cs_out_dir(&opened);
-    if (dir < 0) return -1;
+    if (dir < 0) {
+        if (unnamed) close(fd);
+        return -1;
+    }
     char tmp[sizeof cs_g.out.base + 64];
-    int fd = cs_out_create_temp(dir, tmp, sizeof tmp);
+    if (!unnamed) fd = cs_out_create_temp(dir, tmp, sizeof tmp);
     if (fd < 0) {
         if (opened) close(dir);
         return -1;
@@ -479,9 +493,16 @@ int cs_write_timeline(void) {
         if (!w->over) break;
         if (pass == 1) rc = CS_WRITE_TOO_BIG;
     }
-    if (close(fd) != 0) rc = -1;
-    if (rc == 0) rc = cs_out_publish(dir, tmp, pl->start_realtime_us);
-    if (rc != 0) unlinkat(dir, tmp, 0);
+    if (unnamed) {
+        // Linked while open; its close reports nothing on the file systems
+        // that have O_TMPFILE.
+        if (rc == 0) rc = cs_out_publish(dir, NULL, fd, pl->start_realtime_us);
+        close(fd);
+    } else {
+        if (close(fd) != 0) rc = -1;
+        if (rc == 0) rc = cs_out_publish(dir, tmp, -1, pl->start_realtime_us);
+        if (rc != 0) unlinkat(dir, tmp, 0);
+    }
     if (rc == 0) cs_out_rotate(dir);
     if (opened) close(dir);
     return rc;
