@@ -67,6 +67,13 @@ struct cs_rotate_entry {
     char name[256];
 };
 
+/// A process start: CLOCK_MONOTONIC ns, how far from the truth it may be, and
+/// where it came from ("spawn-env", "thread-cpu", "proc-stat").
+struct cs_start {
+    uint64_t ns, precision_ns;
+    const char *source;
+};
+
 enum cs_state_value {
     CS_OFF = 0,        // profiling off: every entry point returns at once
     CS_RECORDING = 1,  // launch in progress
@@ -176,6 +183,17 @@ struct cs_global {
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
+        char thread_names[64][64];      // their names, read once per write
+        // What the plan needs that is final before the end, read by one of
+        // Coldstart's threads (cs_timeline_prepare) and published by facts_ready.
+        _Atomic int facts_claimed;
+        _Atomic bool facts_ready;
+        struct cs_out_early_facts {
+            int start_rc;
+            struct cs_start start, without_launcher;
+            uint64_t boot_off;
+            char exe[PATH_MAX];
+        } facts;
         char dents[8192];               // directory entries, for the rotation
         struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
         // While the process's last writer writes (writecpu.c): the host's
@@ -263,12 +281,6 @@ struct utsname;
 void cs_labels_write(struct cs_jw *w, const struct utsname *uts);
 
 // ---- procstat.c ----
-/// A process start: CLOCK_MONOTONIC ns, how far from the truth it may be, and
-/// where it came from ("spawn-env", "thread-cpu", "proc-stat").
-struct cs_start {
-    uint64_t ns, precision_ns;
-    const char *source;
-};
 /// Estimates the start from the calling (main) thread's CPU time and
 /// run-queue wait into cs_g.launch; from .preinit_array, where the main
 /// thread has done nothing but load. Async-signal-safe (raw syscalls).
