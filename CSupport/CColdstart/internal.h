@@ -237,9 +237,8 @@ void cs_timeline_prepare(void);
 
 // ---- writecpu.c (async-signal-safe: raw system calls) ----
 /// Pins the calling thread (the writer at the process's end) to the CPU it
-/// is on and moves the host's other threads (up to CS_CPU_MOVE_MAX; never
-/// Coldstart's own, never one pinned to that CPU alone) off it. Nothing on
-/// a single-CPU affinity.
+/// is on and moves the process's other threads (up to CS_CPU_MOVE_MAX; never
+/// one pinned to that CPU alone) off it. Nothing on a single-CPU affinity.
 void cs_cpu_isolate(void);
 /// Gives every thread cs_cpu_isolate moved, and the writer, its affinity back.
 void cs_cpu_restore(void);
