@@ -55,7 +55,9 @@ fixtures: deps
 # What sampling costs: per-sample handler cost and launch-time ratios, from one
 # interleaved run of release builds (docs/performance.md), for the example and
 # for a ~10 ms command-line tool (CodableTool; BENCH_QUIET_RUNS launches of it
-# after 3 s with no perf event open). BENCH_RUNS=N.
+# after 3 s with no perf event open). BENCH_RUNS=N. BENCH_TOOL_BEFORE=PATH (another
+# build of CodableTool, e.g. the previous commit's) joins the tool's rounds:
+# a change measured before/after in one interleaved run.
 BENCH_RUNS ?= 40
 BENCH_QUIET_RUNS ?= 6
 bench: deps
@@ -66,7 +68,8 @@ bench: deps
 	  --host $(abspath $(FIXTURES)/.build/release/SamplerHost) \
 	  --linked $(abspath .build/release/ServiceStartup) \
 	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup) \
-	  --tool $(abspath $(FIXTURES)/.build/release/CodableTool)
+	  --tool $(abspath $(FIXTURES)/.build/release/CodableTool) \
+	  $(if $(BENCH_TOOL_BEFORE),--tool-before $(abspath $(BENCH_TOOL_BEFORE)))
 
 # How long a SIGTERM takes to end a launch with 8 busy threads, profiled vs
 # not, interleaved (docs/performance.md, "Exit, kill and the host's signals").

@@ -6,7 +6,7 @@
 //   end → watcher, sampler, timeline, outfile, writecpu
 //   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
 //   config → labels
-//   sampler → smpthreads, smpclock, unwind, modules    smpthreads → smpclock
+//   sampler → smpthreads, smpclock, unwind, modules, timeline    smpthreads → smpclock
 //   unwind → smpthreads                        watcher → watchseg, watchfd
 //   watchseg → offcpu, syscalls, watchfd
 //   syscalls → watchfd                         watchjson → modules, syscalls
@@ -65,6 +65,13 @@ struct cs_event {
 struct cs_rotate_entry {
     uint64_t mtime_ns, size;
     char name[256];
+};
+
+/// A process start: CLOCK_MONOTONIC ns, how far from the truth it may be, and
+/// where it came from ("spawn-env", "thread-cpu", "proc-stat").
+struct cs_start {
+    uint64_t ns, precision_ns;
+    const char *source;
 };
 
 enum cs_state_value {
@@ -167,11 +174,26 @@ struct cs_global {
         char dir[PATH_MAX];             // its directory
         char base[256];                 // its file name
         int dirfd;                      // the directory, opened once at start-up (O_PATH)
+        // The file made ahead of the end (outfile.c): state, descriptor, identity.
+        _Atomic int early;
+        int early_fd;
+        uint64_t early_dev, early_ino;
         uint64_t dir_dev, dir_ino;      // what dirfd must still be
         struct cs_jw jw;
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
+        char thread_names[64][64];      // their names, read once per write
+        // What the plan needs that is final before the end, read by one of
+        // Coldstart's threads (cs_timeline_prepare) and published by facts_ready.
+        _Atomic int facts_claimed;
+        _Atomic bool facts_ready;
+        struct cs_out_early_facts {
+            int start_rc;
+            struct cs_start start, without_launcher;
+            uint64_t boot_off;
+            char exe[PATH_MAX];
+        } facts;
         char dents[8192];               // directory entries, for the rotation
         struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
         // While the process's last writer writes (writecpu.c): the host's
@@ -207,12 +229,16 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 /// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
 #define CS_WRITE_TOO_BIG (-2)
+/// Makes the timeline's file (cs_out_prepare) and faults in the writer's
+/// scratch space (span table, output buffer, the threads' saved affinities)
+/// ahead of
+/// the end, from one of Coldstart's threads. Async-signal-safe (madvise).
+void cs_timeline_prepare(void);
 
 // ---- writecpu.c (async-signal-safe: raw system calls) ----
 /// Pins the calling thread (the writer at the process's end) to the CPU it
-/// is on and moves the host's other threads (up to CS_CPU_MOVE_MAX; never
-/// Coldstart's own, never one pinned to that CPU alone) off it. Nothing on
-/// a single-CPU affinity.
+/// is on and moves the process's other threads (up to CS_CPU_MOVE_MAX; never
+/// one pinned to that CPU alone) off it. Nothing on a single-CPU affinity.
 void cs_cpu_isolate(void);
 /// Gives every thread cs_cpu_isolate moved, and the writer, its affinity back.
 void cs_cpu_restore(void);
@@ -227,9 +253,18 @@ int cs_out_dir(bool *opened);
 int cs_out_create_temp(int dir, char *name, size_t cap);
 /// Closes the descriptor of the timeline's directory if it still is ours.
 void cs_out_close_dir(void);
-/// Renames the temporary file to the timeline's name, or to "<stem>-N.json"
-/// when a file there was written after this process started. 0 or -1.
-int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us);
+/// Makes the timeline's file ahead of the end, unnamed (O_TMPFILE, 0600, in
+/// the timeline's directory), from one of Coldstart's threads; nothing where
+/// the file system cannot. Async-signal-safe.
+void cs_out_prepare(void);
+/// The writer's side: the file cs_out_prepare made, if it is ready and still
+/// ours (a host may have closed and reused the number), else -1; either way
+/// no file is made after this. Async-signal-safe.
+int cs_out_take_prepared(void);
+/// Gives the written timeline its name: the temporary file `tmp` renamed, or
+/// the unnamed file `fd` linked (`tmp` NULL); "<stem>-N.json" when a file
+/// there was written after this process started. 0 or -1.
+int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_realtime_us);
 /// With COLDSTART_KEEP / COLDSTART_KEEP_BYTES, removes the oldest timelines
 /// of Coldstart's naming ("coldstart-<executable>-<pid>[-<n>].json", regular
 /// files of this user, never the one just written) from `dir` until the
@@ -245,12 +280,6 @@ struct utsname;
 void cs_labels_write(struct cs_jw *w, const struct utsname *uts);
 
 // ---- procstat.c ----
-/// A process start: CLOCK_MONOTONIC ns, how far from the truth it may be, and
-/// where it came from ("spawn-env", "thread-cpu", "proc-stat").
-struct cs_start {
-    uint64_t ns, precision_ns;
-    const char *source;
-};
 /// Estimates the start from the calling (main) thread's CPU time and
 /// run-queue wait into cs_g.launch; from .preinit_array, where the main
 /// thread has done nothing but load. Async-signal-safe (raw syscalls).

@@ -45,6 +45,8 @@ static void put(struct cs_jw *w, const char *p, size_t n) {
 
 void cs_jw_raw(struct cs_jw *w, const char *s) { put(w, s, strlen(s)); }
 
+void cs_jw_bytes(struct cs_jw *w, const char *p, size_t n) { put(w, p, n); }
+
 void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     put(w, "\"", 1);
@@ -66,13 +68,31 @@ void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
 
 void cs_jw_cstr(struct cs_jw *w, const char *s) { cs_jw_str(w, s, strlen(s)); }
 
+// Two digits per division: the writer formats thousands of numbers (each
+// sample's frames) while the host waits for its exit.
 size_t cs_format_u64(uint64_t v, char *out) {
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char tmp[24];
-    size_t n = 0;
-    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
-    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-    out[n] = 0;
-    return n;
+    size_t n = sizeof tmp;
+    while (v >= 100) {
+        size_t d = (size_t)(v % 100) * 2;
+        v /= 100;
+        tmp[--n] = pairs[d + 1];
+        tmp[--n] = pairs[d];
+    }
+    if (v >= 10) {
+        tmp[--n] = pairs[v * 2 + 1];
+        tmp[--n] = pairs[v * 2];
+    } else {
+        tmp[--n] = (char)('0' + v);
+    }
+    size_t len = sizeof tmp - n;
+    memcpy(out, tmp + n, len);
+    out[len] = 0;
+    return len;
 }
 
 void cs_jw_u64(struct cs_jw *w, uint64_t v) {

@@ -22,6 +22,8 @@ struct cs_jw {
 void cs_jw_begin(struct cs_jw *w, int fd, uint64_t limit);
 /// Writes `s` verbatim.
 void cs_jw_raw(struct cs_jw *w, const char *s);
+/// Writes `n` bytes verbatim.
+void cs_jw_bytes(struct cs_jw *w, const char *p, size_t n);
 /// Writes `n` bytes as a JSON string, quoted and escaped.
 void cs_jw_str(struct cs_jw *w, const char *s, size_t n);
 /// Writes a NUL-terminated C string as a JSON string.

@@ -377,10 +377,15 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
             uint64_t a = S->frames[smp->frame_off + f];
             // Return addresses point after the call: look the caller up at a − 1.
             int m = cs_module_of(f == 0 ? a : a - 1);
-            if (f) cs_jw_raw(w, ",");
-            cs_jw_i64(w, m);
-            cs_jw_raw(w, ",");
-            cs_jw_u64(w, m >= 0 ? a - S->modules[m].base : a);
+            // "<module>,<offset>" in one piece: most of what the writer formats.
+            char pair[48];
+            size_t k = 0;
+            if (f) pair[k++] = ',';
+            if (m < 0) pair[k++] = '-';
+            k += cs_format_u64(m < 0 ? (uint64_t)-(int64_t)m : (uint64_t)m, pair + k);
+            pair[k++] = ',';
+            k += cs_format_u64(m >= 0 ? a - S->modules[m].base : a, pair + k);
+            cs_jw_bytes(w, pair, k);
         }
         cs_jw_raw(w, "]]");
     }

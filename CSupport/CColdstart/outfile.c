@@ -37,49 +37,133 @@ int cs_out_dir(bool *opened) {
     return -1;
 }
 
+// "<base>.tmp.<pid>.<16 random hex digits>" into `name`; false if it does not fit.
+static bool temp_name(char *name, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    uint64_t r = 0;
+    if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
+        r = cs_monotonic_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)name;
+    size_t n = strlen(cs_g.out.base);
+    if (n + 64 > cap) return false;
+    memcpy(name, cs_g.out.base, n);
+    memcpy(name + n, ".tmp.", 5);
+    n += 5;
+    n += cs_format_u64((uint64_t)cs_g.proc.pid, name + n);
+    name[n++] = '.';
+    for (int i = 0; i < 16; i++) name[n++] = hex[(r >> (4 * i)) & 15];
+    name[n] = 0;
+    return true;
+}
+
 // Creates "<base>.tmp.<pid>.<16 random hex digits>" in `dir`: a new file
 // (O_EXCL, O_NOFOLLOW: a file or symlink planted under that name is never
 // opened), readable by its owner only.
 int cs_out_create_temp(int dir, char *name, size_t cap) {
-    static const char hex[] = "0123456789abcdef";
     for (int attempt = 0; attempt < 4; attempt++) {
-        uint64_t r = 0;
-        if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
-            r = cs_monotonic_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)name;
-        size_t n = strlen(cs_g.out.base);
-        if (n + 64 > cap) return -1;
-        memcpy(name, cs_g.out.base, n);
-        memcpy(name + n, ".tmp.", 5);
-        n += 5;
-        n += cs_format_u64((uint64_t)cs_g.proc.pid, name + n);
-        name[n++] = '.';
-        for (int i = 0; i < 16; i++) name[n++] = hex[(r >> (4 * i)) & 15];
-        name[n] = 0;
+        if (!temp_name(name, cap)) return -1;
         int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0 || errno != EEXIST) return fd;
     }
     return -1;
 }
 
-// Renames the temporary file to the timeline's name. A file already there
-// that was written after this process started belongs to an earlier image of
-// this process (an exec of itself after ready()) or to another process given
-// the same path: it is kept, and this timeline becomes "<stem>-2.json" (then
-// -3, …). An older file (a previous run's) is replaced, as a rerun expects,
-// and so is anything that is not a regular file.
-int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us) {
+// ---- an unnamed file made during the launch ----
+//
+// Creating the file (an inode and a directory entry on ext4) took ~40–55 µs
+// of a short launch's exit. So once main runs, the scan thread makes the
+// timeline's file ahead: an O_TMPFILE in the timeline's directory (mode 0600,
+// no name, so a process killed before its end leaves nothing behind), which
+// the writer fills and then links into place. Where O_TMPFILE is not
+// supported (NFS, old kernels) the writer creates a temporary file as before.
+// cs_g.out.early: 0 nothing yet, 1 being made, 2 made, 3 taken or given up.
+
+#define CS_EARLY_MAKING 1
+#define CS_EARLY_READY 2
+#define CS_EARLY_CLOSED 3
+
+void cs_out_prepare(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&cs_g.out.early, &expected, CS_EARLY_MAKING)) return;
+    bool opened;
+    int dir = cs_out_dir(&opened);
+    int fd = dir >= 0 ? openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+    if (opened) close(dir);
+    struct stat st;
+    if (fd >= 0) {
+        fd = cs_fd_high(fd);
+        if (fstat(fd, &st) != 0) { close(fd); fd = -1; }
+    }
+    if (fd >= 0) {
+        cs_g.out.early_fd = fd;
+        cs_g.out.early_dev = (uint64_t)st.st_dev;
+        cs_g.out.early_ino = (uint64_t)st.st_ino;
+    }
+    expected = CS_EARLY_MAKING;
+    // The writer came first (it then made its own file): this one goes.
+    if (!atomic_compare_exchange_strong(&cs_g.out.early, &expected, fd >= 0 ? CS_EARLY_READY : CS_EARLY_CLOSED) && fd >= 0)
+        close(fd);
+}
+
+int cs_out_take_prepared(void) {
+    if (atomic_exchange(&cs_g.out.early, CS_EARLY_CLOSED) != CS_EARLY_READY) return -1;
+    int fd = cs_g.out.early_fd;
+    struct stat st;
+    // A host that closes every descriptor may have reused the number: then
+    // it is the host's, neither written nor closed.
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != cs_g.out.early_dev || (uint64_t)st.st_ino != cs_g.out.early_ino
+        || st.st_nlink != 0)
+        return -1;
+    return fd;
+}
+
+// Gives the timeline `name` in `dir` if nothing is there: renames the
+// temporary file `tmp`, or links the unnamed file `fd` (linkat never
+// replaces, nor follows a symlink at `name`). 0, or -1 with errno.
+static int place_new(int dir, const char *tmp, int fd, const char *name) {
+    if (fd < 0) return (int)syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE);
+    char path[32] = "/proc/self/fd/";
+    cs_format_u64((uint64_t)fd, path + 14);
+    return linkat(AT_FDCWD, path, dir, name, AT_SYMLINK_FOLLOW);
+}
+
+// Gives the timeline `name` in `dir`, replacing what is there: the unnamed
+// file is linked under a temporary name first, then renamed over it.
+static int place_over(int dir, const char *tmp, int fd, const char *name) {
+    if (fd < 0) return renameat(dir, tmp, dir, name);
+    char t[sizeof cs_g.out.base + 64];
+    for (int attempt = 0; attempt < 4; attempt++) {
+        if (!temp_name(t, sizeof t)) return -1;
+        if (place_new(dir, NULL, fd, t) != 0) {
+            if (errno == EEXIST) continue;
+            return -1;
+        }
+        if (renameat(dir, t, dir, name) == 0) return 0;
+        unlinkat(dir, t, 0);
+        return -1;
+    }
+    return -1;
+}
+
+// Puts the timeline in place under its name: the temporary file `tmp`, or
+// the unnamed file `fd` (then `tmp` is NULL). A file already there that was
+// written after this process started belongs to an earlier image of this
+// process (an exec of itself after ready()) or to another process given the
+// same path: it is kept, and this timeline becomes "<stem>-2.json" (then -3,
+// …). An older file (a previous run's) is replaced, as a rerun expects, and
+// so is anything that is not a regular file.
+int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_realtime_us) {
     struct stat st;
     const char *base = cs_g.out.base;
     if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (syscall(SYS_renameat2, dir, tmp, dir, base, RENAME_NOREPLACE) == 0) return 0;
-        if (errno == EINVAL) return renameat(dir, tmp, dir, base);   // no RENAME_NOREPLACE here
+        if (place_new(dir, tmp, fd, base) == 0) return 0;
+        if (errno == EINVAL && fd < 0) return renameat(dir, tmp, dir, base);   // no RENAME_NOREPLACE here
         if (errno != EEXIST) return -1;
     } else {
         uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
         // Only a regular file can be a timeline: anything else there (a
         // planted symlink) is replaced, never followed or kept.
         if (!S_ISREG(st.st_mode) || start_realtime_us == 0 || mtime_us < start_realtime_us)
-            return renameat(dir, tmp, dir, base);
+            return place_over(dir, tmp, fd, base);
     }
     size_t stem = strlen(base) - 5;   // without ".json"
     char name[sizeof cs_g.out.base + 8];
@@ -88,7 +172,7 @@ int cs_out_publish(int dir, const char *tmp, uint64_t start_realtime_us) {
         name[stem] = '-';
         size_t n = stem + 1 + cs_format_u64(k, name + stem + 1);
         memcpy(name + n, ".json", 6);
-        if (syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE) == 0) {
+        if (place_new(dir, tmp, fd, name) == 0) {
             // Say where it went (cs_g.out.dest is the message's path).
             char *slash = strrchr(cs_g.out.dest, '/');
             if (slash && (size_t)(slash + 1 - cs_g.out.dest) + strlen(name) < sizeof cs_g.out.dest) strcpy(slash + 1, name);

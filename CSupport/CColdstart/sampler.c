@@ -65,26 +65,13 @@ static const char *errno_name(int e) {
     }
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23   // Linux 5.14
-#endif
-
-// Faults in [p, p + bytes) without changing its contents (the handler may be
-// writing there): MADV_POPULATE_WRITE, or an atomic add of 0 per page.
-static void prefault(void *p, size_t bytes) {
-    if (bytes == 0) return;
-    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
-    for (size_t off = 0; off < bytes; off += 4096)
-        __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
-}
-
 // Extends *faulted (bytes of `base`, page-aligned) to cover `want` bytes, at
 // most `total`.
 static void prefault_to(void *base, size_t *faulted, size_t want, size_t total) {
     want = (want + 4095) & ~(size_t)4095;
     if (want > total) want = total;
     if (want <= *faulted) return;
-    prefault((char *)base + *faulted, want - *faulted);
+    cs_prefault((char *)base + *faulted, want - *faulted);
     *faulted = want;
 }
 
@@ -429,7 +416,13 @@ static void *scan_loop(void *arg) {
     bool unwinder_loaded = S->unwinder != CS_UNW_LIBUNWIND, modules_loaded = false;
     while (atomic_load(&S->active)) {
         prefault_ahead();
-        if (!modules_loaded && cs_g.proc.before_main_ran) modules_loaded = preload_modules();
+        if (!modules_loaded && cs_g.proc.before_main_ran && (modules_loaded = preload_modules())) {
+            // The timeline's file and what the writer first touches at the
+            // launch's end, made and faulted in here, off the host's exit
+            // (docs/performance.md, "A short command-line tool").
+            cs_prefault(S->cost_hist, sizeof S->cost_hist);
+            cs_timeline_prepare();
+        }
         if (atomic_load(&S->boost_on) && cs_monotonic_ns() >= S->boost_until_ns) end_boost();
         // libunwind once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,
@@ -443,7 +436,11 @@ static void *scan_loop(void *arg) {
             unwinder_loaded = true;
             if (!cs_unwind_load()) S->unwinder = CS_UNW_FP;
         }
-        cs_sleep_ns(CS_SMP_SCAN_NS);
+        // Until the next scan, or until a stop: then the thread ends at once,
+        // and is gone (or going) before the exiting process waits for it.
+        uint64_t until = cs_monotonic_ns() + CS_SMP_SCAN_NS;
+        while (atomic_load(&S->active) && cs_monotonic_ns() < until) cs_futex_wait(&S->active, 1, until);
+        if (!atomic_load(&S->active)) break;
         drop_alt_if_taken();
         const char *why = early_stop_reason();
         if (why) {
@@ -465,7 +462,9 @@ static void *scan_loop(void *arg) {
 
 void cs_sampler_stop(void) {
     if (!S->started || atomic_load(&S->stopped)) return;
-    if (!atomic_exchange(&S->active, 0)) {
+    bool was_active = atomic_exchange(&S->active, 0);
+    if (was_active) cs_futex_wake(&S->active);   // the scan thread's sleep
+    if (!was_active) {
         // Another thread is stopping: the caller may write the timeline
         // next, so wait (bounded) until the window is closed.
         for (int i = 0; i < 4000 && !atomic_load(&S->stopped); i++) {
@@ -495,7 +494,11 @@ void cs_sampler_stop(void) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    if (atomic_load(&S->in_flight) == 0) {
+    // A process that is exiting closes the descriptors and unmaps the rings
+    // itself: each munmap here cost a TLB shootdown on the host's exit.
+    enum cs_end_reason end = cs_g.launch.end_reason;
+    bool exiting = end == CS_END_EXIT || end == CS_END_ERROR_EXIT;
+    if (!exiting && atomic_load(&S->in_flight) == 0) {
         for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
             if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_free_thread(&S->threads[i]);
         }

@@ -93,6 +93,18 @@ void *cs_map_zeroed(size_t bytes) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   // Linux 5.14
+#endif
+
+void cs_prefault(void *p, size_t bytes) {
+    if (bytes == 0) return;
+    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095, hi = ((uintptr_t)p + bytes + 4095) & ~(uintptr_t)4095;
+    if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) return;
+    for (uintptr_t a = (uintptr_t)p; a < (uintptr_t)p + bytes; a = (a & ~(uintptr_t)4095) + 4096)
+        __atomic_fetch_add((char *)a, 0, __ATOMIC_RELAXED);
+}
+
 int cs_fd_high(int fd) {
     if (fd < 0 || cs_g.proc.high_fd == 0) return fd;
     int high = fcntl(fd, F_DUPFD_CLOEXEC, cs_g.proc.high_fd);

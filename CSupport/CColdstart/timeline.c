@@ -132,7 +132,15 @@ struct plan {
 
 static void make_plan(struct plan *pl) {
     struct cs_start st;
-    if (cs_process_start(&st, &pl->without_launcher, &pl->boot_off) == 0) {
+    const struct cs_out_early_facts *ef = &cs_g.out.facts;
+    bool known = atomic_load_explicit(&cs_g.out.facts_ready, memory_order_acquire);
+    int start_rc = known ? ef->start_rc : cs_process_start(&st, &pl->without_launcher, &pl->boot_off);
+    if (known) {
+        st = ef->start;
+        pl->without_launcher = ef->without_launcher;
+        pl->boot_off = ef->boot_off;
+    }
+    if (start_rc == 0) {
         pl->start = st.ns;
         pl->precision = st.precision_ns;
         pl->source = st.source;
@@ -210,9 +218,16 @@ static void make_plan(struct plan *pl) {
         if (!seen && nt < cap) cs_g.out.thread_ids[nt++] = ev[i].tid;
     }
     pl->nthreads = cs_sampler_add_threads(cs_g.out.thread_ids, nt, cap);
+    // Read once: both the trace events and the threads section name them.
+    for (size_t t = 0; t < pl->nthreads; t++)
+        thread_name(cs_g.out.thread_ids[t], cs_g.out.thread_names[t], sizeof cs_g.out.thread_names[t]);
 
-    ssize_t n = readlink("/proc/self/exe", pl->exe, sizeof pl->exe - 1);
-    pl->exe[n > 0 ? n : 0] = 0;
+    if (known) {
+        memcpy(pl->exe, ef->exe, sizeof pl->exe);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", pl->exe, sizeof pl->exe - 1);
+        pl->exe[n > 0 ? n : 0] = 0;
+    }
     if (uname(&pl->uts) != 0) strcpy(pl->uts.release, "unknown");
 }
 
@@ -246,12 +261,10 @@ static void write_trace_events(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, "}},\n{\"ph\":\"M\",\"name\":\"thread_name\"");
     write_pid_tid(w, 0);
     cs_jw_raw(w, ",\"args\":{\"name\":\"Launch phases\"}}");
-    char tname[64];
     for (size_t t = 0; t < pl->nthreads; t++) {
-        thread_name(cs_g.out.thread_ids[t], tname, sizeof tname);
         cs_jw_raw(w, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
         write_pid_tid(w, cs_g.out.thread_ids[t]);
-        cs_jw_raw(w, ",\"args\":{\"name\":"); cs_jw_cstr(w, tname); cs_jw_raw(w, "}}");
+        cs_jw_raw(w, ",\"args\":{\"name\":"); cs_jw_cstr(w, cs_g.out.thread_names[t]); cs_jw_raw(w, "}}");
     }
     for (size_t p = 0; p + 1 < pl->nb; p++) {
         cs_jw_raw(w, ",\n{\"ph\":\"X\",\"cat\":\"phase\"");
@@ -433,11 +446,9 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, "],\n\"threads\":[");
-    char tname[64];
     for (size_t t = 0; t < pl->nthreads; t++) {
-        thread_name(cs_g.out.thread_ids[t], tname, sizeof tname);
         cs_jw_raw(w, t ? ",{\"tid\":" : "{\"tid\":"); cs_jw_i64(w, cs_g.out.thread_ids[t]);
-        cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, t == 0 ? "main" : tname);
+        cs_jw_raw(w, ",\"name\":"); cs_jw_cstr(w, t == 0 ? "main" : cs_g.out.thread_names[t]);
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, "]");
@@ -450,15 +461,39 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
     cs_jw_raw(w, "}}");
 }
 
+void cs_timeline_prepare(void) {
+    cs_out_prepare();
+    // What the plan needs that cannot change before the end (the process
+    // start, the executable): two /proc reads off the host's exit. Only the
+    // first caller fills it; the writer reads it once it is published.
+    struct cs_out_early_facts *ef = &cs_g.out.facts;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&cs_g.out.facts_claimed, &expected, 1)) return;
+    ef->start_rc = cs_process_start(&ef->start, &ef->without_launcher, &ef->boot_off);
+    ssize_t n = readlink("/proc/self/exe", ef->exe, sizeof ef->exe - 1);
+    ef->exe[n > 0 ? n : 0] = 0;
+    atomic_store_explicit(&cs_g.out.facts_ready, true, memory_order_release);
+    cs_prefault(cs_g.out.span_end_of, sizeof cs_g.out.span_end_of);
+    cs_prefault(cs_g.out.jw.buf, sizeof cs_g.out.jw.buf);
+    cs_prefault(&cs_g.out.cpus, sizeof cs_g.out.cpus);
+}
+
 int cs_write_timeline(void) {
     struct plan plan;   // ~7 KiB of stack; the writer never allocates
     struct plan *pl = &plan;
     make_plan(pl);
+    // The file made during the launch if there is one: no name until it is
+    // complete, so nothing to remove if this fails.
+    int fd = cs_out_take_prepared();
+    bool unnamed = fd >= 0;
     bool opened;
     int dir = cs_out_dir(&opened);
-    if (dir < 0) return -1;
+    if (dir < 0) {
+        if (unnamed) close(fd);
+        return -1;
+    }
     char tmp[sizeof cs_g.out.base + 64];
-    int fd = cs_out_create_temp(dir, tmp, sizeof tmp);
+    if (!unnamed) fd = cs_out_create_temp(dir, tmp, sizeof tmp);
     if (fd < 0) {
         if (opened) close(dir);
         return -1;
@@ -479,9 +514,16 @@ int cs_write_timeline(void) {
         if (!w->over) break;
         if (pass == 1) rc = CS_WRITE_TOO_BIG;
     }
-    if (close(fd) != 0) rc = -1;
-    if (rc == 0) rc = cs_out_publish(dir, tmp, pl->start_realtime_us);
-    if (rc != 0) unlinkat(dir, tmp, 0);
+    if (unnamed) {
+        // Linked while open; its close reports nothing on the file systems
+        // that have O_TMPFILE.
+        if (rc == 0) rc = cs_out_publish(dir, NULL, fd, pl->start_realtime_us);
+        close(fd);
+    } else {
+        if (close(fd) != 0) rc = -1;
+        if (rc == 0) rc = cs_out_publish(dir, tmp, -1, pl->start_realtime_us);
+        if (rc != 0) unlinkat(dir, tmp, 0);
+    }
     if (rc == 0) cs_out_rotate(dir);
     if (opened) close(dir);
     return rc;

@@ -135,6 +135,10 @@ struct cs_watch {
     _Atomic int running;       // the thread exists and has not stopped
     _Atomic int looking;       // it set itself up and took its first look
     _Atomic int stop;          // the writer asks it to stop
+    // Who may look: 0 nobody (the watcher sleeps between looks), 1 the
+    // watcher, 2 the stopper, which takes the last look itself.
+    _Atomic int busy;
+    int tid;                   // the watcher thread
     _Atomic int main_started;  // cs_before_main ran: dlopen is safe now
     uint64_t period_ns;                  // the base look period (COLDSTART_HZ, at most 1 kHz)
     uint64_t max_period_ns;              // what it backs off to while nothing changes
@@ -144,6 +148,7 @@ struct cs_watch {
     uint64_t start_ns, stop_ns;          // absolute CLOCK_MONOTONIC
     const char *stop_reason;             // "writer", "time-limit" or "buffer-full"
     uint64_t cpu_ns;                     // the watcher thread's CPU time
+    uint64_t cpu0_ns;                    // its CPU clock when it began to look
     uint64_t ticks, missed_ticks, next_rescan_ns;
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
@@ -189,13 +194,14 @@ void cs_watch_start(void);
 /// Tells the watcher that library initializers are done (dlopen is safe).
 /// Async-signal-safe.
 void cs_watch_main_started(void);
-/// Asks the watcher to close its segments and stop; waits for it (woken by
-/// a futex) up to 50 ms. Async-signal-safe (atomics and futex); the watcher
-/// blocks every signal the writer can run in, so this never runs on the
-/// watcher thread.
+/// Stops the watcher and closes its segments: between two of its looks, by
+/// taking the last look on the calling thread; in a look, by waiting for it
+/// (woken by a futex, 50 ms at most). Async-signal-safe (atomics, futex, the
+/// last look's reads); the watcher blocks every signal the writer can run
+/// in, so this never runs on the watcher thread.
 void cs_watch_stop(void);
 
-// ---- watchseg.c (watcher thread only) ----
+// ---- watchseg.c (whoever holds the looks: cs_watch.busy) ----
 /// Appends a finished segment (counted in dropped_segments when full).
 void cs_watch_close_segment(const struct cs_watch_seg *seg);
 /// The interned stack of a thread blocked as `sc` says, kept only if its

@@ -26,7 +26,9 @@
 
 // ---- observing one thread ----
 
-static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget) {
+// `self`: the thread taking this look when it is not the watcher (a stopper
+// taking the last look), else 0.
+static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget, int self) {
     struct cs_watch_thread *t = &cs_g.watch.buf->threads[slot->thread];
     char buf[256];
     uint64_t run, wait, slices, sched_run;
@@ -79,11 +81,18 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     struct cs_task_syscall sc;
     char text[sizeof slot->text];
     ssize_t len = -1;
-    if (slot->fd_syscall >= 0) {
+    if (t->tid == self) {
+        // The looker itself is running: its syscall file would only show its
+        // read of that very file.
+        memset(&sc, 0, sizeof sc);
+        sc.running = true;
+        sc.nr = CS_NR_RUNNING;
+        len = 0;
+    } else if (slot->fd_syscall >= 0) {
         len = cs_watch_pread_all(slot->fd_syscall, text, sizeof text);
         if (len == 0 || (len < 0 && errno == ESRCH)) { cs_watch_thread_gone(slot); return; }
     }
-    if (len <= 0 || cs_parse_task_syscall(text, (size_t)len, &sc) != 0) {
+    if (t->tid != self && (len <= 0 || cs_parse_task_syscall(text, (size_t)len, &sc) != 0)) {
         // No syscall file: tell runnable from blocked by the state letter only.
         char state;
         uint64_t minflt, majflt;
@@ -255,7 +264,7 @@ static void rescan(uint64_t now, int *unwind_budget) {
 #define QUIET_AFTER 16
 #define QUIET_STRIDE 4
 
-static void tick(uint64_t tick_no, bool last) {
+static void tick(uint64_t tick_no, bool last, int self) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
     uint64_t now = cs_monotonic_ns();
@@ -275,7 +284,7 @@ static void tick(uint64_t tick_no, bool last) {
         if (!last && slot->quiet >= QUIET_AFTER && (tick_no + (uint64_t)i) % QUIET_STRIDE != 0
             && b->threads[slot->thread].tid != cs_g.proc.pid)
             continue;
-        observe(slot, now, &unwind_budget);
+        observe(slot, now, &unwind_budget, self);
         if (slot->thread >= 0 && slot->cur.nr == CS_NR_RUNNING) runnable++;
     }
     if (runnable != wt->last_runnable || tick_no == 0) {
@@ -316,53 +325,15 @@ static bool open_proc(void) {
     return true;
 }
 
-static void *watch_main(void *arg) {
-    (void)arg;
+// The end of the watch: a last look, so every segment ends when the launch's
+// writer asked, and the totals. Runs on whoever holds the looks (`busy`): the
+// watcher when it stops on its own, else the stopper (cs_watch_stop), which
+// then needs no wake-up of this thread on its exit path.
+static void finish(const char *reason) {
     struct cs_watch *wt = &cs_g.watch;
-    prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
-    if (!open_proc()) {
-        atomic_store_explicit(&wt->running, 0, memory_order_release);
-        cs_futex_wake(&wt->running);
-        return NULL;
-    }
-    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) wt->buf->live[i].thread = -1;
-    // Default priority on purpose: at nice 10 or 19 the watcher starved in
-    // exactly the launches that need it (more runnable threads than CPUs):
-    // 195–500 looks a second instead of 1000, threads found 100 ms late.
-    cpu_set_t cpus;
-    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) wt->cpus = CPU_COUNT(&cpus);
-    uint64_t cpu0 = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    uint64_t next = wt->start_ns = cs_monotonic_ns();
-    atomic_store_explicit(&wt->looking, 1, memory_order_release);
-    uint64_t period = wt->period_ns;
-    for (uint64_t n = 0; !atomic_load_explicit(&wt->stop, memory_order_acquire); n++) {
-        wt->changed = false;
-        tick(n, false);
-        // Looks that find nothing new come less often, down to one per
-        // max_period_ns; anything new brings the base rate back at once. A
-        // boundary the counters place (a thread that blocked after running,
-        // or that woke and is on a CPU) stays exact; others are known to
-        // half a period (docs/performance.md).
-        period = wt->changed ? wt->period_ns : period * 2 < wt->max_period_ns ? period * 2 : wt->max_period_ns;
-        next += period;
-        uint64_t now = cs_monotonic_ns();
-        // A host that never calls ready() (a server) would otherwise pay for
-        // the watcher until it exits.
-        if (now - wt->start_ns > cs_g.cfg.limit_ns) { wt->stop_reason = "time-limit"; break; }
-        if (atomic_load_explicit(&wt->dropped_segments, memory_order_relaxed) > 0) { wt->stop_reason = "buffer-full"; break; }
-        if (next <= now) {
-            // Late (the machine is busy): skip the missed ticks, no bursts.
-            uint64_t behind = (now - next) / period + 1;
-            wt->missed_ticks += behind;
-            next += behind * period;
-        }
-        // Until the next tick, or until the writer asks it to stop: then at once.
-        while (!atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < next)
-            cs_futex_wait(&wt->stop, 0, next);
-    }
-    // A last look, so every segment ends when the launch's writer asked.
-    if (!wt->stop_reason) wt->stop_reason = "writer";
-    tick(1, true);
+    if (!wt->stop_reason) wt->stop_reason = reason;
+    int me = cs_gettid();
+    tick(1, true, me == wt->tid ? 0 : me);
     // The writer waits for what follows. A process that is exiting (or dying
     // of a signal) closes our descriptors itself: checking and closing three
     // per thread would only delay its exit.
@@ -378,10 +349,71 @@ static void *watch_main(void *arg) {
     }
     if (!keep_open) cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
     wt->stop_ns = cs_monotonic_ns();
-    wt->cpu_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    uint64_t cpu = 0;
+    if (cs_thread_cpu(wt->tid, &cpu) && cpu >= wt->cpu0_ns) wt->cpu_ns = cpu - wt->cpu0_ns;
     atomic_store_explicit(&wt->running, 0, memory_order_release);
     cs_futex_wake(&wt->running);
-    return NULL;
+    cs_futex_wake(&wt->busy);
+}
+
+static void *watch_main(void *arg) {
+    (void)arg;
+    struct cs_watch *wt = &cs_g.watch;
+    prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
+    wt->tid = cs_gettid();
+    // Holds the looks (`busy` 1, from cs_watch_start) until its first sleep.
+    if (!open_proc()) {
+        atomic_store_explicit(&wt->running, 0, memory_order_release);
+        cs_futex_wake(&wt->running);
+        cs_futex_wake(&wt->busy);
+        return NULL;
+    }
+    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) wt->buf->live[i].thread = -1;
+    // Default priority on purpose: at nice 10 or 19 the watcher starved in
+    // exactly the launches that need it (more runnable threads than CPUs):
+    // 195–500 looks a second instead of 1000, threads found 100 ms late.
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) wt->cpus = CPU_COUNT(&cpus);
+    wt->cpu0_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t next = wt->start_ns = cs_monotonic_ns();
+    atomic_store_explicit(&wt->looking, 1, memory_order_release);
+    uint64_t period = wt->period_ns;
+    for (uint64_t n = 0;; n++) {
+        if (atomic_load_explicit(&wt->stop, memory_order_acquire)) { finish("writer"); return NULL; }
+        wt->changed = false;
+        tick(n, false, 0);
+        // Looks that find nothing new come less often, down to one per
+        // max_period_ns; anything new brings the base rate back at once. A
+        // boundary the counters place (a thread that blocked after running,
+        // or that woke and is on a CPU) stays exact; others are known to
+        // half a period (docs/performance.md).
+        period = wt->changed ? wt->period_ns : period * 2 < wt->max_period_ns ? period * 2 : wt->max_period_ns;
+        next += period;
+        uint64_t now = cs_monotonic_ns();
+        // A host that never calls ready() (a server) would otherwise pay for
+        // the watcher until it exits.
+        if (now - wt->start_ns > cs_g.cfg.limit_ns) { finish("time-limit"); return NULL; }
+        if (atomic_load_explicit(&wt->dropped_segments, memory_order_relaxed) > 0) { finish("buffer-full"); return NULL; }
+        if (next <= now) {
+            // Late (the machine is busy): skip the missed ticks, no bursts.
+            uint64_t behind = (now - next) / period + 1;
+            wt->missed_ticks += behind;
+            next += behind * period;
+        }
+        // Between looks a stopper may take them over (cs_watch_stop).
+        atomic_store_explicit(&wt->busy, 0, memory_order_release);
+        cs_futex_wake(&wt->busy);
+        // Until the next tick, or until the writer asks it to stop: then at once.
+        while (!atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < next)
+            cs_futex_wait(&wt->stop, 0, next);
+        int idle = 0;
+        // The stopper took the last look (busy 2): nothing here is ours any
+        // more. Alive until it is done, though: it reads this thread's CPU clock.
+        if (!atomic_compare_exchange_strong(&wt->busy, &idle, 1)) {
+            while (atomic_load_explicit(&wt->running, memory_order_acquire)) cs_futex_wait(&wt->running, 1, 0);
+            return NULL;
+        }
+    }
 }
 
 void cs_watch_start(void) {
@@ -420,6 +452,7 @@ void cs_watch_start(void) {
     // (cs_start_thread blocks all but SIGPROF): the writer never runs on the
     // watcher, so it can wait for it.
     atomic_store(&wt->running, 1);
+    atomic_store(&wt->busy, 1);
     if (cs_start_thread(watch_main, 512 * 1024) != 0) {
         atomic_store(&wt->running, 0);
         cs_warn("cannot start the off-CPU watcher thread; the off-CPU watch is off", NULL);
@@ -436,12 +469,24 @@ void cs_watch_stop(void) {
     // A forked child has the parent's memory but not its watcher thread.
     if (!atomic_load(&wt->running) || (int)syscall(SYS_getpid) != cs_g.proc.pid) return;
     atomic_store_explicit(&wt->stop, 1, memory_order_release);
-    cs_futex_wake(&wt->stop);
-    // It takes a last look and closes its files (tens of microseconds), then
-    // wakes us; 50 ms at most on a machine too busy to run it.
+    // 50 ms at most on a machine too busy to run the watcher.
     uint64_t deadline = cs_monotonic_ns() + 50000000ull;
-    while (atomic_load_explicit(&wt->running, memory_order_acquire) && cs_monotonic_ns() < deadline)
-        cs_futex_wait(&wt->running, 1, deadline);
+    while (atomic_load_explicit(&wt->running, memory_order_acquire) && cs_monotonic_ns() < deadline) {
+        // Between two looks (the usual case): take the last look here. Waking
+        // the watcher and waiting for it to be scheduled took 0.1–2 ms of a
+        // short launch's exit on a busy machine (docs/performance.md).
+        int idle = 0;
+        if (atomic_compare_exchange_strong(&wt->busy, &idle, 2)) {
+            finish("writer");
+            // It exits when it next runs, while this thread writes.
+            cs_futex_wake(&wt->stop);
+            return;
+        }
+        // In a look (or setting itself up): it ends that look, sees `stop`
+        // and finishes by itself, or gives the looks up.
+        cs_futex_wake(&wt->stop);
+        cs_futex_wait(&wt->busy, 1, deadline);
+    }
 }
 
 

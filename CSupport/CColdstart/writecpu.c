@@ -8,8 +8,10 @@
 // its own affinity back. Unlike a lower priority (which an unprivileged
 // process cannot undo, so the threads died slowly) or parking (which needs
 // each thread to run first), sched_setaffinity moves a thread at once and is
-// undone by anyone. Coldstart's own threads stay where they are: the watcher
-// must finish its last look. Raw system calls only: async-signal-safe.
+// undone by anyone. Coldstart's own threads are moved too: the stop wakes
+// the watcher and the scan thread to end, and on the writer's CPU each
+// preempted it (measured with sched_switch: two preemptions per exit).
+// Raw system calls only: async-signal-safe.
 #include "internal.h"
 
 #include <fcntl.h>
@@ -47,7 +49,7 @@ void cs_cpu_isolate(void) {
             const struct cs_dirent64 *d = (const void *)(buf + off);
             off += d->d_reclen;
             int tid = cs_dirent_tid(d);
-            if (tid == 0 || tid == me || cs_own_thread(tid, false)) continue;
+            if (tid == 0 || tid == me) continue;
             cpu_set_t *saved = &C->masks[C->n];
             // Gone, never on our CPU, or pinned to it alone by the host: left alone.
             if (!get_affinity(tid, saved) || !CPU_ISSET(cpu, saved) || CPU_COUNT(saved) < 2) continue;

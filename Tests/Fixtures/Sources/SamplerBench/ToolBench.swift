@@ -78,8 +78,11 @@ func waitForQuietKernel(quietSeconds: Double = 3, patience: Double = 30) -> Bool
     return false
 }
 
-func benchTool(_ path: String, runs: Int, quietRuns: Int) {
-    let variants: [(label: String, env: [String: String])] = [
+/// `before`: another build of the tool (e.g. the previous commit's), whose
+/// unset and default launches join the same rounds, so that a change is
+/// measured before/after in one interleaved run.
+func benchTool(_ path: String, before: String?, runs: Int, quietRuns: Int) {
+    var variants: [(label: String, env: [String: String], path: String, profiled: Bool)] = [
         ("COLDSTART unset", [:]),
         ("default (boosted + watcher)", [:]),
         ("COLDSTART_HZ=1000, no boost", ["COLDSTART_HZ": "1000"]),
@@ -88,14 +91,20 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         ("sampler off", ["COLDSTART_SAMPLER": "off"]),
         ("phases only", ["COLDSTART_WATCH": "0", "COLDSTART_SAMPLER": "off"]),
         ("1 kHz, frame pointers", ["COLDSTART_UNWINDER": "fp"]),
-    ]
+    ].enumerated().map { ($0.element.0, $0.element.1, path, $0.offset > 0) }
+    // Each ratio is to the unset launch of the same build, same round.
+    var referenceOf = [Int](repeating: 0, count: variants.count)
+    if let before {
+        variants += [("before: COLDSTART unset", [:], before, false), ("before: default", [:], before, true)]
+        referenceOf += [variants.count - 2, variants.count - 2]
+    }
     // rounds[r][v]: nil when that run failed.
     var rounds: [[ToolRun?]] = []
     for round in -3..<runs {   // three warm-up rounds
         var row = [ToolRun?](repeating: nil, count: variants.count)
         for step in 0..<variants.count {
             let index = (step + max(round, 0)) % variants.count
-            row[index] = runTool(path, profiled: index > 0, variants[index].env)
+            row[index] = runTool(variants[index].path, profiled: variants[index].profiled, variants[index].env)
         }
         if round >= 0 { rounds.append(row) }
     }
@@ -105,10 +114,10 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
     print("CLOCK_MONOTONIC ms; ratio = median over rounds of (variant ÷ COLDSTART unset, same round):")
     print("  variant                        wall median  [p25–p75]       ratio   samples  set-up ms  watcher ms/s  line→reap ms  end→reap ms")
     var ratios = [Double](repeating: .nan, count: variants.count)
-    var exitAdded = Double.nan, setupWarm = Double.nan, watcherDefault = Double.nan, endToReapDefault = Double.nan
-    let reference = rounds.map { $0[0] }
-    let referenceLineToReap = median(reference.compactMap { $0?.lineToReapMs })
+    var exitAdded = Double.nan, exitAddedBefore = Double.nan, ratioBefore = Double.nan, setupWarm = Double.nan, watcherDefault = Double.nan, endToReapDefault = Double.nan
     for (index, v) in variants.enumerated() {
+        let reference = rounds.map { $0[referenceOf[index]] }
+        let referenceLineToReap = median(reference.compactMap { $0?.lineToReapMs })
         let runsOf = rounds.map { $0[index] }
         let walls = runsOf.compactMap { $0?.wallMs }
         let paired = zip(runsOf, reference).compactMap { run, ref -> Double? in
@@ -123,6 +132,10 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         let setup = timelines.isEmpty ? "" : format(median(timelines.map(\.setupMs)), 2)
         let watcherRuns = timelines.map(\.watcherMsPerS).filter { !$0.isNaN }
         let watcher = watcherRuns.isEmpty ? "" : format(median(watcherRuns), 1)
+        if before != nil && index == variants.count - 1 {
+            exitAddedBefore = lineToReap - referenceLineToReap
+            ratioBefore = ratios[index]
+        }
         if index == 1 {
             exitAdded = lineToReap - referenceLineToReap
             setupWarm = median(timelines.map(\.setupMs))
@@ -132,7 +145,7 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         print("  " + v.label.padding(toLength: 29, withPad: " ", startingAt: 0)
             + format(median(walls), 2).leftPadded(12) + "  [" + format(percentile(walls, 0.25), 2) + "–"
             + format(percentile(walls, 0.75), 2) + "]"
-            + (index == 0 ? "" : "×" + format(ratios[index], 3)).leftPadded(9)
+            + (referenceOf[index] == index ? "" : "×" + format(ratios[index], 3)).leftPadded(9)
             + samples.leftPadded(10) + setup.leftPadded(11) + watcher.leftPadded(14)
             + format(lineToReap, 2).leftPadded(14) + (endToReap.isNaN ? "" : format(endToReap, 2)).leftPadded(13))
     }
@@ -177,5 +190,8 @@ func benchTool(_ path: String, runs: Int, quietRuns: Int) {
         + " (warm: \(format(setupWarm, 2)) ms)")
     print("  exit delay ≤ 0.3 ms added:            +\(format(exitAdded, 2)) ms line → reaped over unset  \(verdict(exitAdded <= 0.3))"
         + " (launch end → reaped \(format(endToReapDefault, 2)) ms)")
+    if before != nil {
+        print("  (the build before, same rounds: default ×\(format(ratioBefore, 3)), exit delay +\(format(exitAddedBefore, 2)) ms)")
+    }
     print("  watcher CPU per second watched:       \(format(watcherDefault, 1)) ms/s (≤ 20 ms/s: \(verdict(watcherDefault <= 20)))")
 }

@@ -19,7 +19,7 @@ import BenchSupport
 import Foundation
 
 struct Options {
-    var host = "", linked = "", plain = "", tool = "", runs = 40, quietRuns = 6
+    var host = "", linked = "", plain = "", tool = "", toolBefore = "", runs = 40, quietRuns = 6
     var sections: Set<String> = ["cost", "kernel", "example", "tool"]
     init() {
         var it = CommandLine.arguments.dropFirst().makeIterator()
@@ -30,6 +30,7 @@ struct Options {
             case "--linked": linked = value
             case "--plain": plain = value
             case "--tool": tool = value
+            case "--tool-before": toolBefore = value
             case "--runs": runs = Int(value) ?? runs
             case "--quiet-runs": quietRuns = Int(value) ?? quietRuns
             case "--only": sections = Set(value.split(separator: ",").map(String.init))
@@ -39,7 +40,7 @@ struct Options {
             }
         }
         if host.isEmpty || linked.isEmpty || plain.isEmpty || tool.isEmpty {
-            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH --tool PATH [--runs N] [--quiet-runs N] [--only cost,kernel,example,tool]\n".utf8))
+            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH --tool PATH [--tool-before PATH] [--runs N] [--quiet-runs N] [--only cost,kernel,example,tool]\n".utf8))
             exit(64)
         }
     }
@@ -203,7 +204,7 @@ if options.sections.contains("example") {
 // ---- 3. a short command-line tool ----
 
 if options.sections.contains("tool") {
-    benchTool(options.tool, runs: options.runs, quietRuns: options.quietRuns)
+    benchTool(options.tool, before: options.toolBefore.isEmpty ? nil : options.toolBefore, runs: options.runs, quietRuns: options.quietRuns)
 }
 
 extension String {
