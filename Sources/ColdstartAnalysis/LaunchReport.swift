@@ -35,6 +35,9 @@ package struct LaunchReport: Codable, Sendable {
     /// Relocations of every object loaded before `main`, read from the
     /// files; absent when none could be read.
     package var loaderStatistics: LoaderStatistics?
+    /// Why a launch that was to be sampled has no sample, and what to do;
+    /// absent when it has samples or was not to be sampled.
+    package var noSamples: String?
 
     /// The launch as a whole: how long, how exactly it is known, how it ended.
     package struct Summary: Codable, Sendable {

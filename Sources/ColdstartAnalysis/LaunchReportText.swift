@@ -18,6 +18,7 @@ extension LaunchReport {
         let header = headerLines()
         lines += header.prefix(2)
         if let findings { lines += [""] + Finding.lines(findings, width: width) }
+        if let noSamples { lines += [""] + Finding.wrapped(noSamples, width: width ?? Finding.defaultWidth, continuation: "  ") }
         if let notice = profile?.precision.noticeLines, !notice.isEmpty {
             lines += [""] + Finding.wrapped(notice, width: width ?? Finding.defaultWidth)
         }

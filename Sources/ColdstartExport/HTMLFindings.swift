@@ -8,7 +8,7 @@ extension HTMLPage {
         guard let findings = report.findings else { return }
         out += "<section id=\"findings\"><h2>Findings <span class=\"dim\">most time first; % of the launch's wall time</span></h2>\n"
         // Too few samples to act on: said with the findings, which rest on them.
-        let notice = (report.profile?.precision.noticeLines ?? [])
+        let notice = ((report.noSamples.map { [$0] } ?? []) + (report.profile?.precision.noticeLines ?? []))
             .map { "<p class=\"warn\">\(e($0.trimmingCharacters(in: .whitespaces)))</p>\n" }.joined()
         guard !findings.isEmpty else {
             out += "<p class=\"dim\">Nothing above 1% of the launch.</p>\n\(notice)</section>\n"

@@ -89,6 +89,19 @@ final class SamplePrecisionTests: XCTestCase {
         XCTAssertFalse(onTime.text(style: TextStyle(width: nil, color: false), full: true).contains("began late"))
     }
 
+    /// A lone 12 ms launch on a quiet kernel: the clock never ran, no
+    /// sample at all. The first screen says why instead of nothing.
+    func testALaunchWhoseClockNeverRanSaysWhy() throws {
+        let report = try launch(samples: 0).report
+        XCTAssertNil(report.profile)
+        let why = try XCTUnwrap(report.noSamples)
+        XCTAssertTrue(why.hasPrefix("No samples: the sampling clock never ran before the launch ended"), why)
+        let text = report.text(style: TextStyle(width: nil, color: false), full: false)
+        XCTAssertTrue(text.contains("No samples: the sampling clock never ran"), text)
+        XCTAssertTrue(text.contains("profile with coldstart run"), text)
+        XCTAssertNil(try launch(samples: 5).report.noSamples)
+    }
+
     func testALaunchWithEnoughSamplesStaysQuiet() throws {
         let report = try launch(samples: 80).report
         XCTAssertEqual(report.profile?.precision.tooFew, false)
