@@ -187,6 +187,15 @@ final class UnprofiledEstimateTests: XCTestCase {
         XCTAssertEqual(idle.uncertaintyMs, 0)
     }
 
+    /// The timeline as one written before the set-up phase was recorded
+    /// (or by the launcher for a program without Coldstart): no such phase.
+    private static func dropSetUpPhase(_ section: inout [String: Any]) {
+        var phases = section["phases"] as! [[String: Any]]
+        phases.remove(at: 1)
+        phases[1]["startNs"] = 3_000_000
+        section["phases"] = phases
+    }
+
     func testSaysWhyWhenItCannotKnow() throws {
         // A start known to a 10 ms clock tick.
         let ticks = UnprofiledEstimate(try timeline { section in
@@ -211,10 +220,7 @@ final class UnprofiledEstimateTests: XCTestCase {
         // signals to it, and nothing of ours ran in it to subtract.
         let unlinked = UnprofiledEstimate(try timeline { section in
             section["launcher"] = ["mode": "not linked", "samples": 40, "audit": ["versionNs": 1000]] as [String: Any]
-            var phases = section["phases"] as! [[String: Any]]
-            phases.remove(at: 1)
-            phases[1]["startNs"] = 3_000_000
-            section["phases"] = phases
+            Self.dropSetUpPhase(&section)
         }, blocked: nil)
         XCTAssertNil(unlinked.ms)
         XCTAssertEqual(unlinked.parts.map(\.name), [])
@@ -223,12 +229,7 @@ final class UnprofiledEstimateTests: XCTestCase {
         XCTAssertFalse(reason.contains("set-up"), reason)
 
         // A timeline from before the set-up phase was recorded.
-        let old = UnprofiledEstimate(try timeline { section in
-            var phases = section["phases"] as! [[String: Any]]
-            phases.remove(at: 1)
-            phases[1]["startNs"] = 3_000_000
-            section["phases"] = phases
-        }, blocked: nil)
+        let old = UnprofiledEstimate(try timeline(edit: Self.dropSetUpPhase), blocked: nil)
         XCTAssertNil(old.ms)
         XCTAssertTrue(try XCTUnwrap(old.unknown).contains("no 'Coldstart set-up' phase"))
 
