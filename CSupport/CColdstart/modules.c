@@ -271,11 +271,16 @@ static uint64_t file_hz(void) {
 
 static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
     memset(S->cost_hist, 0, sizeof S->cost_hist);
-    uint64_t recorded = 0, max_cost = 0, total_cost = 0;
+    uint64_t recorded = 0, by_kernel = 0, max_cost = 0, total_cost = 0;
     for (uint32_t i = 0; i < nsamples; i++) {
         const struct cs_sample *smp = &S->samples[i];
         if (!written(smp)) continue;
         recorded++;
+        // No handler ran for these: the handler's figures are the others'.
+        if (smp->flags & CS_SMP_KERNEL) {
+            by_kernel++;
+            continue;
+        }
         uint32_t b = smp->cost_ns / 10;
         S->cost_hist[b < CS_SMP_COST_BUCKETS ? b : CS_SMP_COST_BUCKETS]++;
         if (smp->cost_ns > max_cost) max_cost = smp->cost_ns;
@@ -305,6 +310,14 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
         cs_jw_raw(w, ",\"untilNs\":"); cs_jw_i64(w, (int64_t)S->boost_until_ns - (int64_t)start_ns);
         cs_jw_raw(w, ",\"thinned\":"); cs_jw_raw(w, S->boost_end_ns ? "true" : "false");
         cs_jw_raw(w, ",\"afterHz\":"); cs_jw_u64(w, S->requested_hz);
+        cs_jw_raw(w, "}");
+    }
+    if (S->clock == CS_CLOCK_PERF) {
+        cs_jw_raw(w, ",\"kernelStacks\":{\"samples\":"); cs_jw_u64(w, by_kernel);
+        cs_jw_raw(w, ",\"lost\":"); cs_jw_u64(w, atomic_load(&S->ring_lost));
+        cs_jw_raw(w, ",\"untilNs\":");
+        if (S->kernel_stacks_end_ns) cs_jw_i64(w, (int64_t)S->kernel_stacks_end_ns - (int64_t)start_ns);
+        else cs_jw_raw(w, "null");
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, ",\"effectiveHz\":");

@@ -108,6 +108,32 @@ static void account_cost(uint64_t cost, uint64_t period_ns) {
         atomic_store(&S->stride, stride * 2);
 }
 
+uint16_t cs_smp_boost_flags(struct cs_smp_thread *t) {
+    if (!atomic_load_explicit(&t->boosted, memory_order_relaxed)) return 0;
+    // Numbered per thread: one in boost_hz / requested_hz is kept if the
+    // writer has to thin them.
+    uint32_t every = S->boost_hz / S->requested_hz;
+    return CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
+}
+
+void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns) {
+    uint32_t off = atomic_fetch_add(&S->next_frame, (uint32_t)n);
+    uint32_t slot = off + (uint32_t)n <= S->max_frames ? atomic_fetch_add(&S->next_sample, 1) : UINT32_MAX;
+    if (slot >= S->max_samples) {
+        atomic_fetch_add(&S->dropped, 1);
+        return;
+    }
+    struct cs_sample *smp = &S->samples[slot];
+    memcpy(&S->frames[off], frames, (size_t)n * sizeof *frames);
+    smp->tid = tid;
+    smp->ns = ns;
+    smp->frame_off = off;
+    smp->nframes = (uint16_t)n;
+    smp->flags = flags;
+    smp->cost_ns = cost_ns;
+    atomic_store_explicit(&smp->committed, 1, memory_order_release);
+}
+
 static void take_sample(siginfo_t *si, ucontext_t *uc) {
     uint64_t t0 = cs_monotonic_ns();
     int tid = cs_gettid();
@@ -122,34 +148,14 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
             t->tcb = tcb;
             cs_smp_index_tcb(tcb, t);
         }
-        // Boosted samples are numbered per thread: one in boost_hz /
-        // requested_hz is kept if the writer has to thin them.
-        uint16_t flags = 0;
-        if (atomic_load_explicit(&t->boosted, memory_order_relaxed)) {
-            uint32_t every = S->boost_hz / S->requested_hz;
-            flags = CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
-        }
+        uint16_t flags = cs_smp_boost_flags(t);
         uint64_t frames[CS_SMP_MAX_DEPTH];
         atomic_store_explicit(&t->in_handler, 1, memory_order_relaxed);
         int n = cs_unwind(uc, t, frames, CS_SMP_MAX_DEPTH);
         atomic_store_explicit(&t->in_handler, 0, memory_order_relaxed);
-        uint32_t off = atomic_fetch_add(&S->next_frame, (uint32_t)n);
-        uint32_t slot = off + (uint32_t)n <= S->max_frames ? atomic_fetch_add(&S->next_sample, 1) : UINT32_MAX;
-        if (slot < S->max_samples) {
-            struct cs_sample *smp = &S->samples[slot];
-            memcpy(&S->frames[off], frames, (size_t)n * sizeof *frames);
-            smp->tid = tid;
-            smp->ns = t0;
-            smp->frame_off = off;
-            smp->nframes = (uint16_t)n;
-            smp->flags = flags;
-            uint64_t cost = cs_monotonic_ns() - t0;
-            smp->cost_ns = cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost;
-            atomic_store_explicit(&smp->committed, 1, memory_order_release);
-            account_cost(cost, flags ? S->boost_period_ns : S->period_ns);
-        } else {
-            atomic_fetch_add(&S->dropped, 1);
-        }
+        uint64_t cost = cs_monotonic_ns() - t0;
+        cs_smp_record(tid, t0, frames, n, flags, cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost);
+        account_cost(cost, flags ? S->boost_period_ns : S->period_ns);
     }
     if (t0 - atomic_load(&S->last_scan_ns) > CS_SMP_SCAN_NS) cs_sampler_scan_threads();
     if (S->clock == CS_CLOCK_PERF && t && t->fd == si->si_fd && atomic_load(&S->active)) {
@@ -346,11 +352,14 @@ static const char *early_stop_reason(void) {
 // main thread's slot alone, and this function, seeing 2, undoes the clock.
 static bool open_clocks(void) {
     atomic_store(&S->opening, 1);
-    // The boost is for the perf clock only (POSIX timers are capped at the tick).
+    // The boost and the kernel's stacks are for the perf clock only (POSIX
+    // timers are capped at the tick, and signal).
     atomic_store(&S->boost_on, S->boost_hz > 0);
+    atomic_store(&S->kernel_stacks_on, S->want == CS_CLOCK_PERF);
     bool ok = atomic_load(&S->active) && open_clock(S->want);
     if (!ok && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) {
         atomic_store(&S->boost_on, 0);
+        atomic_store(&S->kernel_stacks_on, 0);
         ok = open_clock(CS_CLOCK_POSIX);
     }
     if (atomic_exchange(&S->opening, 0) == 2) {
@@ -377,21 +386,30 @@ static bool preload_modules(void) {
     return true;
 }
 
-// The boosted start is over: every clock back to requested_hz. Holds the scan
-// flag, so no thread is armed at the old period meanwhile; false if a scan
-// holds it (then at the next period).
-static bool end_boost(void) {
+// The first CS_BOOST_NS of sampling are over: the kernel no longer records
+// the stacks (from now on each thread's handler unwinds with libunwind), and a
+// boosted start's clocks go back to requested_hz. Holds the scan flag, so no
+// thread is armed the old way meanwhile; false if a scan holds it (then at the
+// next period).
+static bool end_window(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
-    atomic_store(&S->boost_on, 0);
+    bool boosted = atomic_exchange(&S->boost_on, 0), kernel = atomic_exchange(&S->kernel_stacks_on, 0);
     uint64_t period = S->period_ns;
     for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
         struct cs_smp_thread *t = &S->threads[i];
-        if (atomic_load(&t->tid) == 0 || !atomic_load(&t->boosted)) continue;
+        if (atomic_load(&t->tid) == 0) continue;
+        if (t->kernel_stacks) {
+            cs_smp_switch_to_signals(t);
+            continue;
+        }
+        if (!atomic_load(&t->boosted)) continue;
         if (atomic_load(&t->armed) && t->fd >= 0) ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
         atomic_store(&t->boosted, 0);
     }
-    S->boost_end_ns = cs_monotonic_ns();
+    uint64_t now = cs_monotonic_ns();
+    if (boosted) S->boost_end_ns = now;
+    if (kernel) S->kernel_stacks_end_ns = now;
     atomic_store(&S->scanning, 0);
     return true;
 }
@@ -423,7 +441,8 @@ static void *scan_loop(void *arg) {
             cs_prefault(S->cost_hist, sizeof S->cost_hist);
             cs_timeline_prepare();
         }
-        if (atomic_load(&S->boost_on) && cs_monotonic_ns() >= S->boost_until_ns) end_boost();
+        if ((atomic_load(&S->boost_on) || atomic_load(&S->kernel_stacks_on)) && cs_monotonic_ns() >= S->boost_until_ns)
+            end_window();
         // libunwind once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,
         // concurrently. And not in the first CS_BOOST_NS of sampling, at any
@@ -493,6 +512,13 @@ void cs_sampler_stop(void) {
     for (int i = 0; i < 4000 && atomic_load(&S->in_flight) > 0; i++) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
+    }
+    // What the kernel recorded since the last scan, unless a scan that the
+    // wait above gave up on is still at it (then those samples are lost).
+    int idle = 0;
+    if (atomic_compare_exchange_strong(&S->scanning, &idle, 1)) {
+        cs_smp_drain_all();
+        atomic_store(&S->scanning, 0);
     }
     // A process that is exiting closes the descriptors and unmaps the rings
     // itself: each munmap here cost a TLB shootdown on the host's exit.

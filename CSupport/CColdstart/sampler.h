@@ -52,6 +52,9 @@ struct cs_sample {
 // ... and one of every boost_hz / requested_hz of them: kept when the launch
 // outlives the boost and the writer thins the boosted samples to one rate.
 #define CS_SMP_KEPT 2u
+// Recorded by the kernel into the thread's ring (smpring.c): no signal, no
+// handler; cost_ns is 0.
+#define CS_SMP_KERNEL 4u
 
 // What the sampler knows about one thread: its clock source, the bounds of its
 // stack for the frame-pointer walk, and libunwind's thread-local storage
@@ -68,7 +71,12 @@ struct cs_smp_thread {
     uint32_t boost_seq;               // boosted samples of this thread (handler only)
     int signo;                        // the signal its clock raises (set when armed)
     int fd;                           // perf event, or -1
-    struct perf_event_mmap_page *ring; // its ring buffer (wakeup per sample), or NULL
+    // Its ring buffer, or NULL: one data page whose only use is a wakeup, so a
+    // signal, per sample; or, while `kernel_stacks`, the pages the kernel
+    // writes whole samples into (smpring.c).
+    struct perf_event_mmap_page *ring;
+    uint32_t ring_bytes;              // mapped length of `ring`
+    bool kernel_stacks;               // its event records stacks in the ring, and sends no signal
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
     timer_t timer;                    // POSIX timer (posix/wall clocks)
     bool has_timer;
@@ -110,6 +118,15 @@ struct cs_sampler {
     uint64_t boost_until_ns;
     _Atomic int boost_on;
     uint64_t boost_end_ns;
+    // Until the frame-pointer window ends (boost_until_ns), or for the whole
+    // launch with COLDSTART_UNWINDER=fp, the kernel itself walks the frame
+    // pointers at each overflow and writes the sample into the thread's ring,
+    // which the scan thread empties (smpring.c): no signal, no handler.
+    // kernel_stacks_end_ns: when the scan thread switched the threads to
+    // signals (0: never).
+    _Atomic int kernel_stacks_on;
+    uint64_t kernel_stacks_end_ns;
+    _Atomic uint32_t ring_lost;       // samples the kernel lost to a full ring
     // The helper process that opens the kernel's first event (smpclock.c).
     int warm_pid;                     // 0: none started, or reaped
     void *warm_stack;
@@ -251,6 +268,28 @@ void cs_smp_warm_start(void);
 void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t);
+/// Moves a thread whose kernel records its stacks to signals (its own
+/// handler's unwinder): stops and empties its ring, then opens its signal
+/// clock; a thread that blocks both signals is left unarmed for the next
+/// scan. Scan flag held.
+void cs_smp_switch_to_signals(struct cs_smp_thread *t);
+
+// ---- smpring.c (async-signal-safe: memory and atomics only) ----
+/// Moves the samples the kernel wrote into `t`'s ring (a kernel_stacks
+/// thread) into the sample buffers, leaf first, and frees the ring's space.
+/// One caller at a time per ring: the scan-flag holder, or the stopper.
+void cs_smp_drain(struct cs_smp_thread *t);
+/// cs_smp_drain for every kernel_stacks thread.
+void cs_smp_drain_all(void);
+
+// ---- sampler.c, for the handler and smpring.c ----
+/// Appends one sample (frames leaf first); counts it as dropped when the
+/// buffers are full. Lock-free, async-signal-safe.
+void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns);
+/// CS_SMP_BOOSTED (and CS_SMP_KEPT for one in boost_hz / requested_hz) for
+/// the next sample of `t` if its clock runs boosted, else 0. One caller at a
+/// time per thread (its handler, or its ring's drainer).
+uint16_t cs_smp_boost_flags(struct cs_smp_thread *t);
 /// The calling thread's %fs base (its TCB). Async-signal-safe.
 static inline uintptr_t cs_fs_base(void) {
     uintptr_t v = 0;

@@ -135,23 +135,41 @@ static int open_event(const struct perf_event_attr *a, int tid) {
     return (int)syscall(SYS_perf_event_open, a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-// Opens the task-clock event of `tid` and points its overflow signal at that
-// thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
-static int arm_perf(struct cs_smp_thread *t, int tid) {
+// The task clock of `tid`: user time only, at the boosted period during a
+// boosted start (the scan thread, which arms threads and ends the boost under
+// one flag, switches it back later). With `kernel_stacks`, each overflow makes
+// the kernel walk the thread's frame pointers and append {time, user call
+// chain} to the event's ring; otherwise it only wakes the ring's reader, which
+// F_SETSIG turns into a signal. The descriptor, or -1 with errno set.
+static int open_task_clock(int tid, bool kernel_stacks, bool boosted) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.type = PERF_TYPE_SOFTWARE;
     a.size = sizeof a;
     a.config = PERF_COUNT_SW_TASK_CLOCK;
-    // During a boosted start at its period (the scan thread, which arms
-    // threads and ends the boost under one flag, switches it back later).
-    bool boosted = atomic_load(&S->boost_on);
     a.sample_period = boosted ? S->boost_period_ns : S->period_ns;
     a.disabled = 1;
     a.exclude_kernel = 1;   // allowed at perf_event_paranoid 2; user time only
     a.exclude_hv = 1;
-    a.wakeup_events = 1;    // with a ring buffer: a wakeup, so a signal, per overflow
-    int fd = open_event(&a, tid);
+    if (kernel_stacks) {
+        // Wakeups only when the ring is half full (watermark 0): with no
+        // O_ASYNC they reach nobody, and the scan thread empties the ring
+        // long before. Times on the clock of every other figure.
+        a.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+        a.exclude_callchain_kernel = 1;
+        a.use_clockid = 1;
+        a.clockid = CLOCK_MONOTONIC;
+    } else {
+        a.wakeup_events = 1;   // with a ring buffer: a wakeup, so a signal, per overflow
+    }
+    return open_event(&a, tid);
+}
+
+// Opens the task clock of `tid` and points its overflow signal at that
+// thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
+static int arm_perf(struct cs_smp_thread *t, int tid) {
+    bool boosted = atomic_load(&S->boost_on);
+    int fd = open_task_clock(tid, false, boosted);
     if (fd < 0) return errno;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     uint64_t id = 0;
@@ -163,6 +181,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     }
     t->fd = fd;
     t->event_id = id;
+    t->kernel_stacks = false;
     atomic_store(&t->boosted, boosted);
     // A one-page ring buffer makes every overflow signal on its own; the
     // handler only moves the tail (no system call). Without one (the locked
@@ -170,8 +189,43 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     // each overflow and the handler re-enables it with an ioctl (~0.9 µs here).
     void *ring = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     t->ring = ring == MAP_FAILED ? NULL : ring;
+    t->ring_bytes = 2 * 4096;
     mark_armed(t);
     if (ioctl(fd, t->ring ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
+    return 0;
+}
+
+// The same clock with the kernel recording the stacks (sampler.h,
+// kernel_stacks_on): no signal, so a thread that blocks ours is sampled too.
+// The ring holds 16 data pages (~150 samples of 50 frames, 40 ms at 4 kHz;
+// the scan thread empties it every 5 ms), fewer where the locked-memory
+// limit (perf_event_mlock_kb, shared by the user's processes) leaves less.
+// Leaves nothing behind on failure. Async-signal-safe (syscalls only).
+static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
+    bool boosted = atomic_load(&S->boost_on);
+    int fd = open_task_clock(tid, true, boosted);
+    if (fd < 0) return errno;
+    uint64_t id = 0;
+    void *ring = MAP_FAILED;
+    size_t bytes = 0;
+    static const size_t data_pages[] = {16, 4, 1};
+    for (size_t i = 0; i < sizeof data_pages / sizeof *data_pages && ring == MAP_FAILED; i++) {
+        bytes = (1 + data_pages[i]) * 4096;
+        ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        int e = ring == MAP_FAILED ? ENOMEM : errno;
+        if (ring != MAP_FAILED) munmap(ring, bytes);
+        close(fd);
+        return e;
+    }
+    t->fd = fd;
+    t->event_id = id;
+    t->ring = ring;
+    t->ring_bytes = (uint32_t)bytes;
+    t->kernel_stacks = true;
+    atomic_store(&t->boosted, boosted);
+    mark_armed(t);
     return 0;
 }
 
@@ -202,15 +256,19 @@ int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo) {
     t->signo = signo;
     int e;
     switch (S->clock) {
-    case CS_CLOCK_PERF: e = arm_perf(t, tid); break;
+    case CS_CLOCK_PERF:
+        e = atomic_load(&S->kernel_stacks_on) ? arm_kernel_stacks(t, tid) : EAGAIN;
+        if (e == 0) break;
+        // Signals, then (a kernel refusing call chains, or the ring's memory).
+        if (signo == 0) t->signo = signo = cs_smp_signal_for(tid);
+        e = signo ? arm_perf(t, tid) : EAGAIN;
+        break;
     case CS_CLOCK_POSIX: e = arm_timer(t, tid, false); break;
     case CS_CLOCK_WALL: e = arm_timer(t, tid, true); break;
     default: e = EINVAL; break;
     }
-    if (e == 0) {
-        atomic_fetch_add(&S->threads_armed, 1);
-        atomic_store(&t->sampled, 1);
-    }
+    // Counted once: a thread switched from kernel stacks to signals is armed twice.
+    if (e == 0 && !atomic_exchange(&t->sampled, 1)) atomic_fetch_add(&S->threads_armed, 1);
     return e;
 }
 
@@ -239,14 +297,33 @@ void cs_smp_free_thread(struct cs_smp_thread *t) {
         t->fd = -1;
     }
     if (t->ring) {
-        munmap(t->ring, 2 * 4096);
+        munmap(t->ring, t->ring_bytes);
         t->ring = NULL;
     }
+    t->kernel_stacks = false;
 }
 
 // For a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t) {
     cs_smp_silence_thread(t);
     cs_smp_free_thread(t);
+}
+
+void cs_smp_switch_to_signals(struct cs_smp_thread *t) {
+    int tid = atomic_load(&t->tid);
+    cs_smp_silence_thread(t);
+    cs_smp_drain(t);
+    cs_smp_free_thread(t);
+    t->fd = -1;
+    // A thread that blocks both signals: the next scan looks again.
+    int signo = cs_smp_signal_for(tid);
+    if (signo == 0) return;
+    t->signo = signo;
+    if (arm_perf(t, tid) != 0) {
+        // Gone meanwhile (the next scan's sweep frees the slot), or out of
+        // descriptors: not sampled from here on.
+        cs_smp_disarm_thread(t);
+        t->fd = -2;
+    }
 }
 

@@ -101,6 +101,7 @@ void cs_sampler_scan_threads(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
     atomic_store(&S->last_scan_ns, cs_monotonic_ns());
+    cs_smp_drain_all();
     // Opened per scan, not kept: a host that closes descriptors it does not
     // know could otherwise get this number reused for its own file, and our
     // seek would move that file's offset.
@@ -133,8 +134,9 @@ void cs_sampler_scan_threads(void) {
                 // -2: arming failed; a descriptor: dropped from SIGPROF (it
                 // goes at the stop, once no handler can read its ring).
                 if (atomic_load(&t->armed) || t->fd != -1) continue;
-                int signo = cs_smp_signal_for(tid);
-                if (signo == 0) {
+                // The kernel's stacks need no signal: every thread is sampled.
+                int signo = atomic_load(&S->kernel_stacks_on) ? 0 : cs_smp_signal_for(tid);
+                if (signo == 0 && !atomic_load(&S->kernel_stacks_on)) {
                     // A signal of ours would wait for it, or be taken by its
                     // sigwait/sigtimedwait: not now. (A thread blocks every
                     // signal for its first instants in pthread_create too, so
@@ -167,6 +169,8 @@ void cs_sampler_scan_threads(void) {
             for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
                 struct cs_smp_thread *t = &S->threads[i];
                 if (atomic_load(&t->tid) == 0 || t->seen == gen || !atomic_load(&t->armed)) continue;
+                cs_smp_silence_thread(t);
+                cs_smp_drain(t);
                 cs_smp_disarm_thread(t);
                 t->fd = -1;
             }

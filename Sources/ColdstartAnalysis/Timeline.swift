@@ -160,6 +160,9 @@ package struct Timeline: Sendable {
         /// The boosted start of a launch sampled at the default rate (absent
         /// in older files and with `COLDSTART_HZ`).
         package var boost: Boost?
+        /// The samples the kernel recorded itself, without a signal (absent
+        /// in older files and for the POSIX clocks).
+        package var kernelStacks: KernelStacks?
         package var startNs: Int64
         /// When the main thread's clock started: samples come from then on.
         /// Later than `startNs` by the scan thread's start and, on a kernel
@@ -215,12 +218,32 @@ package struct Timeline: Sendable {
             package var afterHz: Double
         }
 
+        /// In the first `boost.untilNs`-long window of sampling (50 ms), the
+        /// kernel walked each sampled thread's frame pointers at the clock's
+        /// overflow and wrote the sample into a ring: no signal, no handler.
+        /// `samples` of the file's samples were taken so (all of them when
+        /// `untilNs` is nil: the launch ended inside the window); those
+        /// before `untilNs` on every thread. `lost`: samples the kernel
+        /// dropped because a ring was full.
+        package struct KernelStacks: Codable, Sendable {
+            package var samples: Int
+            package var lost: Int
+            package var untilNs: Int64?
+        }
+
+        /// Whether the sample taken at `ns` was recorded by the kernel.
+        package func kernelRecorded(at ns: Int64) -> Bool {
+            guard let kernel = kernelStacks, kernel.samples > 0 else { return false }
+            return kernel.untilNs.map { ns < $0 } ?? true
+        }
+
         package struct HandlerCost: Codable, Sendable {
             package var median: Double
             package var p99: Double
             package var max: Double?
             /// Every recorded sample's handler time added up; absent in
-            /// files written before it was recorded.
+            /// files written before it was recorded. Only the samples a
+            /// signal took count: those in `kernelStacks` had no handler.
             package var totalNs: Double?
         }
     }

@@ -130,6 +130,14 @@ extension Timeline {
                                ("unwindFailures", sampling.unwindFailures)] {
             try check.count(value, "sampling." + field)
         }
+        if let kernel = sampling.kernelStacks {
+            try check.count(kernel.samples, "sampling.kernelStacks.samples")
+            try check.count(kernel.lost, "sampling.kernelStacks.lost")
+            try check.offset(kernel.untilNs, "sampling.kernelStacks.untilNs")
+            if kernel.samples > sampling.samples {
+                throw check.fail("malformed timeline: sampling.kernelStacks.samples \(kernel.samples) exceeds sampling.samples \(sampling.samples)")
+            }
+        }
     }
 
     private func validate(_ watch: Watch, _ check: TimelineValidator) throws {

@@ -8,12 +8,15 @@ import Foundation
 /// - **set-up**: the "Coldstart set-up" phase, on the main thread before any
 ///   library initializer (exact).
 /// - **sampling**: every sample the critical path's threads took before the
-///   launch's end interrupted them: the handler's own time (measured: its
-///   mean, `handlerNs.totalNs` ÷ samples) plus the kernel's part of the
-///   signal — the timer interrupt, the delivery and `sigreturn`, and the
-///   caches the interrupted start-up code finds cold afterwards — which the
-///   process cannot time: `kernelNsPerSample` ± `kernelNsUncertainty`,
-///   measured on the reference machine (docs/performance.md).
+///   launch's end interrupted them. One a signal took costs the handler's own
+///   time (measured: its mean, `handlerNs.totalNs` ÷ the signal samples) plus
+///   the kernel's part of the signal — the timer interrupt, the delivery and
+///   `sigreturn`, and the caches the interrupted start-up code finds cold
+///   afterwards — which the process cannot time: `kernelNsPerSample` ±
+///   `kernelNsUncertainty`. One the kernel recorded itself (the first 50 ms,
+///   `sampling.kernelStacks`) costs the interrupt and the kernel's walk of
+///   the stack: `recordNsPerSample` ± `recordNsUncertainty`. Both measured
+///   on the reference machine (docs/performance.md).
 /// - **Coldstart's threads** (the watcher, the sampler's scanner): their CPU
 ///   time delayed the path only where the path waited for a CPU. At most
 ///   the smaller of their CPU time and the path's run-queue wait; at least
@@ -55,6 +58,11 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
     /// rest cold caches after each interrupt), single-digit µs on bare metal.
     static let kernelNsPerSample = 40_000.0
     static let kernelNsUncertainty = 30_000.0
+    /// The same for a sample the kernel recorded without a signal: 12–14 µs
+    /// per sample on the reference VM (docs/performance.md: the main phase
+    /// of a ~12 ms tool at 10 kHz, 4 kHz and 1 kHz against 10 Hz).
+    static let recordNsPerSample = 13_000.0
+    static let recordNsUncertainty = 8_000.0
 
     /// An estimate is given when its uncertainty is at most this share of it.
     static let tolerance = 0.10
@@ -136,7 +144,7 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         let from = timeline.launch.earliestInitNs ?? sampling.startNs
         let main = timeline.process.pid
         // A thinned boost kept one boosted sample in hz / afterHz: each kept
-        // one stands for that many signals the host took.
+        // one stands for that many interruptions of the host.
         let boosted = sampling.boost.flatMap { boost -> (untilNs: Int64, signals: Double)? in
             guard boost.thinned, boost.afterHz > 0, boost.hz > boost.afterHz else { return nil }
             return (boost.untilNs, (boost.hz / boost.afterHz).rounded())
@@ -146,13 +154,17 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
             if sample.ns < timeline.launch.mainNs { return sample.tid == main }
             return path.thread(at: sample.ns) == sample.tid || (sample.ns == timeline.launch.endNs && sample.tid == main)
         }
-        let count = onPath.reduce(0) { total, sample in
-            total + (boosted.map { sample.ns < $0.untilNs ? Int($0.signals) : 1 } ?? 1)
+        // Interruptions: the kernel's records, then the signals.
+        var records = 0, signals = 0
+        for sample in onPath {
+            let weight = boosted.map { sample.ns < $0.untilNs ? Int($0.signals) : 1 } ?? 1
+            if sampling.kernelRecorded(at: sample.ns) { records += weight } else { signals += weight }
         }
+        let signalSamples = sampling.samples - (sampling.kernelStacks?.samples ?? 0)
         let handler: Double
         let handlerBasis: String
-        if let total = sampling.handlerNs?.totalNs, sampling.samples > 0 {
-            handler = total / Double(sampling.samples)
+        if let total = sampling.handlerNs?.totalNs, signalSamples > 0 {
+            handler = total / Double(signalSamples)
             handlerBasis = "handler \(LaunchReport.format(handler / 1000, decimals: 1)) µs (mean, measured)"
         } else if let median = sampling.handlerNs?.median {
             handler = median
@@ -161,13 +173,24 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
             handler = 0
             handlerBasis = "handler time not recorded"
         }
-        let perSample = handler + kernelNsPerSample
-        return Part(
-            name: "sampling", ms: Double(count) * perSample / 1e6, uncertaintyMs: Double(count) * kernelNsUncertainty / 1e6,
-            basis: "\(count) \(boosted == nil ? "sample" : "signal")\(count == 1 ? "" : "s") on the critical path"
-                + (boosted == nil ? "" : " (the boost's kept samples × their thinning)") + " × \(LaunchReport.format(perSample / 1000, decimals: 0)) µs: "
+        let perSignal = handler + kernelNsPerSample
+        var terms: [String] = []
+        if records > 0 || signals == 0 {
+            terms.append("\(records) recorded by the kernel × ~\(LaunchReport.format(recordNsPerSample / 1000, decimals: 0))±"
+                + "\(LaunchReport.format(recordNsUncertainty / 1000, decimals: 0)) µs")
+        }
+        if signals > 0 {
+            terms.append("\(signals) signal\(signals == 1 ? "" : "s") × \(LaunchReport.format(perSignal / 1000, decimals: 0)) µs ("
                 + handlerBasis + " + the kernel's ~\(LaunchReport.format(kernelNsPerSample / 1000, decimals: 0))±"
-                + "\(LaunchReport.format(kernelNsUncertainty / 1000, decimals: 0)) µs (not timed in the launch)")
+                + "\(LaunchReport.format(kernelNsUncertainty / 1000, decimals: 0)) µs)")
+        }
+        return Part(
+            name: "sampling",
+            ms: (Double(records) * recordNsPerSample + Double(signals) * perSignal) / 1e6,
+            uncertaintyMs: (Double(records) * recordNsUncertainty + Double(signals) * kernelNsUncertainty) / 1e6,
+            basis: "samples on the critical path"
+                + (boosted == nil ? "" : " (the boost's kept samples × their thinning)") + ": "
+                + terms.joined(separator: " + ") + "; the kernel's part is not timed in the launch")
     }
 
     /// The watcher's and the scanner's CPU time where it delayed the path;

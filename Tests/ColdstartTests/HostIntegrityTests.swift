@@ -215,11 +215,11 @@ final class HostIntegrityTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("coldstart-watch"), "Coldstart's threads are in the backtrace too")
     }
 
-    /// Samples of threads other than the main one.
-    private func workerSamples(_ path: String) throws -> Int {
+    /// Samples of threads other than the main one (those from `fromNs` on).
+    private func workerSamples(_ path: String, fromNs: Int64 = .min) throws -> Int {
         let samples = try XCTUnwrap(section(path)["samples"] as? [[Any]])
         let pid = try Timeline(contentsOf: path).process.pid
-        return samples.filter { ($0[1] as? Int) != pid }.count
+        return samples.filter { ($0[1] as? Int) != pid && (($0[0] as? NSNumber)?.int64Value ?? .max) >= fromNs }.count
     }
 
     func testAThreadWithLibdispatchsSignalMaskIsSampledWithSIGPROF() throws {
@@ -235,9 +235,11 @@ final class HostIntegrityTests: XCTestCase {
         let result = try profiled(["dispatch-mask", "prof"], ["COLDSTART_HZ": "10000"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdout, "alive, host handler calls: 0\n")
-        let sampling = try XCTUnwrap(section(timelinePath())["sampling"] as? [String: Any])
-        XCTAssertEqual(sampling["threadsBlockingSignal"] as? Int, 1)
-        XCTAssertEqual(try workerSamples(timelinePath()), 0)
+        let sampling = try XCTUnwrap(try Timeline(contentsOf: timelinePath()).sampling)
+        XCTAssertEqual(sampling.threadsSampled, 2, "in the first 50 ms the kernel records its stacks: no signal")
+        let switched = try XCTUnwrap(sampling.kernelStacks?.untilNs, "its 200 ms outlive those 50 ms")
+        XCTAssertEqual(try workerSamples(timelinePath(), fromNs: switched), 0, "no signal of ours after them")
+        XCTAssertEqual(try section(timelinePath())["sampling"].flatMap { ($0 as? [String: Any])?["threadsBlockingSignal"] as? Int }, 1)
     }
 
     func testAHostInstallingItsSIGPROFHandlerWhileSuchAThreadIsSampledGetsItBack() throws {

@@ -172,7 +172,34 @@ final class UnprofiledEstimateTests: XCTestCase {
         // Samples at 5.5 + 1.4 i ms: i = 0…4 fall before 12 ms.
         let perSample = (5000 + UnprofiledEstimate.kernelNsPerSample) / 1e6
         XCTAssertEqual(estimate.parts[1].ms, Double(5 * 4 + 5) * perSample, accuracy: 1e-9)
-        XCTAssertTrue(estimate.parts[1].basis.hasPrefix("25 signals on the critical path"), estimate.parts[1].basis)
+        XCTAssertTrue(estimate.parts[1].basis.contains(": 25 signals × 45 µs"), estimate.parts[1].basis)
+    }
+
+    /// The first 50 ms' samples were recorded by the kernel, with no signal
+    /// and no handler: each costs the kernel's record, and the handler's mean
+    /// is over the signals' samples alone.
+    func testSamplesTheKernelRecordedCostNoSignal() throws {
+        let estimate = UnprofiledEstimate(try timeline { section in
+            var sampling = section["sampling"] as! [String: Any]
+            // Samples at 5.5 + 1.4 i ms: i = 0…4 fall before 12 ms, and so
+            // does the launcher's (not on the path).
+            sampling["kernelStacks"] = ["samples": 6, "lost": 0, "untilNs": 12_000_000] as [String: Any]
+            sampling["handlerNs"] = ["median": 4000, "p99": 9000, "max": 9000, "totalNs": 5000 * 5]
+            section["sampling"] = sampling
+        }, blocked: nil)
+        let record = UnprofiledEstimate.recordNsPerSample, signal = 5000 + UnprofiledEstimate.kernelNsPerSample
+        XCTAssertEqual(estimate.parts[1].ms, (5 * record + 5 * signal) / 1e6, accuracy: 1e-9)
+        XCTAssertEqual(estimate.parts[1].uncertaintyMs,
+                       (5 * UnprofiledEstimate.recordNsUncertainty + 5 * UnprofiledEstimate.kernelNsUncertainty) / 1e6, accuracy: 1e-9)
+        XCTAssertTrue(estimate.parts[1].basis.contains("5 recorded by the kernel × ~13±8 µs + 5 signals × 45 µs"), estimate.parts[1].basis)
+        // A launch that ended inside the window: every sample was a record.
+        let short = UnprofiledEstimate(try timeline { section in
+            var sampling = section["sampling"] as! [String: Any]
+            sampling["kernelStacks"] = ["samples": 11, "lost": 0, "untilNs": NSNull()] as [String: Any]
+            sampling["handlerNs"] = ["median": 0, "p99": 0, "max": 0, "totalNs": 0]
+            section["sampling"] = sampling
+        }, blocked: nil)
+        XCTAssertEqual(short.parts[1].ms, 10 * record / 1e6, accuracy: 1e-9)
     }
 
     func testColdstartsThreadsCountOnlyWherePathWaitedForACPU() {

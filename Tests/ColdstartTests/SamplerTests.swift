@@ -123,6 +123,36 @@ final class SamplerTests: XCTestCase {
         XCTAssertTrue(timeline.samples.allSatisfy { $0.frames.allSatisfy { $0.module >= -1 } })
     }
 
+    /// The first 50 ms of sampling cost the host no signal: the kernel walks
+    /// the frame pointers at each overflow and records the sample itself;
+    /// after them, each thread's handler takes over (and unwinds with
+    /// libunwind). Both kinds are in the file, in time order, as deep.
+    func testTheKernelRecordsTheFirst50MillisecondsWithoutASignal() throws {
+        try perfClockOrSkip()
+        let (_, timeline) = try profiled(["burn", "200", "5"])
+        let sampling = try sampling(timeline)
+        let kernel = try XCTUnwrap(sampling.kernelStacks)
+        let until = try XCTUnwrap(kernel.untilNs, "a 200 ms burn outlives the window")
+        XCTAssertEqual(kernel.lost, 0)
+        XCTAssertEqual(kernel.samples, timeline.samples.filter { $0.ns < until }.count, "the samples before the switch are the kernel's")
+        XCTAssertGreaterThan(kernel.samples, 10, "up to ~45 at 1 kHz in the window")
+        XCTAssertGreaterThan(sampling.samples - kernel.samples, 100, "the rest, taken by signals")
+        XCTAssertGreaterThan(try XCTUnwrap(sampling.handlerNs?.totalNs), 0)
+        XCTAssertTrue(zip(timeline.samples, timeline.samples.dropFirst()).allSatisfy { $0.tid != $1.tid || $0.ns <= $1.ns }, "time order per thread")
+        let executable = try XCTUnwrap(timeline.modules.firstIndex { $0.path == timeline.process.executable })
+        let recorded = timeline.samples.filter { $0.ns > timeline.launch.mainNs && $0.ns < until }
+        XCTAssertFalse(recorded.isEmpty, "main runs inside the window")
+        XCTAssertGreaterThan(recorded.filter { $0.frames.first?.module == executable }.count, recorded.count * 8 / 10)
+        let depths = recorded.map(\.frames.count).sorted()
+        XCTAssertGreaterThanOrEqual(depths[depths.count / 2], 9, "burnAtDepth's five frames, then main: the kernel's walk is as deep")
+        // A launch that ends inside the window: every sample is the kernel's, no handler ran.
+        let (_, short) = try profiled(["burn", "10"])
+        let quick = try self.sampling(short)
+        XCTAssertNil(quick.kernelStacks?.untilNs)
+        XCTAssertEqual(quick.kernelStacks?.samples, quick.samples)
+        XCTAssertEqual(quick.handlerNs?.totalNs, 0)
+    }
+
     func testTheFramePointerUnwinderIsAnOption() throws {
         let (_, timeline) = try profiled(["burn", "200", "5"], extra: ["COLDSTART_UNWINDER": "fp"])
         XCTAssertEqual(try sampling(timeline).unwinder, "frame-pointer")
@@ -157,7 +187,7 @@ final class SamplerTests: XCTestCase {
         // on a machine so busy that the launch outlived 50 ms of wall time,
         // is thinned like the long one: one rate either way).
         let (_, short) = try profiled(["burn", "10"], extra: ["COLDSTART_HZ": nil])
-        let quick = try sampling(short)
+        let quick = try self.sampling(short)
         let shortBoost = try XCTUnwrap(quick.boost)
         XCTAssertEqual(quick.requestedHz, shortBoost.thinned ? 1000 : 4000)
         if !shortBoost.thinned {
