@@ -108,32 +108,6 @@ static void account_cost(uint64_t cost, uint64_t period_ns) {
         atomic_store(&S->stride, stride * 2);
 }
 
-uint16_t cs_smp_boost_flags(struct cs_smp_thread *t) {
-    if (!atomic_load_explicit(&t->boosted, memory_order_relaxed)) return 0;
-    // Numbered per thread: one in boost_hz / requested_hz is kept if the
-    // writer has to thin them.
-    uint32_t every = S->boost_hz / S->requested_hz;
-    return CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
-}
-
-void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns) {
-    uint32_t off = atomic_fetch_add(&S->next_frame, (uint32_t)n);
-    uint32_t slot = off + (uint32_t)n <= S->max_frames ? atomic_fetch_add(&S->next_sample, 1) : UINT32_MAX;
-    if (slot >= S->max_samples) {
-        atomic_fetch_add(&S->dropped, 1);
-        return;
-    }
-    struct cs_sample *smp = &S->samples[slot];
-    memcpy(&S->frames[off], frames, (size_t)n * sizeof *frames);
-    smp->tid = tid;
-    smp->ns = ns;
-    smp->frame_off = off;
-    smp->nframes = (uint16_t)n;
-    smp->flags = flags;
-    smp->cost_ns = cost_ns;
-    atomic_store_explicit(&smp->committed, 1, memory_order_release);
-}
-
 static void take_sample(siginfo_t *si, ucontext_t *uc) {
     uint64_t t0 = cs_monotonic_ns();
     int tid = cs_gettid();
@@ -513,13 +487,14 @@ void cs_sampler_stop(void) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    // What the kernel recorded since the last scan, unless a scan that the
-    // wait above gave up on is still at it (then those samples are lost).
+    // What the kernel recorded since the last scan, under the scan flag
+    // (held until the rings are freed below, so no late scan drains one
+    // meanwhile), and not from the slot whose opener may be freeing it. A
+    // scan that the wait above gave up on may hold the flag still: then
+    // those samples are lost.
     int idle = 0;
-    if (atomic_compare_exchange_strong(&S->scanning, &idle, 1)) {
-        cs_smp_drain_all();
-        atomic_store(&S->scanning, 0);
-    }
+    bool flag = atomic_compare_exchange_strong(&S->scanning, &idle, 1);
+    if (flag) cs_smp_drain_all(main_slot);
     // A process that is exiting closes the descriptors and unmaps the rings
     // itself: each munmap here cost a TLB shootdown on the host's exit.
     enum cs_end_reason end = cs_g.launch.end_reason;
@@ -529,6 +504,7 @@ void cs_sampler_stop(void) {
             if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_free_thread(&S->threads[i]);
         }
     }
+    if (flag) atomic_store(&S->scanning, 0);
     if (!S->stop_reason) S->stop_reason = "launch-end";
     // After the last handler: every recorded sample lies inside the window.
     S->t_stop = cs_monotonic_ns();

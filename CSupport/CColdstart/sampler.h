@@ -275,21 +275,20 @@ void cs_smp_disarm_thread(struct cs_smp_thread *t);
 void cs_smp_switch_to_signals(struct cs_smp_thread *t);
 
 // ---- smpring.c (async-signal-safe: memory and atomics only) ----
-/// Moves the samples the kernel wrote into `t`'s ring (a kernel_stacks
-/// thread) into the sample buffers, leaf first, and frees the ring's space.
-/// One caller at a time per ring: the scan-flag holder, or the stopper.
-void cs_smp_drain(struct cs_smp_thread *t);
-/// cs_smp_drain for every kernel_stacks thread.
-void cs_smp_drain_all(void);
-
-// ---- sampler.c, for the handler and smpring.c ----
 /// Appends one sample (frames leaf first); counts it as dropped when the
-/// buffers are full. Lock-free, async-signal-safe.
+/// buffers are full. Lock-free.
 void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns);
 /// CS_SMP_BOOSTED (and CS_SMP_KEPT for one in boost_hz / requested_hz) for
 /// the next sample of `t` if its clock runs boosted, else 0. One caller at a
 /// time per thread (its handler, or its ring's drainer).
 uint16_t cs_smp_boost_flags(struct cs_smp_thread *t);
+/// Moves the samples the kernel wrote into `t`'s ring (a kernel_stacks
+/// thread) into the sample buffers, leaf first, and frees the ring's space.
+/// One caller at a time per ring: the scan-flag holder, or the stopper.
+void cs_smp_drain(struct cs_smp_thread *t);
+/// cs_smp_drain for every kernel_stacks thread but `except` (a slot another
+/// thread may be freeing, or NULL).
+void cs_smp_drain_all(const struct cs_smp_thread *except);
 /// The calling thread's %fs base (its TCB). Async-signal-safe.
 static inline uintptr_t cs_fs_base(void) {
     uintptr_t v = 0;

@@ -101,7 +101,7 @@ void cs_sampler_scan_threads(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
     atomic_store(&S->last_scan_ns, cs_monotonic_ns());
-    cs_smp_drain_all();
+    cs_smp_drain_all(NULL);
     // Opened per scan, not kept: a host that closes descriptors it does not
     // know could otherwise get this number reused for its own file, and our
     // seek would move that file's offset.

@@ -58,11 +58,13 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
     /// rest cold caches after each interrupt), single-digit µs on bare metal.
     static let kernelNsPerSample = 40_000.0
     static let kernelNsUncertainty = 30_000.0
-    /// The same for a sample the kernel recorded without a signal: 12–14 µs
-    /// per sample on the reference VM (docs/performance.md: the main phase
-    /// of a ~12 ms tool at 10 kHz, 4 kHz and 1 kHz against 10 Hz).
-    static let recordNsPerSample = 13_000.0
-    static let recordNsUncertainty = 8_000.0
+    /// The same for a sample the kernel recorded without a signal: 13–22 µs
+    /// per sample on the reference VM, nearly all of it the timer interrupt
+    /// (docs/performance.md: the main phase of a ~12 ms tool at 10 kHz
+    /// against 10 Hz; no call chain costs the same), against 22–34 µs for a
+    /// signal there.
+    static let recordNsPerSample = 17_000.0
+    static let recordNsUncertainty = 9_000.0
 
     /// An estimate is given when its uncertainty is at most this share of it.
     static let tolerance = 0.10

@@ -191,7 +191,7 @@ final class UnprofiledEstimateTests: XCTestCase {
         XCTAssertEqual(estimate.parts[1].ms, (5 * record + 5 * signal) / 1e6, accuracy: 1e-9)
         XCTAssertEqual(estimate.parts[1].uncertaintyMs,
                        (5 * UnprofiledEstimate.recordNsUncertainty + 5 * UnprofiledEstimate.kernelNsUncertainty) / 1e6, accuracy: 1e-9)
-        XCTAssertTrue(estimate.parts[1].basis.contains("5 recorded by the kernel × ~13±8 µs + 5 signals × 45 µs"), estimate.parts[1].basis)
+        XCTAssertTrue(estimate.parts[1].basis.contains("5 recorded by the kernel × ~17±9 µs + 5 signals × 45 µs"), estimate.parts[1].basis)
         // A launch that ended inside the window: every sample was a record.
         let short = UnprofiledEstimate(try timeline { section in
             var sampling = section["sampling"] as! [String: Any]
