@@ -263,8 +263,9 @@ void cs_out_prepare(void);
 int cs_out_take_prepared(void);
 /// Gives the written timeline its name: the temporary file `tmp` renamed, or
 /// the unnamed file `fd` linked (`tmp` NULL); "<stem>-N.json" when a file
-/// there was written after this process started. 0 or -1.
-int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_realtime_us);
+/// there was written after this process started (its start between the two
+/// CLOCK_REALTIME bounds, µs). 0 or -1.
+int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_rt_us, uint64_t latest_start_rt_us);
 /// With COLDSTART_KEEP / COLDSTART_KEEP_BYTES, removes the oldest timelines
 /// of Coldstart's naming ("coldstart-<executable>-<pid>[-<n>].json", regular
 /// files of this user, never the one just written) from `dir` until the

@@ -144,14 +144,35 @@ static int place_over(int dir, const char *tmp, int fd, const char *name) {
     return -1;
 }
 
+// Whether the timeline `base` in `dir` was written by this very process:
+// the "pid" of its first lines (otherData's) is ours.
+static bool written_by_this_process(int dir, const char *base) {
+    int fd = openat(dir, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    static const char key[] = "\"pid\":";
+    for (ssize_t i = 0; n > 0 && i + (ssize_t)sizeof key - 1 < n; i++) {
+        if (memcmp(buf + i, key, sizeof key - 1) != 0) continue;
+        uint64_t pid;
+        const char *end = cs_scan_dec(buf + i + sizeof key - 1, buf + n, &pid);
+        return end && end < buf + n && pid == (uint64_t)cs_g.proc.pid;
+    }
+    return false;
+}
+
 // Puts the timeline in place under its name: the temporary file `tmp`, or
-// the unnamed file `fd` (then `tmp` is NULL). A file already there that was
-// written after this process started belongs to an earlier image of this
-// process (an exec of itself after ready()) or to another process given the
-// same path: it is kept, and this timeline becomes "<stem>-2.json" (then -3,
-// …). An older file (a previous run's) is replaced, as a rerun expects, and
-// so is anything that is not a regular file.
-int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_realtime_us) {
+// the unnamed file `fd` (then `tmp` is NULL). A file already there is kept,
+// and this timeline becomes "<stem>-2.json" (then -3, …), when it belongs to
+// an earlier image of this process (an exec of itself after ready(): same
+// pid, written since the process started) or to another process given the
+// same path (written after this process can have started: `start_rt_us` is
+// the earliest it can have, `latest_start_rt_us` the latest; a start known to
+// a clock tick or estimated spans milliseconds, and the previous run of a
+// loop writes its file just before it). An older file (a previous run's) is
+// replaced, as a rerun expects, and so is anything that is not a regular file.
+int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_rt_us, uint64_t latest_start_rt_us) {
     struct stat st;
     const char *base = cs_g.out.base;
     if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -162,8 +183,9 @@ int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_realtime_us)
         uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
         // Only a regular file can be a timeline: anything else there (a
         // planted symlink) is replaced, never followed or kept.
-        if (!S_ISREG(st.st_mode) || start_realtime_us == 0 || mtime_us < start_realtime_us)
-            return place_over(dir, tmp, fd, base);
+        bool keep = S_ISREG(st.st_mode) && start_rt_us != 0
+            && (mtime_us >= latest_start_rt_us || (mtime_us >= start_rt_us && written_by_this_process(dir, base)));
+        if (!keep) return place_over(dir, tmp, fd, base);
     }
     size_t stem = strlen(base) - 5;   // without ".json"
     char name[sizeof cs_g.out.base + 8];

@@ -315,9 +315,13 @@ void cs_smp_switch_to_signals(struct cs_smp_thread *t) {
     cs_smp_drain(t);
     cs_smp_free_thread(t);
     t->fd = -1;
-    // A thread that blocks both signals: the next scan looks again.
+    // A thread that blocks both signals: this look counts as the first of the
+    // two that make it "blocking"; the next scan looks again.
     int signo = cs_smp_signal_for(tid);
-    if (signo == 0) return;
+    if (signo == 0) {
+        if (t->blocked_scans == 0) t->blocked_scans = 1;
+        return;
+    }
     t->signo = signo;
     if (arm_perf(t, tid) != 0) {
         // Gone meanwhile (the next scan's sweep frees the slot), or out of

@@ -514,14 +514,16 @@ int cs_write_timeline(void) {
         if (!w->over) break;
         if (pass == 1) rc = CS_WRITE_TOO_BIG;
     }
+    // The start is known to its precision: it may have been that much later.
+    uint64_t latest_start_us = pl->start_realtime_us ? pl->start_realtime_us + pl->precision / 1000 : 0;
     if (unnamed) {
         // Linked while open; its close reports nothing on the file systems
         // that have O_TMPFILE.
-        if (rc == 0) rc = cs_out_publish(dir, NULL, fd, pl->start_realtime_us);
+        if (rc == 0) rc = cs_out_publish(dir, NULL, fd, pl->start_realtime_us, latest_start_us);
         close(fd);
     } else {
         if (close(fd) != 0) rc = -1;
-        if (rc == 0) rc = cs_out_publish(dir, tmp, -1, pl->start_realtime_us);
+        if (rc == 0) rc = cs_out_publish(dir, tmp, -1, pl->start_realtime_us, latest_start_us);
         if (rc != 0) unlinkat(dir, tmp, 0);
     }
     if (rc == 0) cs_out_rotate(dir);

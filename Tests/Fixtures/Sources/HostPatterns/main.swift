@@ -138,7 +138,9 @@ case "sigwait":
     pthread_sigmask(SIG_SETMASK, &all, &old)
     var result: Int32 = 0
     let waiter = startThread {
-        burnCPU(milliseconds: 60)
+        // Past the first 50 ms of sampling (the kernel's stacks, no signal),
+        // so that scans after them see it blocking every signal.
+        burnCPU(milliseconds: 120)
         var every = sigset_t()
         sigfillset(&every)
         var timeout = timespec(tv_sec: 0, tv_nsec: 200_000_000)
