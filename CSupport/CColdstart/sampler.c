@@ -360,30 +360,37 @@ static bool preload_modules(void) {
     return true;
 }
 
-// The first CS_BOOST_NS of sampling are over: the kernel no longer records
-// the stacks (from now on each thread's handler unwinds with libunwind), and a
-// boosted start's clocks go back to requested_hz. Holds the scan flag, so no
-// thread is armed the old way meanwhile; false if a scan holds it (then at the
-// next period).
+// The first CS_BOOST_NS of sampling are over: a boosted start's clocks go
+// back to requested_hz, and the kernel no longer records the stacks (from now
+// on each thread's handler unwinds with libunwind) unless frame pointers are
+// the unwinder anyway: then the kernel goes on walking them, with no signal,
+// for the whole launch. Holds the scan flag, so no thread is armed the old way
+// meanwhile; false if a scan holds it (then at the next period).
 static bool end_window(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
-    bool boosted = atomic_exchange(&S->boost_on, 0), kernel = atomic_exchange(&S->kernel_stacks_on, 0);
+    bool keep_kernel = S->unwinder == CS_UNW_FP;
+    bool boosted = atomic_exchange(&S->boost_on, 0);
+    bool kernel = keep_kernel ? false : atomic_exchange(&S->kernel_stacks_on, 0);
     uint64_t period = S->period_ns;
     for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
         struct cs_smp_thread *t = &S->threads[i];
         if (atomic_load(&t->tid) == 0) continue;
-        if (t->kernel_stacks) {
+        if (t->kernel_stacks && !keep_kernel) {
             cs_smp_switch_to_signals(t);
             continue;
         }
         if (!atomic_load(&t->boosted)) continue;
+        // A ring's boosted samples are taken out first: those after the
+        // period changes are not.
+        if (t->kernel_stacks) cs_smp_drain(t);
         if (atomic_load(&t->armed) && t->fd >= 0) ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
         atomic_store(&t->boosted, 0);
     }
     uint64_t now = cs_monotonic_ns();
     if (boosted) S->boost_end_ns = now;
     if (kernel) S->kernel_stacks_end_ns = now;
+    S->window_ended = true;
     atomic_store(&S->scanning, 0);
     return true;
 }
@@ -415,8 +422,7 @@ static void *scan_loop(void *arg) {
             cs_prefault(S->cost_hist, sizeof S->cost_hist);
             cs_timeline_prepare();
         }
-        if ((atomic_load(&S->boost_on) || atomic_load(&S->kernel_stacks_on)) && cs_monotonic_ns() >= S->boost_until_ns)
-            end_window();
+        if (!S->window_ended && cs_monotonic_ns() >= S->boost_until_ns) end_window();
         // libunwind once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,
         // concurrently. And not in the first CS_BOOST_NS of sampling, at any

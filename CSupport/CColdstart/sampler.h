@@ -126,6 +126,7 @@ struct cs_sampler {
     // signals (0: never).
     _Atomic int kernel_stacks_on;
     uint64_t kernel_stacks_end_ns;
+    bool window_ended;                // the scan thread ended the first CS_BOOST_NS (end_window)
     _Atomic uint32_t ring_lost;       // samples the kernel lost to a full ring
     // The helper process that opens the kernel's first event (smpclock.c).
     int warm_pid;                     // 0: none started, or reaped

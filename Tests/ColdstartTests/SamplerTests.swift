@@ -160,6 +160,15 @@ final class SamplerTests: XCTestCase {
         XCTAssertFalse(afterMain.isEmpty)
         let depths = afterMain.map(\.frames.count).sorted()
         XCTAssertGreaterThanOrEqual(depths[depths.count / 2], 7, "Swift keeps frame pointers: burnAtDepth's frames are walked")
+        // With frame pointers the unwinder anyway, the kernel walks them for
+        // the whole launch: no signal, no handler, past the first 50 ms too.
+        let sampling = try sampling(timeline)
+        if sampling.clock == "perf-task-clock" {
+            XCTAssertNil(sampling.kernelStacks?.untilNs)
+            XCTAssertEqual(sampling.kernelStacks?.samples, sampling.samples)
+            XCTAssertGreaterThan(sampling.samples, 150, "200 ms of CPU at 1 kHz")
+            XCTAssertEqual(sampling.handlerNs?.totalNs, 0)
+        }
     }
 
     func testInvalidRateFallsBackToTheDefaultWithOneLine() throws {
