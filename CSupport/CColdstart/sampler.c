@@ -298,7 +298,7 @@ static void drop_alt_if_taken(void) {
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
     atomic_store(&S->owns_alt, false);
     uint32_t dropped = cs_smp_drop_alt_threads();
-    atomic_store(&S->scanning, 0);
+    cs_smp_scan_release();
     if (dropped > 0)
         cs_warn("the program changed SIGPROF's action; threads that block SIGURG (dispatch workers) are no longer sampled", NULL);
 }
@@ -356,7 +356,7 @@ static bool preload_modules(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
     if (atomic_load(&S->active)) cs_modules_preload();
-    atomic_store(&S->scanning, 0);
+    cs_smp_scan_release();
     return true;
 }
 
@@ -391,7 +391,7 @@ static bool end_window(void) {
     if (boosted) S->boost_end_ns = now;
     if (kernel) S->kernel_stacks_end_ns = now;
     S->window_ended = true;
-    atomic_store(&S->scanning, 0);
+    cs_smp_scan_release();
     return true;
 }
 
@@ -477,10 +477,12 @@ void cs_sampler_stop(void) {
     int opening = 1;
     bool skip_main = atomic_compare_exchange_strong(&S->opening, &opening, 2);
     struct cs_smp_thread *main_slot = skip_main ? cs_sampler_thread(S->main_tid, false) : NULL;
-    // A scan in progress on another thread finishes on its own (bounded).
-    for (int i = 0; i < 2000 && atomic_load(&S->scanning); i++) {
-        struct timespec ts = {0, 50000};
-        nanosleep(&ts, NULL);
+    // A scan in progress on another thread finishes on its own: woken the
+    // moment it lets go of the flag (100 ms at most).
+    uint64_t deadline = cs_monotonic_ns() + 100000000ull;
+    for (int v; (v = atomic_load(&S->scanning)) != 0 && cs_monotonic_ns() < deadline;) {
+        if (v == 1 && !atomic_compare_exchange_strong(&S->scanning, &v, 2)) continue;
+        cs_futex_wait(&S->scanning, 2, deadline);
     }
     for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
         if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_silence_thread(&S->threads[i]);
@@ -510,7 +512,7 @@ void cs_sampler_stop(void) {
             if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_free_thread(&S->threads[i]);
         }
     }
-    if (flag) atomic_store(&S->scanning, 0);
+    if (flag) cs_smp_scan_release();
     if (!S->stop_reason) S->stop_reason = "launch-end";
     // After the last handler: every recorded sample lies inside the window.
     S->t_stop = cs_monotonic_ns();

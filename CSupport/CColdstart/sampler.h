@@ -157,7 +157,7 @@ struct cs_sampler {
     // The same slots keyed by %fs base, so libunwind's TLS lookups need no
     // gettid system call. Each entry is written only by the thread it names.
     struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
-    _Atomic int scanning;             // one thread scans /proc/self/task at a time
+    _Atomic int scanning;             // one thread scans, arms or drains at a time; 2: and a stopper waits
     _Atomic int opening;              // 1 while the first clock opens; 2: a stop came meanwhile (open_clocks)
     _Atomic uint64_t last_scan_ns;
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
@@ -247,6 +247,9 @@ void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t);
 /// descriptors are closed at the stop. Returns how many there were. Call with
 /// the scan flag held. Async-signal-safe.
 uint32_t cs_smp_drop_alt_threads(void);
+/// Lets go of the scan flag, waking a stopper that waits for it.
+/// Async-signal-safe.
+void cs_smp_scan_release(void);
 
 // ---- smpclock.c (all async-signal-safe: system calls only) ----
 /// The signal to sample thread `tid` with, from its /proc status SigBlk:

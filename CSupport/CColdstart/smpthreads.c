@@ -81,6 +81,12 @@ struct cs_smp_thread *cs_sampler_current_thread(void) {
 }
 
 
+// ---- the scan flag ----
+
+void cs_smp_scan_release(void) {
+    if (atomic_exchange(&S->scanning, 0) == 2) cs_futex_wake(&S->scanning);
+}
+
 // ---- discovering threads ----
 
 uint32_t cs_smp_drop_alt_threads(void) {
@@ -177,6 +183,6 @@ void cs_sampler_scan_threads(void) {
         }
         close(dir);
     }
-    atomic_store(&S->scanning, 0);
+    cs_smp_scan_release();
 }
 
