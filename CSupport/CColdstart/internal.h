@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 
 #include "include/coldstart.h"
 #include "include/coldstart_startup.h"
@@ -193,6 +194,7 @@ struct cs_global {
             struct cs_start start, without_launcher;
             uint64_t boot_off;
             char exe[PATH_MAX];
+            struct utsname uts;
         } facts;
         char dents[8192];               // directory entries, for the rotation
         struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
@@ -236,9 +238,10 @@ int cs_write_timeline(void);
 void cs_timeline_prepare(void);
 
 // ---- writecpu.c (async-signal-safe: raw system calls) ----
-/// Pins the calling thread (the writer at the process's end) to the CPU it
-/// is on and moves the process's other threads (up to CS_CPU_MOVE_MAX; never
-/// one pinned to that CPU alone) off it. Nothing on a single-CPU affinity.
+/// Moves the process's other threads (up to CS_CPU_MOVE_MAX; never one
+/// pinned to that CPU alone) off the CPU the calling thread (the writer at
+/// the process's end) is on, and pins the caller to that CPU if one of them
+/// was the host's. Nothing on a single-CPU affinity.
 void cs_cpu_isolate(void);
 /// Gives every thread cs_cpu_isolate moved, and the writer, its affinity back.
 void cs_cpu_restore(void);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>  // rename
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,7 +80,14 @@ static void rusage_object(struct cs_jw *w, const struct cs_rusage *a, const stru
     cs_jw_raw(w, "}");
 }
 
-static void thread_name(int tid, char *out, size_t cap) {
+// `mine`: tid is the calling thread.
+static void thread_name(int tid, bool mine, char *out, size_t cap) {
+    // The writer's own (usually the main thread's, at exit) without a walk
+    // through /proc: ~13 µs of the exit.
+    if (mine && cap >= 16 && prctl(PR_GET_NAME, out, 0, 0, 0) == 0 && out[0]) {
+        out[15] = 0;
+        return;
+    }
     char path[64] = "/proc/self/task/";
     cs_format_u64((uint64_t)tid, path + strlen(path));
     strcat(path, "/comm");
@@ -219,16 +227,20 @@ static void make_plan(struct plan *pl) {
     }
     pl->nthreads = cs_sampler_add_threads(cs_g.out.thread_ids, nt, cap);
     // Read once: both the trace events and the threads section name them.
-    for (size_t t = 0; t < pl->nthreads; t++)
-        thread_name(cs_g.out.thread_ids[t], cs_g.out.thread_names[t], sizeof cs_g.out.thread_names[t]);
+    int me = cs_gettid();
+    for (size_t t = 0; t < pl->nthreads; t++) {
+        int tid = cs_g.out.thread_ids[t];
+        thread_name(tid, tid == me, cs_g.out.thread_names[t], sizeof cs_g.out.thread_names[t]);
+    }
 
     if (known) {
         memcpy(pl->exe, ef->exe, sizeof pl->exe);
+        pl->uts = ef->uts;
     } else {
         ssize_t n = readlink("/proc/self/exe", pl->exe, sizeof pl->exe - 1);
         pl->exe[n > 0 ? n : 0] = 0;
+        if (uname(&pl->uts) != 0) strcpy(pl->uts.release, "unknown");
     }
-    if (uname(&pl->uts) != 0) strcpy(pl->uts.release, "unknown");
 }
 
 #define OFFSET(pl, ns) ((int64_t)(ns) - (int64_t)(pl)->start)
@@ -464,14 +476,16 @@ static void write_coldstart(struct cs_jw *w, const struct plan *pl) {
 void cs_timeline_prepare(void) {
     cs_out_prepare();
     // What the plan needs that cannot change before the end (the process
-    // start, the executable): two /proc reads off the host's exit. Only the
-    // first caller fills it; the writer reads it once it is published.
+    // start, the executable, uname's kernel release and host name): two /proc
+    // reads and a uname off the host's exit. Only the first caller fills it;
+    // the writer reads it once it is published.
     struct cs_out_early_facts *ef = &cs_g.out.facts;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&cs_g.out.facts_claimed, &expected, 1)) return;
     ef->start_rc = cs_process_start(&ef->start, &ef->without_launcher, &ef->boot_off);
     ssize_t n = readlink("/proc/self/exe", ef->exe, sizeof ef->exe - 1);
     ef->exe[n > 0 ? n : 0] = 0;
+    if (uname(&ef->uts) != 0) strcpy(ef->uts.release, "unknown");
     atomic_store_explicit(&cs_g.out.facts_ready, true, memory_order_release);
     cs_prefault(cs_g.out.span_end_of, sizeof cs_g.out.span_end_of);
     cs_prefault(cs_g.out.jw.buf, sizeof cs_g.out.jw.buf);

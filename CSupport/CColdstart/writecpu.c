@@ -3,12 +3,12 @@
 // process is gone, and on a machine with more runnable threads than CPUs the
 // writer, preempted after each time slice, waited for all of them in turn:
 // 2 ms of work took 10–35 ms (docs/performance.md, "Exit, kill and the
-// host's signals"). So while it writes, the writer is pinned to the CPU it is
-// on and the host's threads are moved off that CPU; then every thread gets
-// its own affinity back. Unlike a lower priority (which an unprivileged
-// process cannot undo, so the threads died slowly) or parking (which needs
-// each thread to run first), sched_setaffinity moves a thread at once and is
-// undone by anyone. Coldstart's own threads are moved too: the stop wakes
+// host's signals"). So while it writes, the host's threads are moved off the
+// CPU the writer is on, and the writer is pinned to it (only if a host
+// thread was moved: below); then every thread gets its own affinity back.
+// Unlike a lower priority (which an unprivileged process cannot undo, so the
+// threads died slowly) or parking (which needs each thread to run first),
+// sched_setaffinity moves a thread at once and is undone by anyone. Coldstart's own threads are moved too: the stop wakes
 // the watcher and the scan thread to end, and on the writer's CPU each
 // preempted it (measured with sched_switch: two preemptions per exit).
 // Raw system calls only: async-signal-safe.
@@ -42,6 +42,7 @@ void cs_cpu_isolate(void) {
     int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return;
     int me = cs_gettid();
+    bool host_moved = false;
     char buf[2048] __attribute__((aligned(8)));
     long n;
     while (C->n < CS_CPU_MOVE_MAX && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
@@ -55,10 +56,19 @@ void cs_cpu_isolate(void) {
             if (!get_affinity(tid, saved) || !CPU_ISSET(cpu, saved) || CPU_COUNT(saved) < 2) continue;
             cpu_set_t moved = *saved;
             CPU_CLR(cpu, &moved);
-            if (set_affinity(tid, &moved)) C->tids[C->n++] = tid;
+            if (!set_affinity(tid, &moved)) continue;
+            C->tids[C->n++] = tid;
+            host_moved |= !cs_own_thread(tid, false);
         }
     }
     close(dir);
+    // The pin keeps the writer on the CPU the host's threads have left. With
+    // none of them moved (a tool whose only other threads are Coldstart's,
+    // which can no longer come to this CPU) there is nothing to keep it from,
+    // and the pin itself cost the writer its turn on a busy machine: with two
+    // other processes burning the 2 CPUs, the exit handler took 0.7–2.8 ms
+    // (median) with it, 0.28–0.29 ms without (docs/performance.md).
+    if (!host_moved) return;
     cpu_set_t mine;
     CPU_ZERO(&mine);
     CPU_SET(cpu, &mine);
