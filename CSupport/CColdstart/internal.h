@@ -92,6 +92,32 @@ struct cs_own_thread {
     void *(*body)(void *);
 };
 
+// A point that separates two phases (timeline.c).
+struct cs_boundary {
+    uint64_t ns;
+    const char *name;
+    size_t name_len;
+    const struct cs_rusage *ru;   // NULL: unknown
+    const char *phase;            // the phase starting here: a fixed name, or NULL for "<from> → <to>"
+    const char *kind;             // that phase's kind: loader, profiler, initializers, app
+};
+
+// Everything the timeline writer derives before it emits a byte (timeline.c).
+struct cs_plan {
+    uint64_t start, precision, boot_off;
+    uint64_t start_realtime_us;  // 0 when CLOCK_REALTIME could not be read
+    const char *source;
+    struct cs_start without_launcher;
+    bool has_earliest, completed;
+    bool detail;                 // sampling and watch data fit under COLDSTART_MAX_BYTES
+    uint32_t nev;
+    struct cs_boundary b[CS_MAX_BOUNDARIES + 5];   // + start, earliest, set-up, main, end
+    size_t nb, nthreads;
+    char label[32];
+    char exe[PATH_MAX];
+    struct utsname uts;
+};
+
 // All mutable state of the capture layer, grouped by concern. Zero-initialised
 // (BSS), so nothing runs and nothing is touched when profiling is off beyond
 // `state`.
@@ -181,6 +207,9 @@ struct cs_global {
         uint64_t early_dev, early_ino;
         uint64_t dir_dev, dir_ino;      // what dirfd must still be
         struct cs_jw jw;
+        // Not on the writer's stack (~9 KiB): the writer is whichever thread
+        // calls exit() or takes the signal, with whatever stack it has left.
+        struct cs_plan plan;
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
@@ -231,10 +260,11 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 /// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
 #define CS_WRITE_TOO_BIG (-2)
-/// Makes the timeline's file (cs_out_prepare) and faults in the writer's
-/// scratch space (span table, output buffer, the threads' saved affinities)
-/// ahead of
-/// the end, from one of Coldstart's threads. Async-signal-safe (madvise).
+/// Makes the timeline's file (cs_out_prepare), reads what the plan needs
+/// that is final (process start, executable, uname) and faults in the
+/// writer's scratch space (plan, span table, thread names, output buffer,
+/// saved affinities) ahead of the end, from one of
+/// Coldstart's threads. Async-signal-safe (madvise).
 void cs_timeline_prepare(void);
 
 // ---- writecpu.c (async-signal-safe: raw system calls) ----
