@@ -4,7 +4,7 @@
 // layer"; no file calls back into a file that calls it):
 //   core → config, end, sampler, watcher, procstat
 //   end → watcher, sampler, timeline, outfile, writecpu
-//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
+//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels, writecpu
 //   config → labels
 //   sampler → smpthreads, smpclock, unwind, modules, timeline    smpthreads → smpclock
 //   unwind → smpthreads                        watcher → watchseg, watchfd
@@ -228,8 +228,13 @@ struct cs_global {
         char dents[8192];               // directory entries, for the rotation
         struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
         // While the process's last writer writes (writecpu.c): the host's
-        // threads moved off its CPU with their own affinity, and its own.
+        // threads moved off its CPU with their own affinity, and its own;
+        // and /proc/self/task, opened ahead (state 0 nothing, 1 being
+        // opened, 2 open, 3 taken or given up), with its identity.
         struct {
+            _Atomic int task_state;
+            int task_fd;
+            uint64_t task_dev, task_ino;
             int n;
             int tids[CS_CPU_MOVE_MAX];
             cpu_set_t masks[CS_CPU_MOVE_MAX];
@@ -260,8 +265,9 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 /// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
 #define CS_WRITE_TOO_BIG (-2)
-/// Makes the timeline's file (cs_out_prepare), reads what the plan needs
-/// that is final (process start, executable, uname) and faults in the
+/// Makes the timeline's file (cs_out_prepare), opens /proc/self/task for
+/// the writer's isolation (cs_cpu_prepare), reads what the plan needs that
+/// is final (process start, executable, uname) and faults in the
 /// writer's scratch space (plan, span table, thread names, output buffer,
 /// saved affinities) ahead of the end, from one of
 /// Coldstart's threads. Async-signal-safe (madvise).
@@ -275,6 +281,12 @@ void cs_timeline_prepare(void);
 void cs_cpu_isolate(void);
 /// Gives every thread cs_cpu_isolate moved, and the writer, its affinity back.
 void cs_cpu_restore(void);
+/// Opens /proc/self/task for cs_cpu_isolate ahead of the end, from one of
+/// Coldstart's threads (cs_timeline_prepare).
+void cs_cpu_prepare(void);
+/// Closes what cs_cpu_prepare opened if the writer did not take it (after
+/// ready(), whose writer moves no thread).
+void cs_cpu_release(void);
 
 // ---- outfile.c (async-signal-safe) ----
 /// The timeline's directory: the descriptor opened at start-up if it still is

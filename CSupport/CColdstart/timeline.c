@@ -456,6 +456,7 @@ void cs_timeline_prepare(void) {
     struct cs_out_early_facts *ef = &cs_g.out.facts;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&cs_g.out.facts_claimed, &expected, 1)) return;
+    cs_cpu_prepare();
     ef->start_rc = cs_process_start(&ef->start, &ef->without_launcher, &ef->boot_off);
     ssize_t n = readlink("/proc/self/exe", ef->exe, sizeof ef->exe - 1);
     ef->exe[n > 0 ? n : 0] = 0;
