@@ -207,7 +207,7 @@ struct cs_global {
         uint64_t early_dev, early_ino;
         uint64_t dir_dev, dir_ino;      // what dirfd must still be
         struct cs_jw jw;
-        // Not on the writer's stack (~9 KiB): the writer is whichever thread
+        // Not on the writer's stack (~8 KiB): the writer is whichever thread
         // calls exit() or takes the signal, with whatever stack it has left.
         struct cs_plan plan;
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1

@@ -449,6 +449,7 @@ static void write_coldstart(struct cs_jw *w, const struct cs_plan *pl) {
 
 void cs_timeline_prepare(void) {
     cs_out_prepare();
+    cs_cpu_prepare();
     // What the plan needs that cannot change before the end (the process
     // start, the executable, uname's kernel release and host name): two /proc
     // reads and a uname off the host's exit. Only the first caller fills it;
@@ -456,7 +457,6 @@ void cs_timeline_prepare(void) {
     struct cs_out_early_facts *ef = &cs_g.out.facts;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&cs_g.out.facts_claimed, &expected, 1)) return;
-    cs_cpu_prepare();
     ef->start_rc = cs_process_start(&ef->start, &ef->without_launcher, &ef->boot_off);
     ssize_t n = readlink("/proc/self/exe", ef->exe, sizeof ef->exe - 1);
     ef->exe[n > 0 ? n : 0] = 0;
