@@ -73,9 +73,10 @@ static void release_signals(void) {
 // ---- stopping and the single writer ----
 
 // Unmaps the event log, the sample buffers and the watcher's buffers, and
-// closes the timeline's directory, each only when nothing can touch it any
-// more: no mark between enter() and leave(), no sampling handler, no watcher
-// thread. Whatever is still in use stays (a leak, never a fault).
+// closes the timeline's directory and /proc/self/task (opened for a writer
+// at exit), each only when nothing can touch it any more: no mark between
+// enter() and leave(), no sampling handler, no watcher thread. Whatever is
+// still in use stays (a leak, never a fault).
 static void release_memory(void) {
     for (int i = 0; i < 1000 && atomic_load(&cs_g.log.busy) > 0; i++) cs_sleep_ns(50000);
     if (atomic_load(&cs_g.log.busy) == 0 && cs_g.log.events) {
@@ -87,6 +88,7 @@ static void release_memory(void) {
     cs_sampler_unmap();
     cs_watch_unmap();
     cs_out_close_dir();
+    cs_cpu_release();
 }
 
 // Becomes the writer if nobody is; otherwise waits (bounded) for the writer,

@@ -4,7 +4,7 @@
 // layer"; no file calls back into a file that calls it):
 //   core → config, end, sampler, watcher, procstat
 //   end → watcher, sampler, timeline, outfile, writecpu
-//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels
+//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels, writecpu
 //   config → labels
 //   sampler → smpthreads, smpclock, unwind, modules, timeline    smpthreads → smpclock
 //   unwind → smpthreads                        watcher → watchseg, watchfd
@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 
 #include "include/coldstart.h"
 #include "include/coldstart_startup.h"
@@ -89,6 +90,32 @@ struct cs_own_thread {
     _Atomic int done;           // its body returned (or it never started)
     _Atomic uint64_t cpu_ns;    // its CPU time when its body returned
     void *(*body)(void *);
+};
+
+// A point that separates two phases (timeline.c).
+struct cs_boundary {
+    uint64_t ns;
+    const char *name;
+    size_t name_len;
+    const struct cs_rusage *ru;   // NULL: unknown
+    const char *phase;            // the phase starting here: a fixed name, or NULL for "<from> → <to>"
+    const char *kind;             // that phase's kind: loader, profiler, initializers, app
+};
+
+// Everything the timeline writer derives before it emits a byte (timeline.c).
+struct cs_plan {
+    uint64_t start, precision, boot_off;
+    uint64_t start_realtime_us;  // 0 when CLOCK_REALTIME could not be read
+    const char *source;
+    struct cs_start without_launcher;
+    bool has_earliest, completed;
+    bool detail;                 // sampling and watch data fit under COLDSTART_MAX_BYTES
+    uint32_t nev;
+    struct cs_boundary b[CS_MAX_BOUNDARIES + 5];   // + start, earliest, set-up, main, end
+    size_t nb, nthreads;
+    char label[32];
+    char exe[PATH_MAX];
+    struct utsname uts;
 };
 
 // All mutable state of the capture layer, grouped by concern. Zero-initialised
@@ -180,6 +207,9 @@ struct cs_global {
         uint64_t early_dev, early_ino;
         uint64_t dir_dev, dir_ino;      // what dirfd must still be
         struct cs_jw jw;
+        // Not on the writer's stack (~8 KiB): the writer is whichever thread
+        // calls exit() or takes the signal, with whatever stack it has left.
+        struct cs_plan plan;
         uint32_t span_end_of[CS_MAX_EVENTS];     // begin slot → end slot + 1
         uint32_t boundary_slots[CS_MAX_BOUNDARIES];
         int thread_ids[64];
@@ -193,12 +223,18 @@ struct cs_global {
             struct cs_start start, without_launcher;
             uint64_t boot_off;
             char exe[PATH_MAX];
+            struct utsname uts;
         } facts;
         char dents[8192];               // directory entries, for the rotation
         struct cs_rotate_entry oldest[CS_ROTATE_BATCH];   // its candidates, oldest first
         // While the process's last writer writes (writecpu.c): the host's
-        // threads moved off its CPU with their own affinity, and its own.
+        // threads moved off its CPU with their own affinity, and its own;
+        // and /proc/self/task, opened ahead (state 0 nothing, 1 being
+        // opened, 2 open, 3 taken or given up), with its identity.
         struct {
+            _Atomic int task_state;
+            int task_fd;
+            uint64_t task_dev, task_ino;
             int n;
             int tids[CS_CPU_MOVE_MAX];
             cpu_set_t masks[CS_CPU_MOVE_MAX];
@@ -229,19 +265,28 @@ void cs_end_launch(enum cs_end_reason reason, int status);
 /// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
 #define CS_WRITE_TOO_BIG (-2)
-/// Makes the timeline's file (cs_out_prepare) and faults in the writer's
-/// scratch space (span table, output buffer, the threads' saved affinities)
-/// ahead of
-/// the end, from one of Coldstart's threads. Async-signal-safe (madvise).
+/// Makes the timeline's file (cs_out_prepare), opens /proc/self/task for
+/// the writer's isolation (cs_cpu_prepare), reads what the plan needs that
+/// is final (process start, executable, uname) and faults in the
+/// writer's scratch space (plan, span table, thread names, output buffer,
+/// saved affinities) ahead of the end, from one of
+/// Coldstart's threads. Async-signal-safe (madvise).
 void cs_timeline_prepare(void);
 
 // ---- writecpu.c (async-signal-safe: raw system calls) ----
-/// Pins the calling thread (the writer at the process's end) to the CPU it
-/// is on and moves the process's other threads (up to CS_CPU_MOVE_MAX; never
-/// one pinned to that CPU alone) off it. Nothing on a single-CPU affinity.
+/// Moves the process's other threads (up to CS_CPU_MOVE_MAX; never one
+/// pinned to that CPU alone) off the CPU the calling thread (the writer at
+/// the process's end) is on, and pins the caller to that CPU if one of them
+/// was the host's. Nothing on a single-CPU affinity.
 void cs_cpu_isolate(void);
 /// Gives every thread cs_cpu_isolate moved, and the writer, its affinity back.
 void cs_cpu_restore(void);
+/// Opens /proc/self/task for cs_cpu_isolate ahead of the end, from one of
+/// Coldstart's threads (cs_timeline_prepare).
+void cs_cpu_prepare(void);
+/// Closes what cs_cpu_prepare opened if the writer did not take it (after
+/// ready(), whose writer moves no thread).
+void cs_cpu_release(void);
 
 // ---- outfile.c (async-signal-safe) ----
 /// The timeline's directory: the descriptor opened at start-up if it still is

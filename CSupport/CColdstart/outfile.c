@@ -121,6 +121,11 @@ int cs_out_take_prepared(void) {
 // replaces, nor follows a symlink at `name`). 0, or -1 with errno.
 static int place_new(int dir, const char *tmp, int fd, const char *name) {
     if (fd < 0) return (int)syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE);
+    // The descriptor itself (Linux 6.10 on, for the credentials that opened
+    // it): without the walk through /proc, 3–5 µs less of the host's exit.
+    // Older kernels say ENOENT unless the caller has CAP_DAC_READ_SEARCH.
+    int rc = linkat(fd, "", dir, name, AT_EMPTY_PATH);
+    if (rc == 0 || errno != ENOENT) return rc;
     char path[32] = "/proc/self/fd/";
     cs_format_u64((uint64_t)fd, path + 14);
     return linkat(AT_FDCWD, path, dir, name, AT_SYMLINK_FOLLOW);

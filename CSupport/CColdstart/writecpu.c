@@ -3,12 +3,12 @@
 // process is gone, and on a machine with more runnable threads than CPUs the
 // writer, preempted after each time slice, waited for all of them in turn:
 // 2 ms of work took 10–35 ms (docs/performance.md, "Exit, kill and the
-// host's signals"). So while it writes, the writer is pinned to the CPU it is
-// on and the host's threads are moved off that CPU; then every thread gets
-// its own affinity back. Unlike a lower priority (which an unprivileged
-// process cannot undo, so the threads died slowly) or parking (which needs
-// each thread to run first), sched_setaffinity moves a thread at once and is
-// undone by anyone. Coldstart's own threads are moved too: the stop wakes
+// host's signals"). So while it writes, the host's threads are moved off the
+// CPU the writer is on, and the writer is pinned to it (only if a host
+// thread was moved: below); then every thread gets its own affinity back.
+// Unlike a lower priority (which an unprivileged process cannot undo, so the
+// threads died slowly) or parking (which needs each thread to run first),
+// sched_setaffinity moves a thread at once and is undone by anyone. Coldstart's own threads are moved too: the stop wakes
 // the watcher and the scan thread to end, and on the writer's CPU each
 // preempted it (measured with sched_switch: two preemptions per exit).
 // Raw system calls only: async-signal-safe.
@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +33,44 @@ static bool set_affinity(int tid, const cpu_set_t *set) {
     return syscall(SYS_sched_setaffinity, tid, sizeof *set, set) == 0;
 }
 
+// /proc/self/task, opened at the end: ~7 µs of the host's exit (a walk
+// through /proc with cold caches), so one of Coldstart's threads opens it
+// ahead. Async-signal-safe (open, fstat, fcntl).
+void cs_cpu_prepare(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&C->task_state, &expected, 1)) return;
+    int fd = cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd >= 0) {
+        C->task_fd = fd;
+        C->task_dev = (uint64_t)st.st_dev;
+        C->task_ino = (uint64_t)st.st_ino;
+    }
+    expected = 1;
+    // The writer came first (it then opened its own): this one goes.
+    if (!atomic_compare_exchange_strong(&C->task_state, &expected, fd >= 0 ? 2 : 3) && fd >= 0) close(fd);
+}
+
+// The directory cs_cpu_prepare opened if it is there and still ours (a host
+// that closes every descriptor may have reused the number: then it is the
+// host's, neither read nor closed), else -1. Async-signal-safe.
+static int take_task_dir(void) {
+    if (atomic_exchange(&C->task_state, 3) != 2) return -1;
+    struct stat st;
+    int fd = C->task_fd;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != C->task_dev || (uint64_t)st.st_ino != C->task_ino) return -1;
+    return fd;
+}
+
+void cs_cpu_release(void) {
+    int fd = take_task_dir();
+    if (fd >= 0) close(fd);
+}
+
 // Async-signal-safe: getcpu, getdents64 and the affinity calls.
 void cs_cpu_isolate(void) {
     C->n = 0;
@@ -39,9 +78,11 @@ void cs_cpu_isolate(void) {
     unsigned cpu;
     if (syscall(SYS_getcpu, &cpu, NULL, NULL) != 0 || cpu >= CPU_SETSIZE) return;
     if (!get_affinity(0, &C->writer) || CPU_COUNT(&C->writer) < 2) return;
-    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dir = take_task_dir();
+    if (dir < 0) dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return;
     int me = cs_gettid();
+    bool host_moved = false;
     char buf[2048] __attribute__((aligned(8)));
     long n;
     while (C->n < CS_CPU_MOVE_MAX && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
@@ -55,10 +96,19 @@ void cs_cpu_isolate(void) {
             if (!get_affinity(tid, saved) || !CPU_ISSET(cpu, saved) || CPU_COUNT(saved) < 2) continue;
             cpu_set_t moved = *saved;
             CPU_CLR(cpu, &moved);
-            if (set_affinity(tid, &moved)) C->tids[C->n++] = tid;
+            if (!set_affinity(tid, &moved)) continue;
+            C->tids[C->n++] = tid;
+            host_moved |= !cs_own_thread(tid, false);
         }
     }
     close(dir);
+    // The pin keeps the writer on the CPU the host's threads have left. With
+    // none of them moved (a tool whose only other threads are Coldstart's,
+    // which can no longer come to this CPU) there is nothing to keep it from,
+    // and the pin itself cost the writer its turn on a busy machine: with two
+    // other processes burning the 2 CPUs, the exit handler took 0.7–2.8 ms
+    // (median) with it, 0.28–0.29 ms without (docs/performance.md).
+    if (!host_moved) return;
     cpu_set_t mine;
     CPU_ZERO(&mine);
     CPU_SET(cpu, &mine);
