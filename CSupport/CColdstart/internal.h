@@ -311,6 +311,11 @@ int cs_out_take_prepared(void);
 /// there was written after this process started (its start between the two
 /// CLOCK_REALTIME bounds, µs). 0 or -1.
 int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_rt_us, uint64_t latest_start_rt_us);
+/// Removes the file at the destination if it is a regular file written before
+/// `start_rt_us` (CLOCK_REALTIME µs: the process start, at its earliest), the
+/// timeline of a previous run that the end would replace. Scan thread, during
+/// the launch. Async-signal-safe.
+void cs_out_remove_previous(uint64_t start_rt_us);
 /// With COLDSTART_KEEP / COLDSTART_KEEP_BYTES, removes the oldest timelines
 /// of Coldstart's naming ("coldstart-<executable>-<pid>[-<n>].json", regular
 /// files of this user, never the one just written) from `dir` until the

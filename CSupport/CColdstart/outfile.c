@@ -167,6 +167,17 @@ static bool written_by_this_process(int dir, const char *base) {
     return false;
 }
 
+void cs_out_remove_previous(uint64_t start_rt_us) {
+    struct stat st;
+    bool opened;
+    int dir = start_rt_us ? cs_out_dir(&opened) : -1;
+    if (dir < 0) return;
+    if (fstatat(dir, cs_g.out.base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+        && (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000 < start_rt_us)
+        unlinkat(dir, cs_g.out.base, 0);
+    if (opened) close(dir);
+}
+
 // Puts the timeline in place under its name: the temporary file `tmp`, or
 // the unnamed file `fd` (then `tmp` is NULL). A file already there is kept,
 // and this timeline becomes "<stem>-2.json" (then -3, …), when it belongs to

@@ -112,6 +112,17 @@ static void phase_name(struct cs_jw *w, const struct cs_boundary *b, size_t p) {
     }
 }
 
+// CLOCK_MONOTONIC `mono_ns` on CLOCK_REALTIME, in µs: the realtime clock
+// now, less the monotonic time since. 0 when either cannot be read.
+static uint64_t realtime_us(uint64_t mono_ns) {
+    struct timespec rt, mono;
+    if (clock_gettime(CLOCK_REALTIME, &rt) != 0 || clock_gettime(CLOCK_MONOTONIC, &mono) != 0) return 0;
+    uint64_t rt_now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    uint64_t mono_now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+    if (mono_now < mono_ns || rt_now < mono_now - mono_ns) return 0;
+    return (rt_now - (mono_now - mono_ns)) / 1000;
+}
+
 static void make_plan(struct cs_plan *pl) {
     struct cs_start st;
     const struct cs_out_early_facts *ef = &cs_g.out.facts;
@@ -138,14 +149,8 @@ static void make_plan(struct cs_plan *pl) {
     uint64_t first = cs_g.launch.t_earliest ? cs_g.launch.t_earliest : cs_g.launch.t_main;
     if (first != 0 && pl->start > first) pl->start = first;
     // Wall clock of the process start, for tools that want a date (pprof's
-    // time_nanos): the realtime clock now, less the monotonic time since.
-    struct timespec rt, mono;
-    pl->start_realtime_us = 0;
-    if (clock_gettime(CLOCK_REALTIME, &rt) == 0 && clock_gettime(CLOCK_MONOTONIC, &mono) == 0) {
-        uint64_t rt_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
-        uint64_t mono_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-        if (mono_ns >= pl->start && rt_ns >= mono_ns - pl->start) pl->start_realtime_us = (rt_ns - (mono_ns - pl->start)) / 1000;
-    }
+    // time_nanos).
+    pl->start_realtime_us = realtime_us(pl->start);
     pl->has_earliest = cs_g.launch.t_earliest != 0;
     pl->completed = cs_g.launch.end_reason == CS_END_READY || cs_g.launch.end_reason == CS_END_EXIT;
     uint32_t nev = atomic_load(&cs_g.log.next_event);
@@ -458,6 +463,13 @@ void cs_timeline_prepare(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&cs_g.out.facts_claimed, &expected, 1)) return;
     ef->start_rc = cs_process_start(&ef->start, &ef->without_launcher, &ef->boot_off);
+    // A previous run's timeline at the destination goes now, not when this
+    // one replaces it at the end: freeing its blocks was a synchronous
+    // discard (~1 ms) on the host's exit on a file system mounted with
+    // `discard`.
+    // Older than the earliest the process can have started.
+    if (ef->start_rc == 0 && ef->start.ns > ef->start.precision_ns)
+        cs_out_remove_previous(realtime_us(ef->start.ns - ef->start.precision_ns));
     ssize_t n = readlink("/proc/self/exe", ef->exe, sizeof ef->exe - 1);
     ef->exe[n > 0 ? n : 0] = 0;
     if (uname(&ef->uts) != 0) strcpy(ef->uts.release, "unknown");

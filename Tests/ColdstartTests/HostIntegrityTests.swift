@@ -325,6 +325,28 @@ final class HostIntegrityTests: XCTestCase {
         XCTAssertTrue(names.first?.hasSuffix("-2.json") ?? false || names.last?.hasSuffix("-2.json") ?? false, "\(names)")
     }
 
+    /// A rerun with the same path: the previous run's timeline is removed by
+    /// Coldstart's thread during the launch, so that freeing its blocks (a
+    /// synchronous discard on a file system mounted with `discard`, ~1 ms)
+    /// is not part of the host's exit; the new one takes its place.
+    func testARerunsPreviousTimelineGoesDuringTheLaunchNotAtItsExit() throws {
+        try Data("previous run".utf8).write(to: URL(fileURLWithPath: timelinePath()))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: timelinePath())
+        let release = directory.appendingPathComponent("release").path
+        var goneWhileRunning = false
+        let result = try profiled(["wait-file", release]) { _ in
+            for _ in 0..<400 where !goneWhileRunning {
+                goneWhileRunning = !FileManager.default.fileExists(atPath: self.timelinePath())
+                if !goneWhileRunning { usleep(5_000) }
+            }
+            _ = FileManager.default.createFile(atPath: release, contents: Data())
+        }
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(goneWhileRunning, "the previous timeline was still there while the launch ran")
+        XCTAssertEqual(try Timeline(contentsOf: timelinePath()).launch.endReason, "exit", "the new timeline in its place")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: timelinePath("timeline-2.json")))
+    }
+
     func testADaemonizingForkDoesNotOverwriteTheParentsTimeline() throws {
         let marker = directory.appendingPathComponent("child-done").path
         let result = try profiled(["daemonize", marker])
