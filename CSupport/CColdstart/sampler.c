@@ -548,8 +548,11 @@ void cs_sampler_release(void) {
 }
 
 void cs_sampler_unmap(void) {
-    // A handler that starts from now on sees `active` clear and touches nothing.
-    if (!S->started || !atomic_load(&S->stopped) || atomic_load(&S->in_flight) > 0 || !S->samples) return;
+    // A handler that starts from now on sees `active` clear and touches
+    // nothing; a scan still running (one the stop gave up waiting for) may
+    // be moving a ring's samples in: then they stay (a leak, never a fault).
+    if (!S->started || !atomic_load(&S->stopped) || atomic_load(&S->in_flight) > 0 || atomic_load(&S->scanning) || !S->samples)
+        return;
     munmap(S->samples, sizeof(struct cs_sample) * S->max_samples);
     munmap(S->frames, sizeof(uint64_t) * S->max_frames);
     S->samples = NULL;
