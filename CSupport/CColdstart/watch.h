@@ -31,7 +31,7 @@
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
 #define CS_WATCH_MAX_PERIOD_NS 4000000ull   // looks that find nothing new back off to this
-#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task is listed this often
+#define CS_WATCH_RENAME_NS 5000000ull        // a thread's name is re-read this often, 10 times
 #define CS_WATCH_BUSY_SLACK_NS 20000ull     // "busy all along": run + wait within this of the interval
 
 // Syscall number of a runnable thread (its syscall file said "running").
@@ -99,7 +99,8 @@ struct cs_watch_live {
     struct cs_watch_seg cur;
     uint16_t text_len;         // its syscall file at the open segment's start
     char text[200];
-    uint8_t name_reads;        // comm re-reads left (names are often set late)
+    uint8_t name_reads;        // name re-reads left (names are often set late)
+    uint64_t name_ns;          // when its stat (and so its name) was last read
 };
 
 /// One page of own memory the unwinder read with process_vm_readv.
@@ -147,12 +148,20 @@ struct cs_watch {
     uint64_t requested_hz;
     uint64_t start_ns, stop_ns;          // absolute CLOCK_MONOTONIC
     const char *stop_reason;             // "writer", "time-limit" or "buffer-full"
+    bool exiting;                        // stopped by the writer of a process that exits
     uint64_t cpu_ns;                     // the watcher thread's CPU time
     uint64_t cpu0_ns;                    // its CPU clock when it began to look
-    uint64_t ticks, missed_ticks, next_rescan_ns;
+    uint64_t ticks, missed_ticks;
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;
+    // The directory's link count at the last listing: 2 + the process's
+    // threads (ours included), so an unchanged count needs no new listing
+    // unless a thread may have ended and another taken its place (`relist`).
+    uint64_t task_nlink;
+    int own_running;                     // Coldstart's threads running then
+    bool relist;
+    int nlive;                           // live slots ever used: those above are untouched
     bool syscall_readable;               // /proc/<tid>/syscall could be opened
     struct cs_watch_buffers *buf;
     // Published counts: the writer reads entries below them (acquire).
