@@ -31,6 +31,7 @@
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
 #define CS_WATCH_MAX_PERIOD_NS 4000000ull   // looks that find nothing new back off to this
+#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task's thread count is checked this often
 #define CS_WATCH_RENAME_NS 5000000ull        // a thread's name is re-read this often, 10 times
 #define CS_WATCH_BUSY_SLACK_NS 20000ull     // "busy all along": run + wait within this of the interval
 
@@ -100,6 +101,7 @@ struct cs_watch_live {
     uint16_t text_len;         // its syscall file at the open segment's start
     char text[200];
     uint8_t name_reads;        // name re-reads left (names are often set late)
+    bool syscall_tried;        // its syscall file was opened (or tried): when first found off the CPU
     uint64_t name_ns;          // when its stat (and so its name) was last read
 };
 
@@ -151,7 +153,7 @@ struct cs_watch {
     bool exiting;                        // stopped by the writer of a process that exits
     uint64_t cpu_ns;                     // the watcher thread's CPU time
     uint64_t cpu0_ns;                    // its CPU clock when it began to look
-    uint64_t ticks, missed_ticks;
+    uint64_t ticks, missed_ticks, next_rescan_ns;
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;
@@ -249,6 +251,11 @@ uint64_t cs_watch_inode_of(int fd);
 void cs_watch_close_own(int fd, uint64_t ino);
 /// Closes a live slot's three files (cs_watch_close_own).
 void cs_watch_close_slot_files(struct cs_watch_live *slot);
+/// The thread's syscall file, opened the first time it is needed (most
+/// threads of a short launch never leave the CPU for long); -1 when it cannot
+/// be read. A thread alive without a readable one turns syscall_readable
+/// off, with one line on stderr.
+int cs_watch_syscall_fd(struct cs_watch_live *slot);
 /// Opens /proc/self/task/<tid>/<file> read-only, moved high; -1 on failure.
 int cs_watch_open_task_file(int tid, const char *file);
 /// Reads the thread's name into `name` (kept as is when unreadable).

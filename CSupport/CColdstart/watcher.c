@@ -89,7 +89,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
         sc.running = true;
         sc.nr = CS_NR_RUNNING;
         len = 0;
-    } else if (slot->fd_syscall >= 0) {
+    } else if (cs_watch_syscall_fd(slot) >= 0) {
         len = cs_watch_pread_all(slot->fd_syscall, text, sizeof text);
         if (len == 0 || (len < 0 && errno == ESRCH)) { cs_watch_thread_gone(slot); return; }
     }
@@ -179,10 +179,9 @@ static struct cs_watch_live *add_thread(int tid, uint64_t now, int *unwind_budge
     slot->thread = (int)ti;   // its stat read names it
     slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat");
     slot->fd_stat = cs_watch_open_task_file(tid, "stat");
-    slot->fd_syscall = wt->syscall_readable ? cs_watch_open_task_file(tid, "syscall") : -1;
+    slot->fd_syscall = -1;   // once needed (cs_watch_syscall_fd)
     slot->ino_schedstat = cs_watch_inode_of(slot->fd_schedstat);
     slot->ino_stat = cs_watch_inode_of(slot->fd_stat);
-    slot->ino_syscall = cs_watch_inode_of(slot->fd_syscall);
     char buf[256];
     ssize_t n = slot->fd_schedstat >= 0 ? cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) : -1;
     char state = 'S';
@@ -204,7 +203,10 @@ static struct cs_watch_live *add_thread(int tid, uint64_t now, int *unwind_budge
     struct cs_task_syscall sc;
     memset(&sc, 0, sizeof sc);
     sc.running = true;
-    ssize_t len = slot->fd_syscall >= 0 ? cs_watch_pread_all(slot->fd_syscall, slot->text, sizeof slot->text) : -1;
+    // Runnable ('R') is what its syscall file would say as "running": that
+    // file is read only for a thread found off the CPU.
+    ssize_t len = state != 'R' && cs_watch_syscall_fd(slot) >= 0
+        ? cs_watch_pread_all(slot->fd_syscall, slot->text, sizeof slot->text) : -1;
     if (len > 0 && cs_parse_task_syscall(slot->text, (size_t)len, &sc) == 0 && !sc.running) slot->text_len = (uint16_t)len;
     else sc.running = true, sc.nr = CS_NR_RUNNING;
     atomic_store_explicit(&wt->nthreads, ti + 1, memory_order_release);
@@ -238,8 +240,7 @@ static int own_running(void) {
 // (getdents64 on the directory kept open) only when its link count, 2 + the
 // process's threads, says something began or ended since the last listing,
 // or when a thread ended that another may have replaced (`relist`): an
-// fstat per look instead of a listing every 5 ms, so new threads are found at
-// the next look.
+// fstat every 5 ms instead of a listing.
 static void rescan(uint64_t now, int *unwind_budget) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
@@ -314,7 +315,10 @@ static void tick(uint64_t tick_no, bool last, int self) {
     // loaded the remote unwinder into a short launch's exit).
     int unwind_budget = last ? -1 : 1;
     if (!last) {
-        rescan(now, &unwind_budget);
+        if (now >= wt->next_rescan_ns) {
+            rescan(now, &unwind_budget);
+            wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;   // new threads within ~5 ms
+        }
         reread_names(now);
     }
     uint32_t runnable = 0;
@@ -346,7 +350,8 @@ static void tick(uint64_t tick_no, bool last, int self) {
 
 // Starts watching the main thread, whose files tell what this kernel
 // offers; false (with one line on stderr) when the watch cannot work here.
-// (Probing the files first cost as much as the watcher's first look.)
+// (Probing the files first cost as much as the watcher's first look; the
+// syscall file says so when it is first needed, cs_watch_syscall_fd.)
 static bool watch_main_thread(uint64_t now) {
     struct cs_watch *wt = &cs_g.watch;
     int unwind_budget = -1;
@@ -357,8 +362,13 @@ static bool watch_main_thread(uint64_t now) {
         cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
         return false;
     }
-    wt->syscall_readable = slot->fd_syscall >= 0;
-    if (!wt->syscall_readable) cs_warn("cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
+    // Only Coldstart's threads and this one: the first look need not list them.
+    struct stat st;
+    int own = own_running();
+    if (atomic_load(&cs_g.own.starting) == 0 && fstat(wt->task_dirfd, &st) == 0 && (uint64_t)st.st_nlink == 3u + (uint64_t)own) {
+        wt->task_nlink = (uint64_t)st.st_nlink;
+        wt->own_running = own;
+    }
     return true;
 }
 
