@@ -404,16 +404,12 @@ static void finish(const char *reason) {
     cs_futex_wake(&wt->busy);
 }
 
-// The watcher's end once its last look is taken. In a process that is
-// exiting it sleeps until the kernel ends it with the process: returning
-// would run its thread exit (glibc freeing its resources, an madvise of its
-// stack whose TLB shootdown interrupts the writer) beside the timeline's
-// write, for nothing.
+// The watcher's end once its last look is taken (by whoever took it). In a
+// process that is exiting, cs_start_thread's wrapper then leaves the thread
+// to the kernel.
 static void *watch_end(void) {
     struct cs_watch *wt = &cs_g.watch;
     while (atomic_load_explicit(&wt->running, memory_order_acquire)) cs_futex_wait(&wt->running, 1, 0);
-    if (wt->exiting)
-        for (;;) cs_futex_wait(&wt->running, 0, 0);
     return NULL;
 }
 
@@ -535,8 +531,8 @@ void cs_watch_stop(void) {
         int idle = 0;
         if (atomic_compare_exchange_strong(&wt->busy, &idle, 2)) {
             finish("writer");
-            // Unless the process is exiting (watch_end), it ends when it next
-            // runs, while this thread writes.
+            // It ends when it next runs, while this thread writes; in a
+            // process that is exiting, not woken for that (cs_start_thread).
             if (!wt->exiting) cs_futex_wake(&wt->stop);
             return;
         }
