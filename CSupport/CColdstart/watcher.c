@@ -305,6 +305,20 @@ static void reread_names(uint64_t now) {
 #define QUIET_AFTER 16
 #define QUIET_STRIDE 4
 
+// Records the number of runnable threads from `now` on.
+static void note_runnable(uint64_t now, uint32_t runnable) {
+    struct cs_watch *wt = &cs_g.watch;
+    uint32_t k = atomic_load_explicit(&wt->nrunnable, memory_order_relaxed);
+    if (k >= CS_WATCH_MAX_RUNNABLE) {
+        atomic_fetch_add(&wt->dropped_runnable, 1);
+        return;
+    }
+    wt->buf->runnable[k].ns = now;
+    wt->buf->runnable[k].n = runnable;
+    atomic_store_explicit(&wt->nrunnable, k + 1, memory_order_release);
+    wt->last_runnable = runnable;
+}
+
 static void tick(uint64_t tick_no, bool last, int self) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
@@ -332,17 +346,7 @@ static void tick(uint64_t tick_no, bool last, int self) {
         if (slot->last_ns != now) observe(slot, now, &unwind_budget, self);
         if (slot->thread >= 0 && slot->cur.nr == CS_NR_RUNNING) runnable++;
     }
-    if (runnable != wt->last_runnable || tick_no == 0) {
-        uint32_t k = atomic_load_explicit(&wt->nrunnable, memory_order_relaxed);
-        if (k < CS_WATCH_MAX_RUNNABLE) {
-            b->runnable[k].ns = now;
-            b->runnable[k].n = runnable;
-            atomic_store_explicit(&wt->nrunnable, k + 1, memory_order_release);
-            wt->last_runnable = runnable;
-        } else {
-            atomic_fetch_add(&wt->dropped_runnable, 1);
-        }
-    }
+    if (runnable != wt->last_runnable) note_runnable(now, runnable);
     wt->ticks++;
     uint64_t us = (cs_monotonic_ns() - now) / 1000;
     b->tick_hist[us < CS_WATCH_TICK_BUCKETS ? us : CS_WATCH_TICK_BUCKETS - 1]++;
@@ -362,6 +366,7 @@ static bool watch_main_thread(uint64_t now) {
         cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
         return false;
     }
+    note_runnable(now, slot->cur.nr == CS_NR_RUNNING);
     // Only Coldstart's threads and this one: the first look need not list them.
     struct stat st;
     int own = own_running();
@@ -434,10 +439,12 @@ static void *watch_main(void *arg) {
     if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) wt->cpus = CPU_COUNT(&cpus);
     atomic_store_explicit(&wt->looking, 1, memory_order_release);
     uint64_t period = wt->period_ns;
+    // The main thread's first read is the first look: a tick right after it
+    // would find nothing new, so the next one comes two periods later.
     for (uint64_t n = 0;; n++) {
         if (atomic_load_explicit(&wt->stop, memory_order_acquire)) { finish("writer"); return watch_end(); }
         wt->changed = false;
-        tick(n, false, 0);
+        if (n > 0) tick(n, false, 0);
         // Looks that find nothing new come less often, down to one per
         // max_period_ns; anything new brings the base rate back at once. A
         // boundary the counters place (a thread that blocked after running,
