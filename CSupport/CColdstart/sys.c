@@ -144,15 +144,6 @@ static void *own_thread_main(void *arg) {
     void *r = slot->body(NULL);
     atomic_store(&slot->cpu_ns, cs_clock_ns(CLOCK_THREAD_CPUTIME_ID));
     atomic_store(&slot->done, 1);
-    // In a process that is ending (an exit, a fatal signal) the kernel ends
-    // this thread with it. Returning would run the thread's exit (glibc
-    // freeing its resources, an madvise of its stack whose TLB shootdown
-    // interrupts the timeline's writer on the other CPU) beside the write,
-    // for nothing. (The body saw the end through an atomic that the writer
-    // set after end_reason.)
-    enum cs_end_reason end = cs_g.launch.end_reason;
-    if (end == CS_END_EXIT || end == CS_END_ERROR_EXIT || end == CS_END_SIGNAL)
-        for (;;) cs_futex_wait(&slot->done, 1, 0);
     return r;
 }
 

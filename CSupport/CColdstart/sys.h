@@ -88,9 +88,7 @@ void cs_safe_read_init(void);
 /// SIGPROF (the Swift crash handler's suspend signal), so the host's
 /// process-directed signals (SIGINT, SIGCHLD …) stay with the host's own
 /// threads, and records it in the own-threads registry (cs_g.own) before
-/// it can be seen in /proc. A body that returns once an exit or a fatal
-/// signal has ended the launch leaves its thread asleep for the kernel to
-/// end with the process. Returns 0 or pthread_create's error.
+/// it can be seen in /proc. Returns 0 or pthread_create's error.
 /// Not async-signal-safe.
 int cs_start_thread(void *(*body)(void *), size_t stack_size);
 /// True when `tid` is one of Coldstart's own threads, or, with `or_starting`,

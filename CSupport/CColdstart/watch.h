@@ -150,7 +150,6 @@ struct cs_watch {
     uint64_t requested_hz;
     uint64_t start_ns, stop_ns;          // absolute CLOCK_MONOTONIC
     const char *stop_reason;             // "writer", "time-limit" or "buffer-full"
-    bool exiting;                        // stopped by the writer of a process that exits: not woken to end
     uint64_t cpu_ns;                     // the watcher thread's CPU time
     uint64_t cpu0_ns;                    // its CPU clock when it began to look
     uint64_t ticks, missed_ticks, next_rescan_ns;
