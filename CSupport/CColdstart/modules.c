@@ -11,7 +11,9 @@
 // frames), or if the writer runs in a signal handler (the loader's lock is
 // not ours to take there). Reading
 // /proc/self/maps and the ELF headers costs ~0.4 ms, which the host's exit
-// then no longer waits for. A library dlopen'd *and* dlclose'd during the
+// then no longer waits for; the scan thread asks for the executable
+// mappings alone where the kernel can (query_table: ~0.08 ms instead of
+// ~0.25 ms of its CPU, which the host's main thread shares the machine with). A library dlopen'd *and* dlclose'd during the
 // launch is gone from /proc/self/maps by then, and its frames are recorded
 // with module -1 and their absolute address; so are code mappings made
 // without the loader (an mmap'd executable file) after the early table.
