@@ -23,7 +23,7 @@
 //     HostPatterns wait-children            waitpid(-1) while it burns, then its children left 300 ms after ready()
 //     HostPatterns busy N                   N threads burning CPU until it is killed (never ready())
 //     HostPatterns relay N                  N threads one after another, each started as the previous one ended
-//                                           (the thread count stays the same), each named relay-I, sleeping 20 ms;
+//                                           (the thread count stays the same), each named relay-I, sleeping 40 ms;
 //                                           ready(); their tids
 import Coldstart
 import Glibc
@@ -329,7 +329,7 @@ case "relay":
             let fd = open("/proc/thread-self/comm", O_WRONLY)
             _ = "relay-\(index)".withCString { write(fd, $0, strlen($0)) }
             close(fd)
-            usleep(20_000)
+            usleep(40_000)
         }, nil)
         tids.append(String(tid))
     }
