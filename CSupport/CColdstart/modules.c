@@ -25,6 +25,7 @@
 #include <limits.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -225,6 +226,20 @@ static struct loader_counts loader_counts(void) {
     struct loader_counts c = {0};
     dl_iterate_phdr(read_counts, &c);
     return c;
+}
+
+int cs_modules_query_matches_text(void) {
+    if (!query_table()) return -1;
+    uint32_t n = S->nmodules;
+    struct cs_module *queried = malloc(n * sizeof *queried + 1);
+    if (!queried) return -1;
+    memcpy(queried, S->modules, n * sizeof *queried);
+    load_table(true);
+    // Both tables zero each entry before filling it: padding compares equal.
+    int same = n == S->nmodules && memcmp(queried, S->modules, n * sizeof *queried) == 0;
+    free(queried);
+    S->nmodules = 0;
+    return same;
 }
 
 void cs_modules_preload(void) {
