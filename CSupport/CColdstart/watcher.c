@@ -258,6 +258,7 @@ static void rescan(uint64_t now, int *unwind_budget) {
     // Threads the count cannot vouch for: those not watched (their end goes
     // unseen) and those skipped while one of ours was starting.
     bool again = atomic_load_explicit(&wt->dropped_threads, memory_order_relaxed) > 0;
+    uint64_t listed = 0;
     for (;;) {
         long n = syscall(SYS_getdents64, wt->task_dirfd, b->dents, sizeof b->dents);
         if (n <= 0) break;
@@ -265,6 +266,7 @@ static void rescan(uint64_t now, int *unwind_budget) {
             const struct cs_dirent64 *d = (const void *)(b->dents + off);
             off += d->d_reclen;
             int tid = cs_dirent_tid(d);
+            listed += tid != 0;
             if (tid == 0 || known_tid(tid)) continue;
             // Coldstart's own threads (this one too) are not the host's.
             if (cs_own_thread(tid, true)) {
@@ -276,7 +278,9 @@ static void rescan(uint64_t now, int *unwind_budget) {
     }
     wt->task_nlink = (uint64_t)st.st_nlink;
     wt->own_running = own;
-    wt->relist = again;
+    // A kernel whose count is not 2 + the threads (or a thread that began or
+    // ended between the fstat and the listing): list again next time.
+    wt->relist = again || (uint64_t)st.st_nlink != 2 + listed;
 }
 
 // Names are often set just after a thread starts: re-read them a few times,
