@@ -31,7 +31,7 @@
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
 #define CS_WATCH_MAX_PERIOD_NS 4000000ull   // looks that find nothing new back off to this
-#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task's thread count is checked this often
+#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task is listed at least this often (when it holds others than main)
 #define CS_WATCH_RENAME_NS 5000000ull        // a thread's name is re-read this often, 10 times
 #define CS_WATCH_BUSY_SLACK_NS 20000ull     // "busy all along": run + wait within this of the interval
 
@@ -156,12 +156,7 @@ struct cs_watch {
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;
-    // The directory's link count at the last listing: 2 + the process's
-    // threads (ours included), so an unchanged count needs no new listing
-    // unless a thread may have ended and another taken its place (`relist`).
-    uint64_t task_nlink;
-    int own_running;                     // Coldstart's threads running then
-    bool relist;
+    uint64_t task_nlink;                 // its link count at the last look (2 + threads)
     int nlive;                           // live slots ever used: those above are untouched
     bool syscall_readable;               // /proc/<tid>/syscall could be opened
     struct cs_watch_buffers *buf;

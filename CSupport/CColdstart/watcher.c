@@ -210,8 +210,11 @@ static struct cs_watch_live *add_thread(int tid, uint64_t now, int *unwind_budge
     if (len > 0 && cs_parse_task_syscall(slot->text, (size_t)len, &sc) == 0 && !sc.running) slot->text_len = (uint16_t)len;
     else sc.running = true, sc.nr = CS_NR_RUNNING;
     atomic_store_explicit(&wt->nthreads, ti + 1, memory_order_release);
-    // Not a change that brings the base period back: the boundaries of its
-    // first segment are placed by its counters like any others.
+    // A new thread brings the base period back: found late, the thread that
+    // resumed an await after the main thread's was seen only after the span
+    // it ended (AsyncLaunchTests, 1 run in ~20). (The main thread, added
+    // before the first look, does not: watch_main.)
+    wt->changed = true;
     cs_watch_begin_segment(slot, &sc, state, now, now, unwind_budget);
     return slot;
 }
@@ -227,8 +230,7 @@ static bool known_tid(int tid) {
     return false;
 }
 
-// Coldstart's own threads still running: one that ends lowers the task
-// directory's link count as a host thread that ends does.
+// Coldstart's own threads that have not ended (nor begun to end).
 static int own_running(void) {
     int n = 0;
     uint32_t count = atomic_load(&cs_g.own.count);
@@ -236,11 +238,13 @@ static int own_running(void) {
     return n;
 }
 
-// Starts watching threads not seen before. /proc/self/task is listed
-// (getdents64 on the directory kept open) only when its link count, 2 + the
-// process's threads, says something began or ended since the last listing,
-// or when a thread ended that another may have replaced (`relist`): an
-// fstat every 5 ms instead of a listing.
+// Lists /proc/self/task (getdents64 on the directory kept open) and starts
+// watching threads not seen before. Its link count, 2 + the process's
+// threads, is read at every look: no listing while it says there are none
+// but the main thread and Coldstart's (a single-threaded tool's whole
+// launch), a listing at once when it grew, else one every
+// CS_WATCH_RESCAN_NS (a count alone cannot tell a thread that ended from
+// another that began).
 static void rescan(uint64_t now, int *unwind_budget) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
@@ -252,13 +256,14 @@ static void rescan(uint64_t now, int *unwind_budget) {
         wt->task_dirfd = -1;
         return;
     }
-    int own = own_running();
-    if ((uint64_t)st.st_nlink == wt->task_nlink && own == wt->own_running && !wt->relist) return;
+    uint64_t nlink = (uint64_t)st.st_nlink;
+    bool grew = nlink > wt->task_nlink;
+    wt->task_nlink = nlink;
+    // (One of ours that is starting may not be listed yet: then listed.)
+    if (atomic_load(&cs_g.own.starting) == 0 && nlink == 3u + (uint64_t)own_running()) return;
+    if (!grew && now < wt->next_rescan_ns) return;
+    wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;
     if (lseek(wt->task_dirfd, 0, SEEK_SET) != 0) return;
-    // Threads the count cannot vouch for: those not watched (their end goes
-    // unseen) and those skipped while one of ours was starting.
-    bool again = atomic_load_explicit(&wt->dropped_threads, memory_order_relaxed) > 0;
-    uint64_t listed = 0;
     for (;;) {
         long n = syscall(SYS_getdents64, wt->task_dirfd, b->dents, sizeof b->dents);
         if (n <= 0) break;
@@ -266,21 +271,11 @@ static void rescan(uint64_t now, int *unwind_budget) {
             const struct cs_dirent64 *d = (const void *)(b->dents + off);
             off += d->d_reclen;
             int tid = cs_dirent_tid(d);
-            listed += tid != 0;
-            if (tid == 0 || known_tid(tid)) continue;
             // Coldstart's own threads (this one too) are not the host's.
-            if (cs_own_thread(tid, true)) {
-                again = again || !cs_own_thread(tid, false);
-                continue;
-            }
+            if (tid == 0 || cs_own_thread(tid, true) || known_tid(tid)) continue;
             add_thread(tid, now, unwind_budget);
         }
     }
-    wt->task_nlink = (uint64_t)st.st_nlink;
-    wt->own_running = own;
-    // A kernel whose count is not 2 + the threads (or a thread that began or
-    // ended between the fstat and the listing): list again next time.
-    wt->relist = again || (uint64_t)st.st_nlink != 2 + listed;
 }
 
 // Names are often set just after a thread starts: re-read them a few times,
@@ -333,10 +328,7 @@ static void tick(uint64_t tick_no, bool last, int self) {
     // loaded the remote unwinder into a short launch's exit).
     int unwind_budget = last ? -1 : 1;
     if (!last) {
-        if (now >= wt->next_rescan_ns) {
-            rescan(now, &unwind_budget);
-            wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;   // new threads within ~5 ms
-        }
+        rescan(now, &unwind_budget);
         reread_names(now);
     }
     uint32_t runnable = 0;
@@ -371,13 +363,6 @@ static bool watch_main_thread(uint64_t now) {
         return false;
     }
     note_runnable(now, slot->cur.nr == CS_NR_RUNNING);
-    // Only Coldstart's threads and this one: the first look need not list them.
-    struct stat st;
-    int own = own_running();
-    if (atomic_load(&cs_g.own.starting) == 0 && fstat(wt->task_dirfd, &st) == 0 && (uint64_t)st.st_nlink == 3u + (uint64_t)own) {
-        wt->task_nlink = (uint64_t)st.st_nlink;
-        wt->own_running = own;
-    }
     return true;
 }
 

@@ -68,8 +68,6 @@ void cs_watch_thread_gone(struct cs_watch_live *slot) {
     struct cs_watch_thread *t = &cs_g.watch.buf->threads[slot->thread];
     cs_watch_close_segment(&slot->cur);
     cs_g.watch.changed = true;
-    // Another thread may have begun meanwhile, leaving the count unchanged.
-    cs_g.watch.relist = true;
     t->exited = true;
     cs_watch_close_slot_files(slot);
     slot->thread = -1;
