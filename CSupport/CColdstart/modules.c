@@ -11,17 +11,23 @@
 // frames), or if the writer runs in a signal handler (the loader's lock is
 // not ours to take there). Reading
 // /proc/self/maps and the ELF headers costs ~0.4 ms, which the host's exit
-// then no longer waits for. A library dlopen'd *and* dlclose'd during the
+// then no longer waits for; the scan thread asks for the executable
+// mappings alone where the kernel can (query_table: ~0.08 ms instead of
+// ~0.25 ms of its CPU, which the host's main thread shares the machine with). A library dlopen'd *and* dlclose'd during the
 // launch is gone from /proc/self/maps by then, and its frames are recorded
 // with module -1 and their absolute address; so are code mappings made
 // without the loader (an mmap'd executable file) after the early table.
 #include "internal.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define S (&cs_g.smp)
@@ -148,6 +154,58 @@ static void load_table(bool loaded_objects) {
 
 void cs_modules_load(void) { load_table(false); }
 
+// PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h, newer than the C
+// library's headers): one ioctl on the maps file returns the first mapping at
+// or after an address that matches the flags, with its file's path.
+struct procmap_query {
+    uint64_t size, query_flags, query_addr;
+    uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+#define CS_PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define CS_PROCMAP_EXECUTABLE 0x04
+#define CS_PROCMAP_COVERING_OR_NEXT 0x10
+
+// The table of load_table(true) from the executable mappings alone, asked
+// one by one: the kernel then formats ~20 paths instead of every mapping's
+// line (~120 for a Foundation tool), and nothing is parsed. False (the table
+// empty) on a kernel without the query, or when a mapping is not one the
+// loader made, whose ELF header only the maps text locates.
+static bool query_table(void) {
+    S->nmodules = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = true;
+    char path[PATH_MAX];
+    for (uint64_t addr = 0; ok;) {
+        struct procmap_query q = {
+            .size = sizeof q, .query_flags = CS_PROCMAP_EXECUTABLE | CS_PROCMAP_COVERING_OR_NEXT, .query_addr = addr,
+            .vma_name_size = sizeof path, .vma_name_addr = (uintptr_t)path,
+        };
+        if (ioctl(fd, CS_PROCMAP_QUERY, &q) != 0) {
+            ok = errno == ENOENT;   // past the last one
+            break;
+        }
+        addr = q.vma_end;
+        // Anonymous code and the kernel's special mappings but the vDSO are
+        // no modules, as in the maps text.
+        if (q.vma_name_size == 0 || (path[0] == '[' && strcmp(path, "[vdso]") != 0)) continue;
+        if (S->nmodules == CS_SMP_MAX_MODULES) break;
+        struct cs_module *m = &S->modules[S->nmodules++];
+        memset(m, 0, sizeof *m);
+        m->start = q.vma_start;
+        m->end = q.vma_end;
+        strncpy(m->path, path, sizeof m->path - 1);
+        struct loaded_lookup l = {m, false};
+        dl_iterate_phdr(find_loaded, &l);
+        ok = l.found;
+    }
+    close(fd);
+    if (!ok) S->nmodules = 0;
+    return ok;
+}
+
 struct loader_counts {
     bool known;
     uint64_t adds, subs;
@@ -170,10 +228,24 @@ static struct loader_counts loader_counts(void) {
     return c;
 }
 
+int cs_modules_query_matches_text(void) {
+    if (!query_table()) return -1;
+    uint32_t n = S->nmodules;
+    struct cs_module *queried = malloc(n * sizeof *queried + 1);
+    if (!queried) return -1;
+    memcpy(queried, S->modules, n * sizeof *queried);
+    load_table(true);
+    // Both tables zero each entry before filling it: padding compares equal.
+    int same = n == S->nmodules && memcmp(queried, S->modules, n * sizeof *queried) == 0;
+    free(queried);
+    S->nmodules = 0;
+    return same;
+}
+
 void cs_modules_preload(void) {
     struct loader_counts c = loader_counts();
     if (!c.known) return;
-    load_table(true);
+    if (!query_table()) load_table(true);
     S->modules_adds = c.adds;
     S->modules_subs = c.subs;
     S->modules_early = true;

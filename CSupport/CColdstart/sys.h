@@ -67,8 +67,9 @@ void cs_sleep_ns(uint64_t ns);
 /// when written), or NULL. Async-signal-safe (mmap).
 void *cs_map_zeroed(size_t bytes);
 /// Faults in the pages under [p, p + bytes) without changing their contents
-/// (another thread may be writing there): MADV_POPULATE_WRITE, else an atomic
-/// add of 0 per page. Async-signal-safe.
+/// (another thread may be writing there): MADV_POPULATE_WRITE, else, on a
+/// kernel without it, an atomic add of 0 per page. A range that is not
+/// mapped (any more) is left alone. Async-signal-safe.
 void cs_prefault(void *p, size_t bytes);
 /// Moves a descriptor this thread just opened above the range hosts usually
 /// use (select() and code that expects small numbers) when cs_g.proc.high_fd

@@ -31,7 +31,8 @@
 #define CS_WATCH_TICK_BUCKETS 512     // tick cost histogram, 1 µs buckets
 #define CS_WATCH_MAX_HZ 1000          // the sampler may go faster; the watcher not
 #define CS_WATCH_MAX_PERIOD_NS 4000000ull   // looks that find nothing new back off to this
-#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task is listed this often
+#define CS_WATCH_RESCAN_NS 5000000ull        // /proc/self/task is listed at least this often (when it holds others than main)
+#define CS_WATCH_RENAME_NS 5000000ull        // a thread's name is re-read this often, 10 times
 #define CS_WATCH_BUSY_SLACK_NS 20000ull     // "busy all along": run + wait within this of the interval
 
 // Syscall number of a runnable thread (its syscall file said "running").
@@ -99,7 +100,9 @@ struct cs_watch_live {
     struct cs_watch_seg cur;
     uint16_t text_len;         // its syscall file at the open segment's start
     char text[200];
-    uint8_t name_reads;        // comm re-reads left (names are often set late)
+    uint8_t name_reads;        // name re-reads left (names are often set late)
+    bool syscall_tried;        // its syscall file was opened (or tried): when first found off the CPU
+    uint64_t name_ns;          // when its stat (and so its name) was last read
 };
 
 /// One page of own memory the unwinder read with process_vm_readv.
@@ -153,6 +156,8 @@ struct cs_watch {
     uint64_t unwinds, torn_stacks, unwind_ns;
     int task_dirfd;                      // /proc/self/task, for getdents64
     uint64_t task_dir_ino;
+    uint64_t task_nlink;                 // its link count at the last look (2 + threads)
+    int nlive;                           // live slots ever used: those above are untouched
     bool syscall_readable;               // /proc/<tid>/syscall could be opened
     struct cs_watch_buffers *buf;
     // Published counts: the writer reads entries below them (acquire).
@@ -240,6 +245,11 @@ uint64_t cs_watch_inode_of(int fd);
 void cs_watch_close_own(int fd, uint64_t ino);
 /// Closes a live slot's three files (cs_watch_close_own).
 void cs_watch_close_slot_files(struct cs_watch_live *slot);
+/// The thread's syscall file, opened the first time it is needed (most
+/// threads of a short launch never leave the CPU for long); -1 when it cannot
+/// be read. A thread alive without a readable one turns syscall_readable
+/// off, with one line on stderr.
+int cs_watch_syscall_fd(struct cs_watch_live *slot);
 /// Opens /proc/self/task/<tid>/<file> read-only, moved high; -1 on failure.
 int cs_watch_open_task_file(int tid, const char *file);
 /// Reads the thread's name into `name` (kept as is when unreadable).

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,7 +89,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
         sc.running = true;
         sc.nr = CS_NR_RUNNING;
         len = 0;
-    } else if (slot->fd_syscall >= 0) {
+    } else if (cs_watch_syscall_fd(slot) >= 0) {
         len = cs_watch_pread_all(slot->fd_syscall, text, sizeof text);
         if (len == 0 || (len < 0 && errno == ESRCH)) { cs_watch_thread_gone(slot); return; }
     }
@@ -118,7 +119,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     // a thread that woke ran last.
     char state = sc.running ? 'R' : 'S';
     uint64_t minflt = slot->minflt, majflt = slot->majflt;
-    cs_watch_read_stat(slot, &state, &minflt, &majflt);
+    if (cs_watch_read_stat(slot, &state, &minflt, &majflt)) slot->name_ns = now;
     uint64_t dt = now - last, busy = drun + dwait < dt ? drun + dwait : dt;
     uint64_t boundary;
     bool deltas_to_old = false;
@@ -143,14 +144,19 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
 
 // ---- discovering threads ----
 
-static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
+// Starts watching `tid`; its live slot, or NULL when it is not watched (it
+// ended meanwhile, or no slot was free: then its totals are kept).
+static struct cs_watch_live *add_thread(int tid, uint64_t now, int *unwind_budget) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
     uint32_t ti = atomic_load_explicit(&wt->nthreads, memory_order_relaxed);
-    if (ti >= CS_WATCH_MAX_THREADS) return false;
+    if (ti >= CS_WATCH_MAX_THREADS) return NULL;
+    // A freed slot first; a new one only then (slots above nlive were never
+    // touched: a short launch faults in one page of them, not seven).
     struct cs_watch_live *slot = NULL;
-    for (int i = 0; i < CS_WATCH_MAX_LIVE && !slot; i++)
+    for (int i = 0; i < wt->nlive && !slot; i++)
         if (b->live[i].thread < 0) slot = &b->live[i];
+    if (!slot && wt->nlive < CS_WATCH_MAX_LIVE) slot = &b->live[wt->nlive++];
     struct cs_watch_thread *t = &b->threads[ti];
     memset(t, 0, sizeof *t);
     t->tid = tid;
@@ -167,16 +173,15 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
         cs_watch_close_own(fd, ino);
         atomic_fetch_add(&wt->dropped_threads, 1);
         atomic_store_explicit(&wt->nthreads, ti + 1, memory_order_release);
-        return true;
+        return NULL;
     }
     memset(slot, 0, sizeof *slot);
     slot->thread = (int)ti;   // its stat read names it
     slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat");
     slot->fd_stat = cs_watch_open_task_file(tid, "stat");
-    slot->fd_syscall = wt->syscall_readable ? cs_watch_open_task_file(tid, "syscall") : -1;
+    slot->fd_syscall = -1;   // once needed (cs_watch_syscall_fd)
     slot->ino_schedstat = cs_watch_inode_of(slot->fd_schedstat);
     slot->ino_stat = cs_watch_inode_of(slot->fd_stat);
-    slot->ino_syscall = cs_watch_inode_of(slot->fd_syscall);
     char buf[256];
     ssize_t n = slot->fd_schedstat >= 0 ? cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) : -1;
     char state = 'S';
@@ -187,9 +192,10 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
         // It exited while we looked.
         cs_watch_close_slot_files(slot);
         slot->thread = -1;
-        return false;
+        return NULL;
     }
     slot->last_ns = now;
+    slot->name_ns = now;   // the stat read above named it
     slot->name_reads = 10;
     t->run_ns = t->run0_ns = slot->run;
     t->wait_ns = t->wait0_ns = slot->wait;
@@ -197,19 +203,26 @@ static bool add_thread(int tid, uint64_t now, int *unwind_budget) {
     struct cs_task_syscall sc;
     memset(&sc, 0, sizeof sc);
     sc.running = true;
-    ssize_t len = slot->fd_syscall >= 0 ? cs_watch_pread_all(slot->fd_syscall, slot->text, sizeof slot->text) : -1;
+    // Runnable ('R') is what its syscall file would say as "running": that
+    // file is read only for a thread found off the CPU.
+    ssize_t len = state != 'R' && cs_watch_syscall_fd(slot) >= 0
+        ? cs_watch_pread_all(slot->fd_syscall, slot->text, sizeof slot->text) : -1;
     if (len > 0 && cs_parse_task_syscall(slot->text, (size_t)len, &sc) == 0 && !sc.running) slot->text_len = (uint16_t)len;
     else sc.running = true, sc.nr = CS_NR_RUNNING;
     atomic_store_explicit(&wt->nthreads, ti + 1, memory_order_release);
+    // A new thread brings the base period back: found late, the thread that
+    // resumed an await after the main thread's was seen only after the span
+    // it ended (AsyncLaunchTests, 1 run in ~20). (The main thread, added
+    // before the first look, does not: watch_main.)
     wt->changed = true;
     cs_watch_begin_segment(slot, &sc, state, now, now, unwind_budget);
-    return true;
+    return slot;
 }
 
 static bool known_tid(int tid) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
-    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++)
+    for (int i = 0; i < wt->nlive; i++)
         if (b->live[i].thread >= 0 && b->threads[b->live[i].thread].tid == tid) return true;
     uint32_t nt = atomic_load_explicit(&wt->nthreads, memory_order_relaxed);
     for (uint32_t i = 0; i < nt; i++)
@@ -217,18 +230,39 @@ static bool known_tid(int tid) {
     return false;
 }
 
+// Coldstart's own threads that have not ended (nor begun to end).
+static int own_running(void) {
+    int n = 0;
+    uint32_t count = atomic_load(&cs_g.own.count);
+    for (uint32_t i = 0; i < count && i < CS_OWN_MAX; i++) n += !atomic_load(&cs_g.own.threads[i].done);
+    return n;
+}
+
 // Lists /proc/self/task (getdents64 on the directory kept open) and starts
-// watching threads not seen before.
+// watching threads not seen before. Its link count, 2 + the process's
+// threads, is read at every look: no listing while it says there are none
+// but the main thread and Coldstart's (a single-threaded tool's whole
+// launch), a listing at once when it grew, else one every
+// CS_WATCH_RESCAN_NS (a count alone cannot tell a thread that ended from
+// another that began).
 static void rescan(uint64_t now, int *unwind_budget) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
     // A host that closed every descriptor may have reused the number: seeking
     // or reading its directory would move the host's offset. Stop looking
     // for new threads instead.
-    if (wt->task_dirfd < 0 || cs_watch_inode_of(wt->task_dirfd) != wt->task_dir_ino) {
+    struct stat st;
+    if (wt->task_dirfd < 0 || fstat(wt->task_dirfd, &st) != 0 || (uint64_t)st.st_ino != wt->task_dir_ino) {
         wt->task_dirfd = -1;
         return;
     }
+    uint64_t nlink = (uint64_t)st.st_nlink;
+    bool grew = nlink > wt->task_nlink;
+    wt->task_nlink = nlink;
+    // (One of ours that is starting may not be listed yet: then listed.)
+    if (atomic_load(&cs_g.own.starting) == 0 && nlink == 3u + (uint64_t)own_running()) return;
+    if (!grew && now < wt->next_rescan_ns) return;
+    wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;
     if (lseek(wt->task_dirfd, 0, SEEK_SET) != 0) return;
     for (;;) {
         long n = syscall(SYS_getdents64, wt->task_dirfd, b->dents, sizeof b->dents);
@@ -242,13 +276,19 @@ static void rescan(uint64_t now, int *unwind_budget) {
             add_thread(tid, now, unwind_budget);
         }
     }
-    // Names are often set just after a thread starts: re-read them a few times.
-    // From the stat file already open: opening `comm` each time cost more
-    // than the watch of the thread itself over a short launch.
-    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
-        struct cs_watch_live *slot = &b->live[i];
-        if (slot->thread < 0 || slot->name_reads == 0) continue;
+}
+
+// Names are often set just after a thread starts: re-read them a few times,
+// CS_WATCH_RENAME_NS apart, from the stat file already open (opening `comm`
+// each time cost more than the watch of the thread itself over a short
+// launch). A stat read for a change of the thread's state names it too.
+static void reread_names(uint64_t now) {
+    struct cs_watch *wt = &cs_g.watch;
+    for (int i = 0; i < wt->nlive; i++) {
+        struct cs_watch_live *slot = &wt->buf->live[i];
+        if (slot->thread < 0 || slot->name_reads == 0 || now - slot->name_ns < CS_WATCH_RENAME_NS) continue;
         slot->name_reads--;
+        slot->name_ns = now;
         char state;
         uint64_t minflt, majflt;
         cs_watch_read_stat(slot, &state, &minflt, &majflt);
@@ -264,6 +304,20 @@ static void rescan(uint64_t now, int *unwind_budget) {
 #define QUIET_AFTER 16
 #define QUIET_STRIDE 4
 
+// Records the number of runnable threads from `now` on.
+static void note_runnable(uint64_t now, uint32_t runnable) {
+    struct cs_watch *wt = &cs_g.watch;
+    uint32_t k = atomic_load_explicit(&wt->nrunnable, memory_order_relaxed);
+    if (k >= CS_WATCH_MAX_RUNNABLE) {
+        atomic_fetch_add(&wt->dropped_runnable, 1);
+        return;
+    }
+    wt->buf->runnable[k].ns = now;
+    wt->buf->runnable[k].n = runnable;
+    atomic_store_explicit(&wt->nrunnable, k + 1, memory_order_release);
+    wt->last_runnable = runnable;
+}
+
 static void tick(uint64_t tick_no, bool last, int self) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
@@ -273,55 +327,42 @@ static void tick(uint64_t tick_no, bool last, int self) {
     // usually blocked in the writer's wait for this very look (unwinding it
     // loaded the remote unwinder into a short launch's exit).
     int unwind_budget = last ? -1 : 1;
-    if (!last && now >= wt->next_rescan_ns) {
+    if (!last) {
         rescan(now, &unwind_budget);
-        wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;   // new threads within ~5 ms
+        reread_names(now);
     }
     uint32_t runnable = 0;
-    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
+    for (int i = 0; i < wt->nlive; i++) {
         struct cs_watch_live *slot = &b->live[i];
         if (slot->thread < 0) continue;
         if (!last && slot->quiet >= QUIET_AFTER && (tick_no + (uint64_t)i) % QUIET_STRIDE != 0
             && b->threads[slot->thread].tid != cs_g.proc.pid)
             continue;
-        observe(slot, now, &unwind_budget, self);
+        // One found in this look was read at `now` already.
+        if (slot->last_ns != now) observe(slot, now, &unwind_budget, self);
         if (slot->thread >= 0 && slot->cur.nr == CS_NR_RUNNING) runnable++;
     }
-    if (runnable != wt->last_runnable || tick_no == 0) {
-        uint32_t k = atomic_load_explicit(&wt->nrunnable, memory_order_relaxed);
-        if (k < CS_WATCH_MAX_RUNNABLE) {
-            b->runnable[k].ns = now;
-            b->runnable[k].n = runnable;
-            atomic_store_explicit(&wt->nrunnable, k + 1, memory_order_release);
-            wt->last_runnable = runnable;
-        } else {
-            atomic_fetch_add(&wt->dropped_runnable, 1);
-        }
-    }
+    if (runnable != wt->last_runnable) note_runnable(now, runnable);
     wt->ticks++;
     uint64_t us = (cs_monotonic_ns() - now) / 1000;
     b->tick_hist[us < CS_WATCH_TICK_BUCKETS ? us : CS_WATCH_TICK_BUCKETS - 1]++;
 }
 
-// Opens /proc/self/task and checks what this kernel offers; false (with one
-// line on stderr) when the watch cannot work here.
-static bool open_proc(void) {
+// Starts watching the main thread, whose files tell what this kernel
+// offers; false (with one line on stderr) when the watch cannot work here.
+// (Probing the files first cost as much as the watcher's first look; the
+// syscall file says so when it is first needed, cs_watch_syscall_fd.)
+static bool watch_main_thread(uint64_t now) {
     struct cs_watch *wt = &cs_g.watch;
-    char probe[48];
-    size_t n = cs_format_u64((uint64_t)cs_g.proc.pid, probe);
-    strcpy(probe + n, "/schedstat");
-    int fd = openat(wt->task_dirfd, probe, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    int unwind_budget = -1;
+    wt->syscall_readable = true;
+    struct cs_watch_live *slot = add_thread(cs_g.proc.pid, now, &unwind_budget);
+    if (!slot) {
         cs_warn("this kernel has no per-thread schedstat; the off-CPU watch is off", NULL);
         cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
         return false;
     }
-    cs_watch_close_own(fd, cs_watch_inode_of(fd));
-    strcpy(probe + n, "/syscall");
-    fd = openat(wt->task_dirfd, probe, O_RDONLY | O_CLOEXEC);
-    wt->syscall_readable = fd >= 0;
-    if (fd >= 0) cs_watch_close_own(fd, cs_watch_inode_of(fd));
-    else cs_warn("cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
+    note_runnable(now, slot->cur.nr == CS_NR_RUNNING);
     return true;
 }
 
@@ -340,7 +381,7 @@ static void finish(const char *reason) {
     enum cs_end_reason end = cs_g.launch.end_reason;
     bool keep_open = wt->stop_reason[0] == 'w' && (end == CS_END_EXIT || end == CS_END_ERROR_EXIT || end == CS_END_SIGNAL);
     struct cs_watch_buffers *b = wt->buf;
-    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) {
+    for (int i = 0; i < wt->nlive; i++) {
         struct cs_watch_live *slot = &b->live[i];
         if (slot->thread < 0) continue;
         cs_watch_close_segment(&slot->cur);
@@ -356,32 +397,41 @@ static void finish(const char *reason) {
     cs_futex_wake(&wt->busy);
 }
 
+// The watcher's end once its last look is taken (by whoever took it): alive
+// until then, as the one who takes it reads this thread's CPU clock.
+static void *watch_end(void) {
+    struct cs_watch *wt = &cs_g.watch;
+    while (atomic_load_explicit(&wt->running, memory_order_acquire)) cs_futex_wait(&wt->running, 1, 0);
+    return NULL;
+}
+
 static void *watch_main(void *arg) {
     (void)arg;
     struct cs_watch *wt = &cs_g.watch;
     prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
     wt->tid = cs_gettid();
     // Holds the looks (`busy` 1, from cs_watch_start) until its first sleep.
-    if (!open_proc()) {
+    wt->cpu0_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t next = wt->start_ns = cs_monotonic_ns();
+    if (!watch_main_thread(next)) {
         atomic_store_explicit(&wt->running, 0, memory_order_release);
         cs_futex_wake(&wt->running);
         cs_futex_wake(&wt->busy);
         return NULL;
     }
-    for (int i = 0; i < CS_WATCH_MAX_LIVE; i++) wt->buf->live[i].thread = -1;
     // Default priority on purpose: at nice 10 or 19 the watcher starved in
     // exactly the launches that need it (more runnable threads than CPUs):
     // 195–500 looks a second instead of 1000, threads found 100 ms late.
     cpu_set_t cpus;
     if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) wt->cpus = CPU_COUNT(&cpus);
-    wt->cpu0_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    uint64_t next = wt->start_ns = cs_monotonic_ns();
     atomic_store_explicit(&wt->looking, 1, memory_order_release);
     uint64_t period = wt->period_ns;
+    // The main thread's first read is the first look: a tick right after it
+    // would find nothing new, so the next one comes two periods later.
     for (uint64_t n = 0;; n++) {
-        if (atomic_load_explicit(&wt->stop, memory_order_acquire)) { finish("writer"); return NULL; }
+        if (atomic_load_explicit(&wt->stop, memory_order_acquire)) { finish("writer"); return watch_end(); }
         wt->changed = false;
-        tick(n, false, 0);
+        if (n > 0) tick(n, false, 0);
         // Looks that find nothing new come less often, down to one per
         // max_period_ns; anything new brings the base rate back at once. A
         // boundary the counters place (a thread that blocked after running,
@@ -409,10 +459,7 @@ static void *watch_main(void *arg) {
         int idle = 0;
         // The stopper took the last look (busy 2): nothing here is ours any
         // more. Alive until it is done, though: it reads this thread's CPU clock.
-        if (!atomic_compare_exchange_strong(&wt->busy, &idle, 1)) {
-            while (atomic_load_explicit(&wt->running, memory_order_acquire)) cs_futex_wait(&wt->running, 1, 0);
-            return NULL;
-        }
+        if (!atomic_compare_exchange_strong(&wt->busy, &idle, 1)) return watch_end();
     }
 }
 
@@ -478,7 +525,9 @@ void cs_watch_stop(void) {
         int idle = 0;
         if (atomic_compare_exchange_strong(&wt->busy, &idle, 2)) {
             finish("writer");
-            // It exits when it next runs, while this thread writes.
+            // It exits when it next runs, while this thread writes. (Left
+            // asleep for the kernel to end with an exiting process, it made
+            // the exit 0.15 ms longer: exit_group then waits for it to wake.)
             cs_futex_wake(&wt->stop);
             return;
         }

@@ -40,6 +40,21 @@ void cs_watch_close_slot_files(struct cs_watch_live *slot) {
     cs_watch_close_own(slot->fd_syscall, slot->ino_syscall);
 }
 
+int cs_watch_syscall_fd(struct cs_watch_live *slot) {
+    struct cs_watch *wt = &cs_g.watch;
+    if (slot->syscall_tried || !wt->syscall_readable) return slot->fd_syscall;
+    slot->syscall_tried = true;
+    slot->fd_syscall = cs_watch_open_task_file(wt->buf->threads[slot->thread].tid, "syscall");
+    slot->ino_syscall = cs_watch_inode_of(slot->fd_syscall);
+    char buf[128];
+    // Not there for a thread that is (its schedstat reads): this kernel has none.
+    if (slot->fd_syscall < 0 && cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) > 0) {
+        wt->syscall_readable = false;
+        cs_warn("cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
+    }
+    return slot->fd_syscall;
+}
+
 int cs_watch_open_task_file(int tid, const char *file) {
     char path[48];
     size_t n = cs_format_u64((uint64_t)tid, path);

@@ -249,6 +249,25 @@ final class WatcherTests: XCTestCase {
         }
     }
 
+    func testAThreadStartedAsAnotherEndedIsWatchedUnderItsName() throws {
+        // The watcher lists /proc/self/task only when the thread count moved
+        // or a watched thread ended: in this relay the count never moves.
+        let host = try FixturePrograms.path("HostPatterns")
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = directory.appendingPathComponent("relay.json").path
+        let result = try runProcess(host, ["relay", "6"], environment: ["COLDSTART": path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let line = try XCTUnwrap(result.stdout.split(separator: "\n").first { $0.hasPrefix("relay tids: ") })
+        let tids = line.dropFirst("relay tids: ".count).split(separator: " ").compactMap { Int($0) }
+        XCTAssertEqual(tids.count, 6)
+        let watched = try XCTUnwrap(try Timeline(contentsOf: path).watch).threads
+        for (index, tid) in tids.enumerated() {
+            let thread = try XCTUnwrap(watched.first { $0.tid == tid }, "relay thread \(index) (\(tid)) is watched")
+            XCTAssertEqual(thread.name, "relay-\(index)")
+            XCTAssertTrue(thread.exited)
+        }
+    }
+
     func testTheHTMLReportHasTheBlockedTimeSection() throws {
         let run = try shared()
         let page = HTMLReport.render(run.analysis, source: "launch.json")

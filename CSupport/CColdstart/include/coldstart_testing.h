@@ -1,5 +1,6 @@
-// Pure parsers and conversions of the capture layer, exposed for its tests
-// only (the host-facing API is coldstart.h). All async-signal-safe.
+// Pure parsers and conversions of the capture layer, and one check of its
+// module table, exposed for its tests only (the host-facing API is
+// coldstart.h). All async-signal-safe but that check.
 #ifndef COLDSTART_TESTING_H
 #define COLDSTART_TESTING_H
 
@@ -54,6 +55,13 @@ int cs_parse_schedstat(const char *buf, size_t len, uint64_t *run_ns, uint64_t *
 /// Parses a task's stat line: the state letter (field 3) and the minor and
 /// major fault counts (fields 10 and 12), counting after the last ')'. 0 or -1.
 int cs_parse_task_stat(const char *buf, size_t len, char *state, uint64_t *minflt, uint64_t *majflt);
+
+/// Builds this process's module table both ways Coldstart can (one
+/// PROCMAP_QUERY per executable mapping, and the /proc/self/maps text) and
+/// compares them: 1 equal, 0 not, -1 this kernel has no PROCMAP_QUERY (or
+/// a mapping the loader did not make). Leaves the table empty. Tests only:
+/// not async-signal-safe (malloc, dl_iterate_phdr).
+int cs_modules_query_matches_text(void);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,9 @@
 //     HostPatterns rss                      resident memory (kB) before ready() and the lowest within 5 s after
 //     HostPatterns wait-children            waitpid(-1) while it burns, then its children left 300 ms after ready()
 //     HostPatterns busy N                   N threads burning CPU until it is killed (never ready())
+//     HostPatterns relay N                  N threads one after another, each started as the previous one ended
+//                                           (the thread count stays the same), each named relay-I, sleeping 40 ms;
+//                                           ready(); their tids
 import Coldstart
 import Glibc
 
@@ -315,6 +318,27 @@ case "busy":
     print("busy")
     fflush(stdout)
     while true { burnCPU(milliseconds: 1000) }
+
+case "relay":
+    let count = arguments.count > 1 ? Int(arguments[1]) ?? 8 : 8
+    var tids: [String] = []
+    for index in 0..<count {
+        var tid: pid_t = 0
+        pthread_join(startThread {
+            // Its tid and its name through /proc (gettid and
+            // pthread_setname_np are not in Swift's Glibc module).
+            var link = [CChar](repeating: 0, count: 64)
+            _ = readlink("/proc/thread-self", &link, link.count - 1)
+            tid = pid_t(String(cString: link).split(separator: "/").last ?? "") ?? 0
+            let fd = open("/proc/thread-self/comm", O_WRONLY)
+            _ = "relay-\(index)".withCString { write(fd, $0, strlen($0)) }
+            close(fd)
+            usleep(40_000)
+        }, nil)
+        tids.append(String(tid))
+    }
+    Coldstart.ready()
+    print("relay tids: \(tids.joined(separator: " "))")
 
 default:
     fputs("unknown mode \(mode)\n", stderr)
