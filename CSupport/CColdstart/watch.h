@@ -135,7 +135,8 @@ struct cs_watch_buffers {
 /// All of the watcher's state, a member of cs_g. Zero (off) unless profiling
 /// is on and COLDSTART_WATCH is not 0.
 struct cs_watch {
-    _Atomic int running;       // the thread exists and has not stopped
+    _Atomic int running;       // the thread exists (or is to: `deferred`) and has not stopped
+    _Atomic int deferred;      // set up, its thread to be started by the sampler's (cs_watch_start_thread)
     _Atomic int looking;       // it set itself up and took its first look
     _Atomic int stop;          // the writer asks it to stop
     // Who may look: 0 nobody (the watcher sleeps between looks), 1 the
@@ -193,9 +194,14 @@ struct cs_syscall_info {
 enum cs_fd_kind { CS_FD_FILE, CS_FD_FIFO, CS_FD_PIPE, CS_FD_SOCKET, CS_FD_EVENTS };
 
 // ---- watcher.c ----
-/// Starts the watcher thread if cs_g.cfg allows (may run from
-/// .preinit_array). Not async-signal-safe. Failure: one warning, no watch.
+/// Sets the watcher up if cs_g.cfg allows (may run from .preinit_array);
+/// cs_watch_start_thread starts its thread. Not async-signal-safe. Failure:
+/// one warning, no watch.
 void cs_watch_start(void);
+/// Starts the thread of a watcher set up by cs_watch_start, unless a stop
+/// came first (or it was started already): the sampler's thread does, first
+/// thing, or the arming thread when there is none. Not async-signal-safe.
+void cs_watch_start_thread(void);
 /// Tells the watcher that library initializers are done (dlopen is safe).
 /// Async-signal-safe.
 void cs_watch_main_started(void);

@@ -463,6 +463,19 @@ static void *watch_main(void *arg) {
     }
 }
 
+// Undoes cs_watch_start: the thread never ran. A stopper waiting for it
+// (its thread failed to start) is woken.
+static void give_up(void) {
+    struct cs_watch *wt = &cs_g.watch;
+    cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
+    munmap(wt->buf, sizeof *wt->buf);
+    wt->buf = NULL;
+    atomic_store(&wt->busy, 0);
+    atomic_store_explicit(&wt->running, 0, memory_order_release);
+    cs_futex_wake(&wt->running);
+    cs_futex_wake(&wt->busy);
+}
+
 void cs_watch_start(void) {
     // Only what must happen before the thread exists runs here, on the host's
     // main thread before its library initializers: probing /proc and touching
@@ -500,12 +513,14 @@ void cs_watch_start(void) {
     // watcher, so it can wait for it.
     atomic_store(&wt->running, 1);
     atomic_store(&wt->busy, 1);
+    atomic_store(&wt->deferred, 1);
+}
+
+void cs_watch_start_thread(void) {
+    if (!atomic_exchange(&cs_g.watch.deferred, 0)) return;
     if (cs_start_thread(watch_main, 512 * 1024) != 0) {
-        atomic_store(&wt->running, 0);
         cs_warn("cannot start the off-CPU watcher thread; the off-CPU watch is off", NULL);
-        cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
-        munmap(mem, sizeof *wt->buf);
-        wt->buf = NULL;
+        give_up();
     }
 }
 
@@ -515,6 +530,11 @@ void cs_watch_stop(void) {
     struct cs_watch *wt = &cs_g.watch;
     // A forked child has the parent's memory but not its watcher thread.
     if (!atomic_load(&wt->running) || (int)syscall(SYS_getpid) != cs_g.proc.pid) return;
+    // Its thread not started yet (the sampler's starts it): now it never is.
+    if (atomic_exchange(&wt->deferred, 0)) {
+        give_up();
+        return;
+    }
     atomic_store_explicit(&wt->stop, 1, memory_order_release);
     // 50 ms at most on a machine too busy to run the watcher.
     uint64_t deadline = cs_monotonic_ns() + 50000000ull;
