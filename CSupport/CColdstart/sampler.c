@@ -398,9 +398,10 @@ static bool end_window(void) {
 static void *scan_loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
-    cs_watch_start_thread();
-    // The helper first, so that its start overlaps the faulting in.
+    // The helper first, so that its start overlaps the watcher's thread
+    // start (the host's main thread starts only this one) and the faulting in.
     if (S->want == CS_CLOCK_PERF) cs_smp_warm_start();
+    cs_watch_start_thread();
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
     bool opened = open_clocks();
