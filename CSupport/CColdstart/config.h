@@ -11,11 +11,15 @@
 #define CS_MAX_HZ 10000
 #define CS_DEFAULT_HZ 1000
 // Without COLDSTART_HZ, the first CS_BOOST_NS of sampling run at CS_BOOST_HZ
-// (a ~10 ms launch gets a few samples at 1 kHz, ~4× as many this way), then
+// (a ~10 ms launch gets a few samples at 1 kHz, ~3× as many this way), then
 // CS_DEFAULT_HZ; the writer thins the boosted samples to one rate
-// (docs/performance.md, "Sample rate of a short launch"). At any rate, the
-// first CS_BOOST_NS walk frame pointers, and libunwind is loaded after.
-#define CS_BOOST_HZ 4000
+// (docs/performance.md, "Sample rate of a short launch"). 3 kHz, not 4: each
+// sample costs a ~12 ms tool ~17 µs, and at 4 kHz its 19 samples took it past
+// the ×1.10 budget (×1.107 against ×1.097 at 3 kHz with 14, same rounds). At
+// any rate, the first CS_BOOST_NS walk frame pointers, and libunwind is loaded
+// after. coldstart run samples a linked app's loader at this rate too
+// (LoaderSampling.swift).
+#define CS_BOOST_HZ 3000
 #define CS_BOOST_NS 50000000ull
 #define CS_DEFAULT_MAX_SAMPLES 10000
 // A host that never calls ready() (a server) is sampled and watched this long,

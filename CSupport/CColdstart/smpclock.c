@@ -197,7 +197,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
 
 // The same clock with the kernel recording the stacks (sampler.h,
 // kernel_stacks_on): no signal, so a thread that blocks ours is sampled too.
-// The ring holds 16 data pages (~150 samples of 50 frames, 40 ms at 4 kHz;
+// The ring holds 16 data pages (~150 samples of 50 frames, 50 ms at 3 kHz;
 // the scan thread empties it every 5 ms), fewer where the locked-memory
 // limit (perf_event_mlock_kb, shared by the user's processes) leaves less.
 // Leaves nothing behind on failure. Async-signal-safe (syscalls only).

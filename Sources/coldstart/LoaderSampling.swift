@@ -10,12 +10,15 @@ import Foundation
 /// gets a timeline made from the launcher's samples alone.
 struct LoaderSampling {
     /// Task-clock samples per CPU second (--hz). Nil: an app linked with
-    /// Coldstart at its own default's boosted rate (4 kHz), which the merge
+    /// Coldstart at its own default's boosted rate (`linkedHz`), which the merge
     /// thins to the rate its file ends with (`LauncherTimeline.merged`), so
     /// every sample of the timeline stands for the same time; any other
     /// program at 10 kHz, since its whole profile comes from here (~5 µs a
     /// sample, FACTS).
     var hz: Int?
+    /// The boosted start's rate of the Coldstart the app links (CS_BOOST_HZ
+    /// in CSupport/CColdstart/config.h).
+    static let linkedHz = 3000
     /// One page-fault sample per this many faults.
     var faultPeriod = 1
     /// libColdstartAudit.so, nil when it is not installed beside coldstart.
@@ -54,7 +57,7 @@ struct LoaderSampling {
     /// completed) from what the launcher saw.
     func launch(_ launcher: Launcher, label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
         let linked = self.linked
-        let hz = self.hz ?? (linked ? 4000 : 10_000)
+        let hz = self.hz ?? (linked ? Self.linkedHz : 10_000)
         let auditFile = (timeline as NSString).deletingLastPathComponent + "/.\(label).audit.\(getpid())"
         try? FileManager.default.removeItem(atPath: auditFile)
         defer { try? FileManager.default.removeItem(atPath: auditFile) }

@@ -179,7 +179,7 @@ final class SamplerTests: XCTestCase {
         XCTAssertEqual(boost.afterHz, 1000)
     }
 
-    /// Without COLDSTART_HZ the first 50 ms are sampled at 4 kHz. A launch
+    /// Without COLDSTART_HZ the first 50 ms are sampled at 3 kHz. A launch
     /// that outlives that has its boosted samples thinned per thread, so the
     /// file holds one rate, 1 kHz, within the same 10% as an asked-for rate.
     func testTheDefaultRateBoostsTheStartAndTheFileKeepsOneRate() throws {
@@ -187,20 +187,20 @@ final class SamplerTests: XCTestCase {
         let (_, long) = try profiled(["burn", "300"], extra: ["COLDSTART_HZ": nil])
         let thinned = try sampling(long)
         let boost = try XCTUnwrap(thinned.boost)
-        XCTAssertEqual(boost.hz, 4000)
+        XCTAssertEqual(boost.hz, 3000)
         XCTAssertTrue(boost.thinned, "a 300 ms burn outlives the 50 ms boost")
         XCTAssertEqual(thinned.requestedHz, 1000)
         XCTAssertEqual(thinned.effectiveHz, 1000, accuracy: 100, "one rate after thinning")
         XCTAssertEqual(thinned.samples, long.samples.count)
-        // A burn shorter than the boost keeps all its samples, at 4 kHz (or,
+        // A burn shorter than the boost keeps all its samples, at 3 kHz (or,
         // on a machine so busy that the launch outlived 50 ms of wall time,
         // is thinned like the long one: one rate either way).
         let (_, short) = try profiled(["burn", "10"], extra: ["COLDSTART_HZ": nil])
         let quick = try self.sampling(short)
         let shortBoost = try XCTUnwrap(quick.boost)
-        XCTAssertEqual(quick.requestedHz, shortBoost.thinned ? 1000 : 4000)
+        XCTAssertEqual(quick.requestedHz, shortBoost.thinned ? 1000 : 3000)
         if !shortBoost.thinned {
-            XCTAssertGreaterThan(quick.samples, 10, "a 10 ms burn at 4 kHz gets tens of samples, not a handful")
+            XCTAssertGreaterThan(quick.samples, 10, "a 10 ms burn at 3 kHz gets tens of samples, not a handful")
         }
     }
 
