@@ -209,7 +209,7 @@ struct cs_sampler {
     uint32_t cost_hist[CS_SMP_COST_BUCKETS + 1];
 };
 
-// ---- sampler.c ----
+// ---- sampler.c (start, the handler, the scan thread) and smpstop.c ----
 /// Starts sampling as cs_g.cfg says. Runs from cs_preinit (before libc's
 /// constructors) or the first constructor. Not async-signal-safe; never
 /// called from a handler.
@@ -224,6 +224,8 @@ void cs_sampler_unmap(void);
 /// still pending) if our handler is still installed. Call after
 /// cs_sampler_stop. Async-signal-safe.
 void cs_sampler_release(void);
+/// Whether our handler is the action of `sig` now. Async-signal-safe.
+bool cs_smp_handler_holds(int sig);
 
 // ---- smpthreads.c ----
 /// Looks for threads created since the last look and starts sampling them
