@@ -222,9 +222,10 @@ package struct Timeline: Sendable {
         /// kernel walked each sampled thread's frame pointers at the clock's
         /// overflow and wrote the sample into a ring: no signal, no handler.
         /// `samples` of the file's samples were taken so (all of them when
-        /// `untilNs` is nil: the launch ended inside the window); those
-        /// before `untilNs` on every thread. `lost`: samples the kernel
-        /// dropped because a ring was full.
+        /// `untilNs` is nil: the launch ended inside the window, or
+        /// `COLDSTART_UNWINDER=fp` kept the kernel at it for the whole
+        /// launch); those before `untilNs` on every thread. `lost`: samples
+        /// the kernel dropped because a ring was full.
         package struct KernelStacks: Codable, Sendable {
             package var samples: Int
             package var lost: Int
