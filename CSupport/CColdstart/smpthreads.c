@@ -141,8 +141,9 @@ void cs_sampler_scan_threads(void) {
                 // goes at the stop, once no handler can read its ring).
                 if (atomic_load(&t->armed) || t->fd != -1) continue;
                 // The kernel's stacks need no signal: every thread is sampled.
-                int signo = atomic_load(&S->kernel_stacks_on) ? 0 : cs_smp_signal_for(tid);
-                if (signo == 0 && !atomic_load(&S->kernel_stacks_on)) {
+                bool by_kernel = atomic_load(&S->kernel_stacks_on);
+                int signo = by_kernel ? 0 : cs_smp_signal_for(tid);
+                if (signo == 0 && !by_kernel) {
                     // A signal of ours would wait for it, or be taken by its
                     // sigwait/sigtimedwait: not now. (A thread blocks every
                     // signal for its first instants in pthread_create too, so
