@@ -196,6 +196,19 @@ bool cs_own_thread(int tid, bool or_starting) {
     return false;
 }
 
+int cs_own_running(int except, int *tids) {
+    if (atomic_load(&cs_g.own.starting) > 0) return -1;
+    int n = 0;
+    uint32_t count = atomic_load(&cs_g.own.count);
+    for (uint32_t i = 0; i < count && i < CS_OWN_MAX; i++) {
+        int tid = atomic_load(&cs_g.own.threads[i].tid);
+        if (tid == 0 || tid == except || atomic_load(&cs_g.own.threads[i].done)) continue;
+        if (tids) tids[n] = tid;
+        n++;
+    }
+    return n;
+}
+
 uint64_t cs_own_cpu_ns(void) {
     uint64_t sum = 0;
     uint32_t n = atomic_load(&cs_g.own.count);

@@ -96,6 +96,10 @@ int cs_start_thread(void *(*body)(void *), size_t stack_size);
 /// may be one that is starting (a scan then looks again later).
 /// Async-signal-safe.
 bool cs_own_thread(int tid, bool or_starting);
+/// How many of Coldstart's own threads but `except` have not ended (nor
+/// begun to end), their ids into `tids` (CS_OWN_MAX room) unless NULL; -1
+/// while one is starting (its id not known yet). Async-signal-safe.
+int cs_own_running(int except, int *tids);
 /// CPU time of Coldstart's own threads so far (ended ones included).
 /// Async-signal-safe.
 uint64_t cs_own_cpu_ns(void);

@@ -212,6 +212,16 @@ void cs_watch_main_started(void);
 /// in, so this never runs on the watcher thread.
 void cs_watch_stop(void);
 
+// ---- watchfind.c (whoever holds the looks: cs_watch.busy) ----
+/// Starts watching `tid`: its live slot, or NULL when it is not watched (it
+/// ended meanwhile, or no slot was free: then its totals are kept).
+struct cs_watch_live *cs_watch_add_thread(int tid, uint64_t now, int *unwind_budget);
+/// Watches the threads that appeared since the last listing (see the
+/// function's comment for when it lists at all).
+void cs_watch_rescan(uint64_t now, int *unwind_budget);
+/// Re-reads new threads' names, a few times, 5 ms apart.
+void cs_watch_reread_names(uint64_t now);
+
 // ---- watchseg.c (whoever holds the looks: cs_watch.busy) ----
 /// Appends a finished segment (counted in dropped_segments when full).
 void cs_watch_close_segment(const struct cs_watch_seg *seg);

@@ -84,19 +84,6 @@ static bool move_off(int tid, unsigned cpu) {
     return true;
 }
 
-// The ids of Coldstart's running threads but `me` into `out`; -1 while one
-// is starting (its id not known yet). Async-signal-safe.
-static int own_threads(int me, int *out) {
-    if (atomic_load(&cs_g.own.starting) > 0) return -1;
-    int n = 0;
-    uint32_t count = atomic_load(&cs_g.own.count);
-    for (uint32_t i = 0; i < count && i < CS_OWN_MAX; i++) {
-        int tid = atomic_load(&cs_g.own.threads[i].tid);
-        if (tid != 0 && tid != me && !atomic_load(&cs_g.own.threads[i].done)) out[n++] = tid;
-    }
-    return n;
-}
-
 // Async-signal-safe: getcpu, fstat, getdents64 and the affinity calls.
 void cs_cpu_isolate(void) {
     C->n = 0;
@@ -113,7 +100,7 @@ void cs_cpu_isolate(void) {
     // this one and Coldstart's alone (a tool with one thread), those are
     // moved by their ids: listing /proc/self/task cost the exit ~10–15 µs.
     int own[CS_OWN_MAX];
-    int nown = own_threads(me, own);
+    int nown = cs_own_running(me, own);
     struct stat st;
     if (nown >= 0 && fstat(dir, &st) == 0 && st.st_nlink == (nlink_t)(3 + nown)) {
         for (int i = 0; i < nown; i++) move_off(own[i], cpu);
