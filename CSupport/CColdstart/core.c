@@ -165,6 +165,7 @@ void cs_before_main(void) {
     }
     if (atomic_load(&cs_g.state) != CS_RECORDING) return;
     cs_watch_main_started();
+    cs_sampler_main_started();
     cs_g.launch.t_main = cs_monotonic_ns();
     cs_rusage_now(&cs_g.launch.ru_main);
     long hz = sysconf(_SC_CLK_TCK);

@@ -143,6 +143,7 @@ void cs_end_launch(enum cs_end_reason reason, int status) {
 
 static void *ready_writer(void *arg) {
     (void)arg;
+    cs_own_unplace();
     if (cs_g.cfg.extend_ns) cs_sleep_ns(cs_g.cfg.extend_ns);
     write_once();
     return NULL;

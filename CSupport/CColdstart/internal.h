@@ -179,6 +179,10 @@ struct cs_global {
         _Atomic uint32_t count;
         _Atomic int starting;           // created, tid not yet published
         struct cs_own_thread threads[CS_OWN_MAX];
+        // Started off the creating host thread's CPU (cs_start_thread): the
+        // host's affinity then, which each of ours takes back (cs_own_unplace).
+        _Atomic bool placed;
+        cpu_set_t home;
     } own;
 
     // The stack sampler (sampler.c, smpclock.c, smpthreads.c, unwind.c,

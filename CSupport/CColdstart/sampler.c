@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #define CS_SMP_SCAN_NS 5000000ull         // look for new threads at most every 5 ms
+#define CS_SMP_WARM_WAIT_NS 200000ull     // a warm kernel's helper is done well within this
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
 #define CS_SMP_AHEAD_SAMPLES 256          // buffers kept faulted in ahead of the handlers
@@ -391,17 +392,28 @@ static bool end_window(void) {
     return true;
 }
 
+void cs_sampler_main_started(void) {
+    if (!S->started || atomic_exchange(&S->main_started, 1)) return;
+    cs_futex_wake(&S->active);
+}
+
 static void *scan_loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
-    // The helper first, so that its start overlaps the watcher's thread
-    // start (the host's main thread starts only this one) and the faulting in.
+    // This thread, the helper and the watcher's thread start on a CPU the
+    // host's main thread is not on (cs_start_thread), one after the other.
+    // The clocks first on a warm kernel (the helper is done in ~50 µs), the
+    // watcher's thread first on a quiet one (the helper then waits 10–18 ms
+    // in the kernel), so that neither waits for the other's start.
     if (S->want == CS_CLOCK_PERF) cs_smp_warm_start();
-    cs_watch_start_thread();
+    bool warm = cs_smp_warm_wait(CS_SMP_WARM_WAIT_NS);
+    if (!warm) cs_watch_start_thread();
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
     bool opened = open_clocks();
     cs_smp_warm_reap();
+    cs_own_unplace();
+    if (warm) cs_watch_start_thread();
     if (!opened) {
         // Sampling off, as if it had never started (open_clock said why).
         if (atomic_exchange(&S->active, 0)) {
@@ -413,7 +425,11 @@ static void *scan_loop(void *arg) {
     bool unwinder_loaded = S->unwinder != CS_UNW_LIBUNWIND, modules_loaded = false;
     while (atomic_load(&S->active)) {
         prefault_ahead();
-        if (!modules_loaded && cs_g.proc.before_main_ran && (modules_loaded = preload_modules())) {
+        // Read once a pass: the wait below returns early once for a main
+        // begun since (cs_sampler_main_started), not in a loop if the scan
+        // flag was busy (then the next period tries again).
+        bool main_seen = atomic_load(&S->main_started);
+        if (!modules_loaded && main_seen && (modules_loaded = preload_modules())) {
             // The timeline's file and what the writer first touches at the
             // launch's end, made and faulted in here, off the host's exit
             // (docs/performance.md, "A short command-line tool").
@@ -429,14 +445,15 @@ static void *scan_loop(void *arg) {
         // took 11 ms longer with libunwind than with frame pointers), and a
         // launch that ends within it never pays the ~0.5 ms of CPU that
         // loading libunwind takes.
-        if (!unwinder_loaded && cs_g.proc.before_main_ran && cs_monotonic_ns() >= S->boost_until_ns) {
+        if (!unwinder_loaded && main_seen && cs_monotonic_ns() >= S->boost_until_ns) {
             unwinder_loaded = true;
             if (!cs_unwind_load()) S->unwinder = CS_UNW_FP;
         }
         // Until the next scan, or until a stop: then the thread ends at once,
         // and is gone (or going) before the exiting process waits for it.
         uint64_t until = cs_monotonic_ns() + CS_SMP_SCAN_NS;
-        while (atomic_load(&S->active) && cs_monotonic_ns() < until) cs_futex_wait(&S->active, 1, until);
+        while (atomic_load(&S->active) && cs_monotonic_ns() < until && (main_seen || !atomic_load(&S->main_started)))
+            cs_futex_wait(&S->active, 1, until);
         if (!atomic_load(&S->active)) break;
         drop_alt_if_taken();
         const char *why = early_stop_reason();

@@ -159,6 +159,7 @@ struct cs_sampler {
     struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
     _Atomic int scanning;             // one thread scans, arms or drains at a time; 2: and a stopper waits
     _Atomic int opening;              // 1 while the first clock opens; 2: a stop came meanwhile (open_clocks)
+    _Atomic int main_started;         // set with a wake when main begins: the scan thread prepares the write
     _Atomic uint64_t last_scan_ns;
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
@@ -214,6 +215,12 @@ struct cs_sampler {
 /// constructors) or the first constructor. Not async-signal-safe; never
 /// called from a handler.
 void cs_sampler_start(void);
+/// Wakes the scan thread as main begins, so that what the writer needs at
+/// the launch's end (module table, timeline file) is made then, not up to a
+/// scan period later: a launch whose main runs only a few milliseconds
+/// otherwise ended first in one of five runs, and its exit made them
+/// (~0.3 ms). Async-signal-safe (a futex wake).
+void cs_sampler_main_started(void);
 /// Stops taking samples and closes every clock source; waits (bounded) for
 /// running handlers. Idempotent. Async-signal-safe.
 void cs_sampler_stop(void);
@@ -270,6 +277,9 @@ void cs_smp_free_thread(struct cs_smp_thread *t);
 /// event, so that a quiet kernel's one-time wait is its, not this process's
 /// (scan thread, before the first clock). Async-signal-safe.
 void cs_smp_warm_start(void);
+/// Waits up to `ns` for the helper to be done; true if it is (or there is
+/// none). Async-signal-safe.
+bool cs_smp_warm_wait(uint64_t ns);
 /// Reaps the helper (scan thread, after the first clock). Async-signal-safe.
 void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).

@@ -125,13 +125,18 @@ void cs_smp_warm_reap(void) {
     S->warm_pid = 0;
 }
 
-// perf_event_open(a, tid); the first one once the helper is done (2 s at
-// most: a helper killed by someone else never says so).
-static int open_event(const struct perf_event_attr *a, int tid) {
-    uint64_t deadline = cs_monotonic_ns() + 2000000000ull;
+bool cs_smp_warm_wait(uint64_t ns) {
+    uint64_t deadline = cs_monotonic_ns() + ns;
     // Interruptible: a process exiting meanwhile ends this thread at once.
     while (S->warm_pid > 0 && !atomic_load(&S->warm_done) && cs_monotonic_ns() < deadline)
         cs_futex_wait(&S->warm_done, 0, deadline);
+    return S->warm_pid <= 0 || atomic_load(&S->warm_done);
+}
+
+// perf_event_open(a, tid); the first one once the helper is done (2 s at
+// most: a helper killed by someone else never says so).
+static int open_event(const struct perf_event_attr *a, int tid) {
+    cs_smp_warm_wait(2000000000ull);
     return (int)syscall(SYS_perf_event_open, a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -153,6 +154,12 @@ static void *own_thread_main(void *arg) {
     return r;
 }
 
+static void init_attr(pthread_attr_t *attr, size_t stack_size) {
+    pthread_attr_init(attr);
+    pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(attr, stack_size);
+}
+
 int cs_start_thread(void *(*body)(void *), size_t stack_size) {
     uint32_t i = atomic_fetch_add(&cs_g.own.count, 1);
     if (i >= CS_OWN_MAX) {
@@ -173,11 +180,33 @@ int cs_start_thread(void *(*body)(void *), size_t stack_size) {
     sigdelset(&all, SIGPROF);
     pthread_sigmask(SIG_SETMASK, &all, &old);   // the new thread inherits it
     pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, stack_size);
+    init_attr(&attr, stack_size);
+    // From a host thread, the new one starts on another CPU; so do the
+    // threads and the helper it starts, until each calls cs_own_unplace.
+    // Left to the kernel, it started on its creator's CPU even with another
+    // one idle and preempted it there: its start (helper, watcher's thread,
+    // clocks) cost the host's library initializers 0.34 ms of a 12 ms tool
+    // (docs/performance.md). The attribute makes glibc hold the new thread
+    // until it is moved (~30 µs more of the creator's time).
+    cpu_set_t elsewhere;
+    unsigned cpu;
+    bool place = !cs_own_thread(cs_gettid(), false) && syscall(SYS_sched_getaffinity, 0, sizeof elsewhere, &elsewhere) > 0
+        && syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 && cpu < CPU_SETSIZE;
+    if (place) {
+        // The first placement's: later readers never see it change.
+        if (!atomic_load(&cs_g.own.placed)) cs_g.own.home = elsewhere;
+        CPU_CLR(cpu, &elsewhere);
+        place = CPU_COUNT(&elsewhere) > 0 && pthread_attr_setaffinity_np(&attr, sizeof elsewhere, &elsewhere) == 0;
+        if (place) atomic_store(&cs_g.own.placed, true);
+    }
     pthread_t thread;
     int rc = pthread_create(&thread, &attr, own_thread_main, slot);
+    if (rc != 0 && place) {
+        // Refused (a CPU gone meanwhile): where the kernel likes.
+        pthread_attr_destroy(&attr);
+        init_attr(&attr, stack_size);
+        rc = pthread_create(&thread, &attr, own_thread_main, slot);
+    }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
@@ -185,6 +214,10 @@ int cs_start_thread(void *(*body)(void *), size_t stack_size) {
         atomic_store(&slot->done, 1);   // the slot stays used, with no tid
     }
     return rc;
+}
+
+void cs_own_unplace(void) {
+    if (atomic_load(&cs_g.own.placed)) sched_setaffinity(0, sizeof cs_g.own.home, &cs_g.own.home);
 }
 
 bool cs_own_thread(int tid, bool or_starting) {

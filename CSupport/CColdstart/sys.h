@@ -92,6 +92,10 @@ void cs_safe_read_init(void);
 /// it can be seen in /proc. Returns 0 or pthread_create's error.
 /// Not async-signal-safe.
 int cs_start_thread(void *(*body)(void *), size_t stack_size);
+/// Gives the calling thread, one of Coldstart's, the host's affinity back
+/// after a start away from the host's CPU (cs_start_thread).
+/// Async-signal-safe (a system call).
+void cs_own_unplace(void);
 /// True when `tid` is one of Coldstart's own threads, or, with `or_starting`,
 /// may be one that is starting (a scan then looks again later).
 /// Async-signal-safe.

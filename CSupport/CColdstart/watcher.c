@@ -257,6 +257,7 @@ static void *watch_main(void *arg) {
     (void)arg;
     struct cs_watch *wt = &cs_g.watch;
     prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
+    cs_own_unplace();
     wt->tid = cs_gettid();
     // Holds the looks (`busy` 1, from cs_watch_start) until its first sleep.
     wt->cpu0_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);

@@ -10,6 +10,7 @@ import Foundation
 /// What one profiled launch's timeline says about Coldstart's own cost.
 struct ToolTimeline {
     var setupMs: Double            // "Coldstart set-up": .preinit_array on the main thread
+    var initializersMs: Double     // the host's library initializers, which Coldstart's start-up runs beside
     var samples: Int
     var initializerSamples: Int    // samples inside the library initializers
     var watcherMsPerS: Double      // watcher CPU per second watched
@@ -34,7 +35,7 @@ func readToolTimeline(_ path: String) -> ToolTimeline? {
         watcher = cpu / 1e6 / ((to - from) / 1e9)
     }
     return ToolTimeline(
-        setupMs: Double(setupEnd - ns("earliestInitNs")) / 1e6, samples: times.count,
+        setupMs: Double(setupEnd - ns("earliestInitNs")) / 1e6, initializersMs: Double(main - setupEnd) / 1e6, samples: times.count,
         initializerSamples: times.filter { $0 >= setupEnd && $0 < main }.count,
         watcherMsPerS: watcher,
         endAbsNs: start + end,
@@ -112,7 +113,7 @@ func benchTool(_ path: String, before: String?, runs: Int, quietRuns: Int) {
     print("A short command-line tool (CodableTool, release: dynamic Foundation, Codable round trip of")
     print("300 values, one line printed, exit), \(runs) interleaved rounds; wall time spawn → reaped,")
     print("CLOCK_MONOTONIC ms; ratio = median over rounds of (variant ÷ COLDSTART unset, same round):")
-    print("  variant                        wall median  [p25–p75]       ratio   samples  set-up ms  watcher ms/s  line→reap ms  end→reap ms")
+    print("  variant                        wall median  [p25–p75]       ratio   samples  set-up ms  inits ms  watcher ms/s  line→reap ms  end→reap ms")
     var ratios = [Double](repeating: .nan, count: variants.count)
     var exitAdded = Double.nan, exitAddedBefore = Double.nan, ratioBefore = Double.nan, setupWarm = Double.nan, watcherDefault = Double.nan, endToReapDefault = Double.nan
     for (index, v) in variants.enumerated() {
@@ -130,6 +131,7 @@ func benchTool(_ path: String, before: String?, runs: Int, quietRuns: Int) {
         let endToReap = median(runsOf.compactMap { $0?.endToReapMs })
         let samples = timelines.isEmpty ? "" : format(median(timelines.map { Double($0.samples) }), 1)
         let setup = timelines.isEmpty ? "" : format(median(timelines.map(\.setupMs)), 2)
+        let inits = timelines.isEmpty ? "" : format(median(timelines.map(\.initializersMs)), 2)
         let watcherRuns = timelines.map(\.watcherMsPerS).filter { !$0.isNaN }
         let watcher = watcherRuns.isEmpty ? "" : format(median(watcherRuns), 1)
         if before != nil && index == variants.count - 1 {
@@ -146,7 +148,7 @@ func benchTool(_ path: String, before: String?, runs: Int, quietRuns: Int) {
             + format(median(walls), 2).leftPadded(12) + "  [" + format(percentile(walls, 0.25), 2) + "–"
             + format(percentile(walls, 0.75), 2) + "]"
             + (referenceOf[index] == index ? "" : "×" + format(ratios[index], 3)).leftPadded(9)
-            + samples.leftPadded(10) + setup.leftPadded(11) + watcher.leftPadded(14)
+            + samples.leftPadded(10) + setup.leftPadded(11) + inits.leftPadded(10) + watcher.leftPadded(14)
             + format(lineToReap, 2).leftPadded(14) + (endToReap.isNaN ? "" : format(endToReap, 2)).leftPadded(13))
     }
     let failed = rounds.joined().filter { $0 == nil }.count
