@@ -185,7 +185,7 @@ int cs_start_thread(void *(*body)(void *), size_t stack_size) {
     // threads and the helper it starts, until each calls cs_own_unplace.
     // Left to the kernel, it started on its creator's CPU even with another
     // one idle and preempted it there: its start (helper, watcher's thread,
-    // clocks) cost the host's library initializers 0.34 ms of a 12 ms tool
+    // clocks) cost the host's library initializers ~0.3 ms of a 12 ms tool
     // (docs/performance.md). The attribute makes glibc hold the new thread
     // until it is moved (~30 µs more of the creator's time).
     cpu_set_t elsewhere;
