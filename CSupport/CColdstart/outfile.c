@@ -189,12 +189,16 @@ void cs_out_remove_previous(uint64_t start_rt_us) {
 // loop writes its file just before it). An older file (a previous run's) is
 // replaced, as a rerun expects, and so is anything that is not a regular file.
 int cs_out_publish(int dir, const char *tmp, int fd, uint64_t start_rt_us, uint64_t latest_start_rt_us) {
-    struct stat st;
     const char *base = cs_g.out.base;
+    // A free name (the usual case: a rerun's file went during the launch)
+    // takes one system call, with no look first (~6 µs of the exit here).
+    if (place_new(dir, tmp, fd, base) == 0) return 0;
+    bool no_noreplace = errno == EINVAL && fd < 0;   // no RENAME_NOREPLACE here
+    if (!no_noreplace && errno != EEXIST) return -1;
+    struct stat st;
     if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (place_new(dir, tmp, fd, base) == 0) return 0;
-        if (errno == EINVAL && fd < 0) return renameat(dir, tmp, dir, base);   // no RENAME_NOREPLACE here
-        if (errno != EEXIST) return -1;
+        // Never there, or gone since.
+        return no_noreplace ? renameat(dir, tmp, dir, base) : place_new(dir, tmp, fd, base);
     } else {
         uint64_t mtime_us = (uint64_t)st.st_mtim.tv_sec * 1000000ull + (uint64_t)st.st_mtim.tv_nsec / 1000;
         // Only a regular file can be a timeline: anything else there (a

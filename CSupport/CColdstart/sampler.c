@@ -370,9 +370,9 @@ static bool end_window(void) {
     bool boosted = atomic_exchange(&S->boost_on, 0);
     bool kernel = keep_kernel ? false : atomic_exchange(&S->kernel_stacks_on, 0);
     uint64_t period = S->period_ns;
-    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        struct cs_smp_thread *t = &S->threads[i];
-        if (atomic_load(&t->tid) == 0) continue;
+    for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
+        struct cs_smp_thread *t = cs_smp_used(k);
+        if (!t) continue;
         if (t->kernel_stacks && !keep_kernel) {
             cs_smp_switch_to_signals(t);
             continue;

@@ -154,6 +154,12 @@ struct cs_sampler {
 
     // ---- threads ----
     struct cs_smp_thread threads[CS_SMP_MAX_THREADS];
+    // The slots in use (a slot, once a thread's, stays its), in the order
+    // they were taken: index + 1, 0 while the taker has not written it yet.
+    // Walks over the threads read these, not the 1024 slots: a walk over the
+    // whole table (160 KB) cost the stop at exit ~10 µs of cache misses.
+    _Atomic uint16_t used[CS_SMP_MAX_THREADS];
+    _Atomic uint32_t nused;
     // The same slots keyed by %fs base, so libunwind's TLS lookups need no
     // gettid system call. Each entry is written only by the thread it names.
     struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
@@ -242,6 +248,9 @@ void cs_sampler_scan_threads(void);
 /// Adds sampled threads' ids to `ids` (no duplicates); returns the new count.
 /// Async-signal-safe.
 size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap);
+/// The `k`th slot taken (k < nused), or NULL if its taker has not recorded
+/// it yet. Lock-free, async-signal-safe.
+struct cs_smp_thread *cs_smp_used(uint32_t k);
 /// The thread slot for `tid`, inserting it when `insert`; NULL if full or
 /// absent. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);

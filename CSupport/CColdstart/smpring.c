@@ -81,8 +81,8 @@ void cs_smp_drain(struct cs_smp_thread *t) {
 }
 
 void cs_smp_drain_all(const struct cs_smp_thread *except) {
-    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        struct cs_smp_thread *t = &S->threads[i];
-        if (t != except && atomic_load(&t->tid) && t->kernel_stacks) cs_smp_drain(t);
+    for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
+        struct cs_smp_thread *t = cs_smp_used(k);
+        if (t && t != except && t->kernel_stacks) cs_smp_drain(t);
     }
 }

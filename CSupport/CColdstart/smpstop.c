@@ -41,8 +41,10 @@ void cs_sampler_stop(void) {
         if (v == 1 && !atomic_compare_exchange_strong(&S->scanning, &v, 2)) continue;
         cs_futex_wait(&S->scanning, 2, deadline);
     }
-    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_silence_thread(&S->threads[i]);
+    uint32_t used = atomic_load(&S->nused);
+    for (uint32_t k = 0; k < used; k++) {
+        struct cs_smp_thread *t = cs_smp_used(k);
+        if (t && t != main_slot) cs_smp_silence_thread(t);
     }
     // Handlers already running finish their sample (microseconds); bounded
     // wait. A handler that saw `active` after we cleared it touches nothing,
@@ -65,8 +67,9 @@ void cs_sampler_stop(void) {
     enum cs_end_reason end = cs_g.launch.end_reason;
     bool exiting = end == CS_END_EXIT || end == CS_END_ERROR_EXIT;
     if (!exiting && atomic_load(&S->in_flight) == 0) {
-        for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-            if (atomic_load(&S->threads[i].tid) && &S->threads[i] != main_slot) cs_smp_free_thread(&S->threads[i]);
+        for (uint32_t k = 0; k < used; k++) {
+            struct cs_smp_thread *t = cs_smp_used(k);
+            if (t && t != main_slot) cs_smp_free_thread(t);
         }
     }
     if (flag) cs_smp_scan_release();

@@ -23,6 +23,8 @@ struct cs_smp_thread *cs_sampler_thread(int tid, bool insert) {
             int expected = 0;
             if (atomic_compare_exchange_strong(&t->tid, &expected, tid)) {
                 t->fd = -1;
+                uint32_t k = atomic_fetch_add(&S->nused, 1);
+                atomic_store_explicit(&S->used[k], (uint16_t)((h + i) & mask) + 1, memory_order_release);
                 return t;
             }
             if (expected == tid) return t;
@@ -31,11 +33,16 @@ struct cs_smp_thread *cs_sampler_thread(int tid, bool insert) {
     return NULL;
 }
 
+struct cs_smp_thread *cs_smp_used(uint32_t k) {
+    uint16_t v = atomic_load_explicit(&S->used[k], memory_order_acquire);
+    return v ? &S->threads[v - 1] : NULL;
+}
+
 size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap) {
     if (!S->started) return n;
-    for (size_t i = 0; i < CS_SMP_MAX_THREADS && n < cap; i++) {
-        const struct cs_smp_thread *t = &S->threads[i];
-        int tid = atomic_load(&t->tid);
+    for (uint32_t k = 0, used = atomic_load(&S->nused); k < used && n < cap; k++) {
+        const struct cs_smp_thread *t = cs_smp_used(k);
+        int tid = t ? atomic_load(&t->tid) : 0;
         if (tid == 0 || !atomic_load(&t->sampled) || cs_own_thread(tid, false)) continue;
         bool seen = false;
         for (size_t k = 0; k < n && !seen; k++) seen = ids[k] == tid;
@@ -91,9 +98,9 @@ void cs_smp_scan_release(void) {
 
 uint32_t cs_smp_drop_alt_threads(void) {
     uint32_t dropped = 0;
-    for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-        struct cs_smp_thread *t = &S->threads[i];
-        if (atomic_load(&t->tid) == 0 || !atomic_load(&t->armed) || t->signo != CS_SMP_ALT_SIGNAL) continue;
+    for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
+        struct cs_smp_thread *t = cs_smp_used(k);
+        if (!t || !atomic_load(&t->armed) || t->signo != CS_SMP_ALT_SIGNAL) continue;
         cs_smp_silence_thread(t);
         if (!t->blocking) atomic_fetch_add(&S->threads_blocking, 1);
         t->blocking = true;
@@ -173,9 +180,9 @@ void cs_sampler_scan_threads(void) {
         // thread that is gone), so a host making many short threads keeps
         // its descriptors; the slot can serve a new thread with that id.
         if (n == 0) {
-            for (size_t i = 0; i < CS_SMP_MAX_THREADS; i++) {
-                struct cs_smp_thread *t = &S->threads[i];
-                if (atomic_load(&t->tid) == 0 || t->seen == gen || !atomic_load(&t->armed)) continue;
+            for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
+                struct cs_smp_thread *t = cs_smp_used(k);
+                if (!t || t->seen == gen || !atomic_load(&t->armed)) continue;
                 cs_smp_silence_thread(t);
                 cs_smp_drain(t);
                 cs_smp_disarm_thread(t);
