@@ -6,9 +6,6 @@ import XCTest
 /// suggestions, errors that name the option, `run` without `--`, --version,
 /// shell completion and the man page.
 final class CommandLineTests: XCTestCase {
-    private func coldstart(_ arguments: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments, environment: ["SWIFT_BACKTRACE": "enable=no"].merging(environment) { $1 })
-    }
 
     private func which(_ tool: String) -> String? {
         ["/usr/bin/", "/bin/", "/usr/local/bin/"].map { $0 + tool }.first { FileManager.default.isExecutableFile(atPath: $0) }

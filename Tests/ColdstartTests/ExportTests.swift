@@ -6,9 +6,6 @@ import XCTest
 /// `coldstart export`: what pprof, flame-graph tools and speedscope read
 /// must say what `coldstart report` says.
 final class ExportTests: XCTestCase {
-    private func coldstart(_ arguments: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments, environment: environment)
-    }
 
     /// The report's top functions by self time.
     private func reportTopSelf(_ path: String, count: Int) throws -> [String] {

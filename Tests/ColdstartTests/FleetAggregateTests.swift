@@ -81,7 +81,7 @@ final class FleetAggregateTests: XCTestCase {
 
     func testGroupsByVersionWithPercentilesSlowestLaunchesAndSkippedFiles() throws {
         let directory = try makeFleet()
-        let result = try Fleet.coldstart(["aggregate", directory.path, "--by", "version", "--slowest", "3", "--json"])
+        let result = try coldstart(["aggregate", directory.path, "--by", "version", "--slowest", "3", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stderr.contains("skipped 2 files"), result.stderr)
         let summary = try JSONDecoder().decode(AggregateSummary.self, from: Data(result.stdout.utf8))
@@ -120,7 +120,7 @@ final class FleetAggregateTests: XCTestCase {
 
     func testTextListsGroupsSlowestAndSkippedFiles() throws {
         let directory = try makeFleet()
-        let result = try Fleet.coldstart(["aggregate", directory.path, "--by", "region"])
+        let result = try coldstart(["aggregate", directory.path, "--by", "region"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let text = result.stdout
         XCTAssertTrue(text.hasPrefix("32 launches in 2 groups (by region), 2 files skipped\n"), text)
@@ -132,22 +132,22 @@ final class FleetAggregateTests: XCTestCase {
 
     func testBuiltInGroupsAndOnlyBadFilesFail() throws {
         let directory = try makeFleet()
-        let byExecutable = try Fleet.coldstart(["aggregate", directory.path, "--by", "executable", "--json"])
+        let byExecutable = try coldstart(["aggregate", directory.path, "--by", "executable", "--json"])
         XCTAssertEqual(byExecutable.status, 0, byExecutable.stderr)
         let summary = try JSONDecoder().decode(AggregateSummary.self, from: Data(byExecutable.stdout.utf8))
         XCTAssertEqual(summary.groups.map(\.value), ["ServiceStartup"])
 
         let bad = try makeTemporaryDirectory(for: self)
         try Data().write(to: bad.appendingPathComponent("empty.json"))
-        let none = try Fleet.coldstart(["aggregate", bad.path])
+        let none = try coldstart(["aggregate", bad.path])
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.stderr.contains("no timeline could be read"), none.stderr)
         XCTAssertTrue(none.stderr.contains("empty.json: empty file"), none.stderr)
-        let missing = try Fleet.coldstart(["aggregate", bad.appendingPathComponent("nowhere").path])
+        let missing = try coldstart(["aggregate", bad.appendingPathComponent("nowhere").path])
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.stderr.contains("no such file"), missing.stderr)
-        XCTAssertEqual(try Fleet.coldstart(["aggregate"]).status, 2)
-        XCTAssertEqual(try Fleet.coldstart(["aggregate", bad.path, "--format", "csv"]).status, 2)
+        XCTAssertEqual(try coldstart(["aggregate"]).status, 2)
+        XCTAssertEqual(try coldstart(["aggregate", bad.path, "--format", "csv"]).status, 2)
     }
 
     func testReadingOnSeveralThreadsGivesTheSameSummaryAsOne() throws {

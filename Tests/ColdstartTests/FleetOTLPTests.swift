@@ -56,8 +56,8 @@ final class FleetOTLPTests: XCTestCase {
     func testEachLaunchArrivesAsOneTraceWithPhasesSpansMarksAndLabels() throws {
         let launches = [try launch("first"), try launch("second")]
         let (port, requests) = try receiver()
-        let push = try Fleet.coldstart(["push", "--otlp", "http://127.0.0.1:\(port)", "--batch", "1",
-                                        directory.appendingPathComponent("launches").path])
+        let push = try coldstart(["push", "--otlp", "http://127.0.0.1:\(port)", "--batch", "1",
+                                  directory.appendingPathComponent("launches").path])
         XCTAssertEqual(push.status, 0, push.stderr)
         XCTAssertTrue(push.stdout.contains("2 launches sent as 2 traces"), push.stdout)
         let bodies = try received(requests)
@@ -116,7 +116,7 @@ final class FleetOTLPTests: XCTestCase {
         XCTAssertEqual(Set(traceIds).count, 2, "one trace per launch")
 
         // Pushed again: the same ids, so a backend sees the same traces.
-        let again = try Fleet.coldstart(["push", "--otlp", "http://127.0.0.1:\(port)/v1/traces", launches[0].url.path])
+        let again = try coldstart(["push", "--otlp", "http://127.0.0.1:\(port)/v1/traces", launches[0].url.path])
         XCTAssertEqual(again.status, 0, again.stderr)
         let repeated = try XCTUnwrap(try received(requests).last?["request"] as? [String: Any])
         let first = try XCTUnwrap(bodies.first { attributes((($0["request"] as? [String: Any])?["resourceSpans"] as? [[String: Any]])?.first?["resource"] as? [String: Any])["process.pid"] == String(launches[0].timeline.process.pid) })
@@ -126,14 +126,14 @@ final class FleetOTLPTests: XCTestCase {
     func testExportedOTLPJSONParsesToTheRequestPushSends() throws {
         let (url, _) = try launch("one")
         let exported = directory.appendingPathComponent("one.otlp.json")
-        let export = try Fleet.coldstart(["export", url.path, "--format", "otlp", "-o", exported.path])
+        let export = try coldstart(["export", url.path, "--format", "otlp", "-o", exported.path])
         XCTAssertEqual(export.status, 0, export.stderr)
         let parsed = try runProcess(python, [Fleet.script("otlp-receiver.py"), "parse", exported.path])
         XCTAssertEqual(parsed.status, 0, "json_format.Parse refused the OTLP/JSON: \(parsed.stderr)")
         let fromJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(parsed.stdout.utf8)) as? [String: Any])
 
         let (port, requests) = try receiver()
-        let push = try Fleet.coldstart(["push", "--otlp", "http://127.0.0.1:\(port)", url.path])
+        let push = try coldstart(["push", "--otlp", "http://127.0.0.1:\(port)", url.path])
         XCTAssertEqual(push.status, 0, push.stderr)
         let fromProtobuf = try XCTUnwrap(try received(requests).first?["request"] as? [String: Any])
         XCTAssertEqual(NSDictionary(dictionary: fromJSON), NSDictionary(dictionary: fromProtobuf),
@@ -144,24 +144,24 @@ final class FleetOTLPTests: XCTestCase {
         // The committed fixtures predate the wall-clock start.
         let old = Bundle.module.resourceURL!.appendingPathComponent("Fixtures/ready.json").path
         let (port, requests) = try receiver()
-        let push = try Fleet.coldstart(["push", "--otlp", "http://127.0.0.1:\(port)", old,
-                                        Bundle.module.resourceURL!.appendingPathComponent("Fixtures/bad-empty.json").path])
+        let push = try coldstart(["push", "--otlp", "http://127.0.0.1:\(port)", old,
+                                  Bundle.module.resourceURL!.appendingPathComponent("Fixtures/bad-empty.json").path])
         XCTAssertEqual(push.status, 1)
         XCTAssertTrue(push.stderr.contains("ready.json: no wall-clock start"), push.stderr)
         XCTAssertTrue(push.stderr.contains("bad-empty.json: empty file"), push.stderr)
         XCTAssertTrue(push.stdout.contains("0 launches sent"), push.stdout)
         XCTAssertEqual(try received(requests).count, 0, "nothing to send, no request")
-        let export = try Fleet.coldstart(["export", old, "--format", "otlp", "-o", directory.appendingPathComponent("x").path])
+        let export = try coldstart(["export", old, "--format", "otlp", "-o", directory.appendingPathComponent("x").path])
         XCTAssertEqual(export.status, 1)
         XCTAssertTrue(export.stderr.contains("no wall-clock start"), export.stderr)
 
         let (url, _) = try launch("one")
         let closed = try Fleet.freePort()
-        let refused = try Fleet.coldstart(["push", "--otlp", "http://127.0.0.1:\(closed)", url.path])
+        let refused = try coldstart(["push", "--otlp", "http://127.0.0.1:\(closed)", url.path])
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.stderr.contains("http://127.0.0.1:\(closed)/v1/traces"), refused.stderr)
         XCTAssertTrue(refused.stderr.contains("0 launches sent before"), refused.stderr)
-        XCTAssertEqual(try Fleet.coldstart(["push", "--otlp", "ftp://127.0.0.1", url.path]).status, 2)
-        XCTAssertEqual(try Fleet.coldstart(["push", url.path]).status, 2)
+        XCTAssertEqual(try coldstart(["push", "--otlp", "ftp://127.0.0.1", url.path]).status, 2)
+        XCTAssertEqual(try coldstart(["push", url.path]).status, 2)
     }
 }

@@ -26,9 +26,9 @@ final class FleetPrometheusTests: XCTestCase {
         try Data().write(to: launches.appendingPathComponent("empty.json"))
         let metrics = directory.appendingPathComponent("textfile/coldstart.prom")
         try FileManager.default.createDirectory(at: metrics.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let result = try Fleet.coldstart(["aggregate", launches.path, "--by", "version", "--format", "openmetrics", "-o", metrics.path])
+        let result = try coldstart(["aggregate", launches.path, "--by", "version", "--format", "openmetrics", "-o", metrics.path])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let json = try Fleet.coldstart(["aggregate", launches.path, "--by", "version", "--json"])
+        let json = try coldstart(["aggregate", launches.path, "--by", "version", "--json"])
         XCTAssertEqual(json.status, 0, json.stderr)
         return (metrics, try JSONDecoder().decode(AggregateSummary.self, from: Data(json.stdout.utf8)))
     }

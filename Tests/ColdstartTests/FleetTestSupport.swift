@@ -8,10 +8,6 @@ import XCTest
 /// What the fleet tests (aggregate, OTLP, Prometheus) share: timelines with
 /// labels, processes that serve on 127.0.0.1 for the length of a test.
 enum Fleet {
-    static func coldstart(_ arguments: [String]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments)
-    }
-
     /// A committed timeline of the example (Fixtures/), as a JSON object.
     static func fixtureDocument(_ name: String) throws -> [String: Any] {
         let url = Bundle.module.resourceURL!.appendingPathComponent("Fixtures/\(name)")

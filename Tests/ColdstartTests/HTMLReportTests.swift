@@ -6,9 +6,6 @@ import XCTest
 /// `coldstart report --html`: one self-contained page a browser shows
 /// without errors, with the report's phases and functions on it.
 final class HTMLReportTests: XCTestCase {
-    private func coldstart(_ arguments: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments, environment: environment)
-    }
 
     /// The page for the known profile, through the CLI.
     private func knownPage(in directory: URL) throws -> (path: String, html: String) {

@@ -100,7 +100,7 @@ final class HostileTimelineTests: XCTestCase {
         let path = directory.appendingPathComponent("hostile.json").path
         try builder.data().write(to: URL(fileURLWithPath: path))
         for arguments in [["report", path], ["report", path, "--html", path + ".html"], ["export", path, "--format", "pprof"]] {
-            let result = try runProcess(try Products.path("coldstart"), arguments)
+            let result = try coldstart(arguments)
             XCTAssertEqual(result.status, 1, "\(arguments): \(result.stderr)")
             XCTAssertTrue(result.stderr.contains("\(path): malformed timeline: sampling.effectiveHz is 1e-300 Hz, out of range"), result.stderr)
         }

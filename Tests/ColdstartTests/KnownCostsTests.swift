@@ -177,7 +177,7 @@ final class KnownCostsTests: XCTestCase {
         XCTAssertEqual(run.report.sampling.threadsMissed, 0)
         XCTAssertEqual(run.report.sampling.unwindFailures, failures)
         XCTAssertEqual(run.report.sampling.maxSamples, 10000)
-        let text = try runProcess(try Products.path("coldstart"), ["report", "--full", run.timelinePath]).stdout
+        let text = try ColdstartTests.coldstart(["report", "--full", run.timelinePath]).stdout
         XCTAssertTrue(text.contains("  threads: \(sampling.threadsSampled ?? 0) sampled, 0 missed; unwind failures: \(failures)"), text)
         XCTAssertTrue(text.contains("; buffer: 10000 samples\n"), text)
         XCTAssertTrue(text.contains("(\(sampling.dropped) dropped; unwinder libunwind)"), text)
@@ -359,7 +359,7 @@ enum KnownCostsRun {
     private struct Failure: Error, CustomStringConvertible { var description: String }
 
     private static func coldstart(_ arguments: [String]) throws -> String {
-        let result = try runProcess(try Products.path("coldstart"), arguments)
+        let result = try ColdstartTests.coldstart(arguments)
         guard result.status == 0 else { throw Failure(description: "coldstart \(arguments) exited \(result.status): \(result.stderr)") }
         return result.stdout
     }
@@ -405,7 +405,7 @@ enum KnownCostsRun {
         guard symbolize else { return recorded }
 
         let symbolizedPath = run.appendingPathComponent("symbolized.json").path
-        let symbolizeRun = try runProcess(try Products.path("coldstart"), ["symbolize", path, "-o", symbolizedPath])
+        let symbolizeRun = try ColdstartTests.coldstart(["symbolize", path, "-o", symbolizedPath])
         guard symbolizeRun.status == 0 else { throw Failure(description: "symbolize exited \(symbolizeRun.status): \(symbolizeRun.stderr)") }
         let fromFile = try report(symbolizedPath)
 

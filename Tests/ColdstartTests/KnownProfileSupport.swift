@@ -68,7 +68,7 @@ enum KnownProfile {
         let raw = directory.appendingPathComponent("raw.json").path
         try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: raw))
         let path = directory.appendingPathComponent("known.json").path
-        let result = try runProcess(try Products.path("coldstart"), ["symbolize", raw, "-o", path])
+        let result = try coldstart(["symbolize", raw, "-o", path])
         guard result.status == 0 else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "symbolize failed: \(result.stderr)"])
         }

@@ -7,9 +7,6 @@ import XCTest
 /// (text, JSON, HTML), and splits each phase's CPU into sampled user time
 /// and kernel time that add up (docs/before-main.md).
 final class LaunchModeTests: XCTestCase {
-    private func coldstart(_ arguments: [String]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments, environment: ["SWIFT_BACKTRACE": "enable=no"])
-    }
 
     /// The report of `timeline` as text (first look), JSON and HTML.
     private func reports(_ timeline: String, in dir: String) throws -> (text: [String], json: [String: Any], html: String) {

@@ -6,9 +6,6 @@ import XCTest
 /// does not link Coldstart gets a whole timeline, an app that does gets the
 /// loader's samples added to its own.
 final class LoaderTests: XCTestCase {
-    private func coldstart(_ arguments: [String]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments, environment: ["SWIFT_BACKTRACE": "enable=no"])
-    }
 
     private func launcherSection(_ timeline: Timeline) throws -> [String: Any] {
         try XCTUnwrap((timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any], "no launcher section")
@@ -90,8 +87,8 @@ final class LoaderTests: XCTestCase {
     func testRunsBeforeMainSummaryFitsTheTerminal() throws {
         let tool = try FixturePrograms.path("FoundationTool")
         let dir = try makeTemporaryDirectory(for: self).path
-        let result = try runProcess(try Products.path("coldstart"), ["run", "-n", "1", "--warmup", "0", "--out", dir, "--", tool],
-                                    environment: ["COLUMNS": "100"])
+        let result = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", dir, "--", tool],
+                                   environment: ["COLUMNS": "100"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n").drop { !$0.hasPrefix("Before main, run-1") }
         XCTAssertGreaterThan(lines.count, 5, result.stdout)

@@ -14,7 +14,7 @@ final class PooledProfileTests: XCTestCase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-pool-\(getpid())")
         atexit { try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-pool-\(getpid())")) }
         let out = directory.appendingPathComponent("runs").path
-        let result = try runProcess(try Products.path("coldstart"), ["run", "-n", "5", "--out", out, "--", try FixturePrograms.path("KnownCosts")])
+        let result = try coldstart(["run", "-n", "5", "--out", out, "--", try FixturePrograms.path("KnownCosts")])
         guard result.status == 0 else { throw Failure(description: "coldstart run exited \(result.status): \(result.stderr)") }
         // KnownCosts prints its measurements as one JSON line on stderr per launch (the warm-up's first).
         let measured = result.stderr.split(separator: "\n").compactMap { line -> [String: Double]? in
@@ -30,9 +30,6 @@ final class PooledProfileTests: XCTestCase {
         return (directory.appendingPathComponent("runs").path, measured)
     }
 
-    private func coldstart(_ arguments: [String]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments)
-    }
 
     private func pooled(_ directory: String) throws -> PooledLaunches {
         let result = try coldstart(["report", "--json", "--top", "50", directory])
@@ -113,7 +110,7 @@ final class PooledProfileTests: XCTestCase {
     /// was one 170-column line) wrap.
     func testThePooledReportFitsTheTerminalWidth() throws {
         let (runs, _) = try record()
-        let text = try runProcess(try Products.path("coldstart"), ["report", runs], environment: ["COLUMNS": "100"])
+        let text = try coldstart(["report", runs], environment: ["COLUMNS": "100"])
         XCTAssertEqual(text.status, 0, text.stderr)
         let lines = text.stdout.split(separator: "\n")
         XCTAssertTrue(lines.contains { $0.hasPrefix("  precision: ") }, text.stdout)
@@ -175,11 +172,11 @@ final class PooledProfileTests: XCTestCase {
 final class AggregatePooledProfileTests: XCTestCase {
     func testAggregatePoolsTheSampledLaunchesOfEachGroupOnAnyNumberOfThreads() throws {
         let directory = try makeTemporaryDirectory(for: self).appendingPathComponent("runs").path
-        let run = try runProcess(try Products.path("coldstart"), ["run", "-n", "3", "--warmup", "0", "--out", directory, "--", try FixturePrograms.path("KnownCosts")])
+        let run = try coldstart(["run", "-n", "3", "--warmup", "0", "--out", directory, "--", try FixturePrograms.path("KnownCosts")])
         XCTAssertEqual(run.status, 0, run.stderr)
         let timelines = try (1...3).map { try Timeline(contentsOf: "\(directory)/run-\($0).json") }
 
-        let result = try runProcess(try Products.path("coldstart"), ["aggregate", "--json", directory])
+        let result = try coldstart(["aggregate", "--json", directory])
         XCTAssertEqual(result.status, 0, result.stderr)
         let summary = try JSONDecoder().decode(AggregateSummary.self, from: Data(result.stdout.utf8))
         let profile = try XCTUnwrap(summary.groups.first?.profile, "the group's pooled profile")
@@ -207,7 +204,7 @@ final class AggregatePooledProfileTests: XCTestCase {
         XCTAssertEqual(counts(one), counts(profile))
         XCTAssertEqual(one?.msPerLaunch ?? 0, three?.msPerLaunch ?? -1, accuracy: 1e-9)
 
-        let text = try runProcess(try Products.path("coldstart"), ["aggregate", directory])
+        let text = try coldstart(["aggregate", directory])
         XCTAssertTrue(text.stdout.contains("Pooled profile: \(profile.samples) samples from 3 sampled launches"), text.stdout)
     }
 

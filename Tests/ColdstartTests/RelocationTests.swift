@@ -25,8 +25,7 @@ final class RelocationTests: XCTestCase {
     func testCountsFromTheFilesAgreeWithGlibcStatistics() throws {
         let tool = try FixturePrograms.path("FoundationTool")
         let dir = try makeTemporaryDirectory(for: self).path
-        let result = try runProcess(try Products.path("coldstart"), ["run", "-n", "1", "--warmup", "0", "--out", dir, "--", tool],
-                                    environment: ["SWIFT_BACKTRACE": "enable=no"])
+        let result = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", dir, "--", tool])
         XCTAssertEqual(result.status, 0, result.stderr)
         let timeline = try Timeline(contentsOf: dir + "/run-1.json")
         let statistics = try XCTUnwrap(LoaderStatistics(timeline))
@@ -47,7 +46,7 @@ final class RelocationTests: XCTestCase {
         XCTAssertEqual(statistics.cachedLookups, glibc["number of relocations from cache"])
         XCTAssertEqual(statistics.relative, glibc["number of relative relocations"], "DT_RELR is not in glibc's figure")
         // Symbolized, the file carries them (and its faults' names): a report reads no binary.
-        let symbolize = try runProcess(try Products.path("coldstart"), ["symbolize", dir + "/run-1.json", "-o", dir + "/symbolized.json"])
+        let symbolize = try coldstart(["symbolize", dir + "/run-1.json", "-o", dir + "/symbolized.json"])
         XCTAssertEqual(symbolize.status, 0, symbolize.stderr)
         let symbolized = try Timeline(contentsOf: dir + "/symbolized.json")
         XCTAssertNotNil((symbolized.document["coldstart"] as? [String: Any])?["loaderStatistics"])

@@ -302,10 +302,6 @@ final class LaunchReportTextTests: XCTestCase {
 
 /// The `coldstart report` executable, as a user runs it.
 final class ReportCommandTests: XCTestCase {
-    private func coldstart(_ arguments: [String]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), arguments, timeout: 60)
-    }
-
     func testReportsEveryGoodTimeline() throws {
         for name in Fixtures.good {
             let result = try coldstart(["report", Fixtures.path(name)])

@@ -7,10 +7,6 @@ import XCTest
 final class RunCompareTests: XCTestCase {
     private static let phaseWithExtra = "config loaded → store opened"
 
-    private func coldstart(_ arguments: [String], environment: [String: String?] = [:]) throws -> ProcessResult {
-        // Swift's crash backtracer would add seconds to every crashing launch.
-        try runProcess(try Products.path("coldstart"), arguments, environment: ["SWIFT_BACKTRACE": "enable=no"].merging(environment) { $1 })
-    }
 
     private func json(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
         let object = try JSONSerialization.jsonObject(with: Data(text.utf8))

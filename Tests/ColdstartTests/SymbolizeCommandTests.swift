@@ -63,7 +63,7 @@ final class SymbolizeCommandTests: XCTestCase {
     }
 
     private func symbolize(_ arguments: [String]) throws -> ProcessResult {
-        try runProcess(try Products.path("coldstart"), ["symbolize"] + arguments)
+        try coldstart(["symbolize"] + arguments)
     }
 
     private func profile(_ path: String) throws -> (ProfileReport, String) {

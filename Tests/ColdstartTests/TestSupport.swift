@@ -51,6 +51,14 @@ private final class PipeDrain: @unchecked Sendable {
     }
 }
 
+/// The `coldstart` executable, as a user runs it, with `environment` added
+/// as `runProcess` adds it. Swift's crash backtracer is off: it would add
+/// seconds to a crash, which a test then reports anyway.
+func coldstart(_ arguments: [String], environment: [String: String?] = [:], timeout: TimeInterval = 120) throws -> ProcessResult {
+    try runProcess(try Products.path("coldstart"), arguments,
+                   environment: ["SWIFT_BACKTRACE": "enable=no"].merging(environment) { $1 }, timeout: timeout)
+}
+
 /// Runs `executable` with `arguments` and `environment` added to (or, with a
 /// nil value, removed from) this process's environment. `whileRunning` is
 /// called with the child's pid once it has started.

@@ -69,10 +69,10 @@ final class TextStyleTests: XCTestCase {
         XCTAssertTrue(terminal.contains("\u{1B}[1m"), "a terminal gets colour")
         let noColor = try onTerminal(["report", path], environment: ["COLUMNS": "120", "NO_COLOR": "1", "TERM": "xterm"])
         XCTAssertFalse(noColor.contains("\u{1B}["), "NO_COLOR is honoured")
-        let piped = try runProcess(try Products.path("coldstart"), ["report", "--full", path], environment: ["TERM": "xterm", "NO_COLOR": nil])
+        let piped = try coldstart(["report", "--full", path], environment: ["TERM": "xterm", "NO_COLOR": nil])
         XCTAssertFalse(piped.stdout.contains("\u{1B}["), "a pipe gets no colour")
         XCTAssertTrue(piped.stdout.contains("ColdstartTests.knownProfileHashIndex() -> Array<UInt64>"), "a pipe gets whole names")
-        let narrow = try runProcess(try Products.path("coldstart"), ["report", path], environment: ["COLUMNS": "100"])
+        let narrow = try coldstart(["report", path], environment: ["COLUMNS": "100"])
         for row in table(narrow.stdout, after: "Top functions by self time") {
             XCTAssertLessThanOrEqual(row.count, 100, "COLUMNS is honoured: \(row)")
         }
@@ -82,17 +82,17 @@ final class TextStyleTests: XCTestCase {
         let path = try KnownProfile.timelinePath()
         let worker = Int(getpid()) + 1
         for selector in ["worker", String(worker)] {
-            let result = try runProcess(try Products.path("coldstart"), ["report", path, "--json", "--thread", selector])
+            let result = try coldstart(["report", path, "--json", "--thread", selector])
             XCTAssertEqual(result.status, 0, result.stderr)
             let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
             let selection = (json?["profile"] as? [String: Any])?["selection"] as? [String: Any]
             XCTAssertEqual(selection?["thread"] as? Int, worker, selector)
             XCTAssertEqual(selection?["samples"] as? Int, KnownProfile.workerSamples, selector)
         }
-        let main = try runProcess(try Products.path("coldstart"), ["report", path, "--thread", "main", "--phase", "config loaded → ready"])
+        let main = try coldstart(["report", path, "--thread", "main", "--phase", "config loaded → ready"])
         XCTAssertEqual(main.status, 0, main.stderr)
         XCTAssertTrue(main.stdout.contains("selected: phase 'config loaded → ready', thread \(getpid())"), main.stdout)
-        let unknown = try runProcess(try Products.path("coldstart"), ["report", path, "--thread", "renderer"])
+        let unknown = try coldstart(["report", path, "--thread", "renderer"])
         XCTAssertEqual(unknown.status, 1)
         XCTAssertEqual(unknown.stderr, "coldstart report: \(path): no sampled thread named 'renderer' "
             + "(sampled threads: 'main' (\(getpid())), 'worker' (\(worker)))\n")
