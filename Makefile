@@ -100,8 +100,9 @@ audit-module:
 # SwiftPM compiles C without extra warnings and the package may not carry
 # unsafeFlags, so the capture layer is checked here with the brief's flags.
 check-c:
-	@for f in CSupport/*/*.c; do \
+	@for f in CSupport/*/*.c CSupport/CColdstart/*/*.c; do \
 	  cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only \
+	     $(foreach d,. base sampler watcher writer,-ICSupport/CColdstart/$(d)) \
 	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include \
 	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include $$f || exit 1; \
 	done

@@ -16,7 +16,13 @@ let package = Package(
         .target(
             name: "CColdstart",
             path: "CSupport/CColdstart",
-            cSettings: [.define("_GNU_SOURCE")],
+            // One folder per subsystem (docs/ARCHITECTURE.md); their private
+            // headers are found from every folder.
+            cSettings: [
+                .define("_GNU_SOURCE"),
+                .headerSearchPath("."), .headerSearchPath("base"), .headerSearchPath("sampler"),
+                .headerSearchPath("watcher"), .headerSearchPath("writer"),
+            ],
             linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
         // Linked as objects, so its .preinit_array entry and constructor run even

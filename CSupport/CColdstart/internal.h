@@ -30,7 +30,7 @@
 #include "procparse.h"
 #include "sys.h"
 #include "watch.h"
-#include "sampler.h"
+#include "smp.h"
 
 #define CS_MAX_EVENTS 4096
 #define CS_NAME_BYTES (64 * 1024)
@@ -185,12 +185,12 @@ struct cs_global {
         cpu_set_t home;
     } own;
 
-    // The stack sampler (sampler.c, smpclock.c, smpthreads.c, unwind.c,
+    // The stack sampler (sampler.c, smpclock.c, smpthreads.c, smpunwind.c,
     // modules.c): clock sources, preallocated sample buffers, per-thread
     // slots, libunwind. All zero and untouched unless sampling started.
     struct cs_sampler smp;
 
-    // The off-CPU watcher thread (watcher.c, watchseg.c, watchfd.c, offcpu.c, watchjson.c):
+    // The off-CPU watcher thread (watcher.c, watchseg.c, watchfd.c, watchunwind.c, watchjson.c):
     // per-thread states, causes and blocked stacks, read from /proc without
     // signalling anyone.
     struct cs_watch watch;

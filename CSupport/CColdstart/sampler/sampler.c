@@ -1,6 +1,6 @@
 // The stack sampler: a CPU-time clock per thread raises CS_SMP_SIGNAL
 // (SIGURG), or CS_SMP_ALT_SIGNAL (SIGPROF) on a thread that blocks SIGURG but
-// not SIGPROF (libdispatch's workers; sampler.h says why), on the thread that
+// not SIGPROF (libdispatch's workers; smp.h says why), on the thread that
 // consumed the time, and the handler records that thread's stack.
 //
 // Clock (docs/performance.md, "Why per-thread perf events"): a software

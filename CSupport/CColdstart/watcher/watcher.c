@@ -10,7 +10,7 @@
 // is read only when the observation changes (state letter, fault counts).
 // Observations are run-length encoded into segments (watch.h). Format of what
 // the writer makes of them: docs/timeline-format.md, "Off-CPU watch". The
-// syscall table and causes: syscalls.c; descriptors and names: watchfd.c;
+// syscall table and causes: watchcauses.c; descriptors and names: watchfd.c;
 // finding the threads: watchfind.c.
 #include "internal.h"
 

@@ -58,7 +58,7 @@ struct cs_sample {
 
 // What the sampler knows about one thread: its clock source, the bounds of its
 // stack for the frame-pointer walk, and libunwind's thread-local storage
-// (libunwind's `__tls_get_addr` is redirected here, see unwind.c).
+// (libunwind's `__tls_get_addr` is redirected here, see smpunwind.c).
 struct cs_smp_thread {
     _Atomic int tid;                  // 0: free slot
     _Atomic int armed;                // 1 while the clock source is running
@@ -193,7 +193,7 @@ struct cs_sampler {
     bool started;
     _Atomic bool stopped;             // the window is closed: t_stop, cpu_stop are set
 
-    // ---- libunwind, dlopen'd privately (unwind.c) ----
+    // ---- libunwind, dlopen'd privately (smpunwind.c) ----
     void *unw_handle;
     cs_unw_backtrace_fn unw_backtrace;
     cs_dl_iterate_fn real_dl_iterate_phdr;
@@ -323,7 +323,7 @@ static inline uintptr_t cs_fs_base(void) {
     return v;
 }
 
-// ---- unwind.c ----
+// ---- smpunwind.c ----
 /// Loads libunwind privately and redirects its loader and TLS calls (see the
 /// file comment), on the scan thread once main runs; sets unw_verified and
 /// unw_ready_ns when the handler may use it. Returns false, having said why

@@ -1,4 +1,4 @@
-// The sampler's clock sources (sampler.h): one per thread, a perf task-clock
+// The sampler's clock sources (smp.h): one per thread, a perf task-clock
 // event or a POSIX timer, whose signal goes to that thread. Every function
 // here is async-signal-safe (system calls only) and calls only sys.c. Before
 // the first event, a helper process warms the kernel (below).
@@ -200,7 +200,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     return 0;
 }
 
-// The same clock with the kernel recording the stacks (sampler.h,
+// The same clock with the kernel recording the stacks (smp.h,
 // kernel_stacks_on): no signal, so a thread that blocks ours is sampled too.
 // The ring holds 16 data pages (~150 samples of 50 frames, 50 ms at 3 kHz;
 // the scan thread empties it every 5 ms), fewer where the locked-memory

@@ -1,4 +1,4 @@
-// The sampler's thread table (sampler.h): a slot per thread, found by tid or
+// The sampler's thread table (smp.h): a slot per thread, found by tid or
 // by %fs base, and the scan of /proc/self/task that arms new threads. Lock-free
 // and async-signal-safe; calls smpclock.c, procparse.c and sys.c only.
 #include "internal.h"

@@ -1,5 +1,5 @@
 // Internal to the capture layer: the off-CPU watcher's state (`cs_g.watch`)
-// and the functions watcher.c, watchseg.c, syscalls.c, watchfd.c, offcpu.c
+// and the functions watcher.c, watchseg.c, watchcauses.c, watchfd.c, watchunwind.c
 // and watchjson.c share.
 //
 // The watcher is one thread that, at the sampling rate (at most 1 kHz), reads each thread's
@@ -166,11 +166,11 @@ struct cs_watch {
     uint32_t nframes, path_bytes;
     _Atomic uint32_t dropped_segments, dropped_stacks, dropped_threads, dropped_paths, dropped_runnable;
     uint32_t last_runnable;
-    // Off-CPU unwinding (offcpu.c): libunwind's remote API over own memory.
+    // Off-CPU unwinding (watchunwind.c): libunwind's remote API over own memory.
     int unwind_state;                    // 0 not tried, 1 ready, -1 unavailable
     void *unwind_lib;                    // dlopen handle of libunwind-x86_64.so.8
     void *unwind_as;                     // unw_addr_space_t
-    void *unwind_fn[6];                  // dlsym'd entry points (offcpu.c)
+    void *unwind_fn[6];                  // dlsym'd entry points (watchunwind.c)
     uint64_t unwind_regs[3];             // pc, sp, rbp of the stack being unwound
     bool unwind_has_rbp;                 // rbp is a guess from a frame record
     uint64_t frame_pointer_guesses;      // stacks completed with a guessed rbp
@@ -239,7 +239,7 @@ bool cs_watch_read_stat(struct cs_watch_live *slot, char *state, uint64_t *minfl
 void cs_watch_begin_segment(struct cs_watch_live *slot, const struct cs_task_syscall *sc, char state, uint64_t at,
                             uint64_t now, int *unwind_budget);
 
-// ---- syscalls.c ----
+// ---- watchcauses.c ----
 /// The syscall's table entry, or NULL when unknown. Async-signal-safe.
 const struct cs_syscall_info *cs_syscall_info(int nr);
 /// Unmaps the watcher's buffers if its thread has ended. Call after the
@@ -280,7 +280,7 @@ int32_t cs_watch_fd_path(int fd, enum cs_fd_kind *kind);
 /// read without faulting; -1 if unreadable.
 int32_t cs_watch_user_path(uint64_t addr);
 
-// ---- offcpu.c (watcher thread only) ----
+// ---- watchunwind.c (watcher thread only) ----
 /// Loads libunwind's remote unwinder; false (once, quietly) if unavailable.
 bool cs_offcpu_ready(void);
 /// Unwinds a blocked thread's user stack from the pc and sp its syscall file

@@ -1,4 +1,4 @@
-// Stopping the sampler (sampler.h): closing its window, giving its signals
+// Stopping the sampler (smp.h): closing its window, giving its signals
 // back, and unmapping its buffers, each only once nothing can touch what it
 // undoes. Called by the writer (end.c), the ready() path and the scan
 // thread's early stops. Async-signal-safe (system calls, atomics, futexes).

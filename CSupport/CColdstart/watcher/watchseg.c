@@ -1,6 +1,6 @@
 // The off-CPU watcher's records (watch.h): segments, the blocked stacks it
 // interns, and how a segment starts and a thread's watch ends. Watcher thread
-// only; calls offcpu.c (stacks), syscalls.c (causes) and watchfd.c.
+// only; calls watchunwind.c (stacks), watchcauses.c (causes) and watchfd.c.
 #include "internal.h"
 
 #include <string.h>

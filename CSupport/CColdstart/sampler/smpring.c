@@ -1,5 +1,5 @@
 // The sample buffers' writers: the handler's samples (sampler.c) and those
-// the kernel records (sampler.h, kernel_stacks_on). During the first
+// the kernel records (smp.h, kernel_stacks_on). During the first
 // CS_BOOST_NS of sampling, each overflow of a thread's task clock makes the
 // kernel walk that thread's frame pointers, as the handler would, and append
 // {time, call chain} to the event's ring. No signal is sent and no handler
