@@ -40,9 +40,22 @@ static void on_process_exit(int status, void *arg) {
     cs_end_launch(status == 0 ? CS_END_EXIT : CS_END_ERROR_EXIT, status);
 }
 
+// glibc's exit() is not thread-safe (exit(3): MT-Unsafe race:exit): each
+// exiting thread pops the next handler off one shared list, and one that
+// finds it empty goes on to _exit, which ends the process, and the writer
+// with it, mid-write. So there is one handler for each of up to
+// CS_EXIT_HANDLERS threads that exit at once: every one of them then comes
+// here and waits for the one that writes (write_once); a later exit that
+// finds the timeline written returns at once. One more thread than that
+// still ends the process first (security.md, "Racing exits").
+#define CS_EXIT_HANDLERS 8
+
 void cs_end_arm(void) {
-    if (on_exit(on_process_exit, NULL) != 0)
-        cs_warn("cannot register the exit handler; an exit before ready() will not be recorded", NULL);
+    for (int i = 0; i < CS_EXIT_HANDLERS; i++) {
+        if (on_exit(on_process_exit, NULL) == 0) continue;
+        if (i == 0) cs_warn("cannot register the exit handler; an exit before ready() will not be recorded", NULL);
+        break;
+    }
 
     // Only over the default action: a handler or SIG_IGN the host chose stays.
     for (size_t i = 0; i < sizeof abandon_signals / sizeof *abandon_signals; i++) {
