@@ -200,6 +200,7 @@ static void fill(struct cs_event *ev, uint16_t kind, const char *name) {
     cs_rusage_now(&ev->ru);
     if (name) {
         uint32_t n = (uint32_t)strnlen(name, CS_MAX_NAME);
+        if (n == CS_MAX_NAME && name[n]) n = (uint32_t)cs_utf8_cut(name, n);   // cut: on a character
         uint32_t off = atomic_fetch_add(&cs_g.log.names_used, n);
         if (off + n <= CS_NAME_BYTES) {
             memcpy(cs_g.log.names + off, name, n);

@@ -10,6 +10,7 @@ void cs_jw_begin(struct cs_jw *w, int fd, uint64_t limit) {
     w->over = 0;
     w->limit = limit;
     w->total = 0;
+    w->not_utf8 = 0;
     w->len = 0;
 }
 
@@ -47,12 +48,50 @@ void cs_jw_raw(struct cs_jw *w, const char *s) { put(w, s, strlen(s)); }
 
 void cs_jw_bytes(struct cs_jw *w, const char *p, size_t n) { put(w, p, n); }
 
+// The length of the well-formed UTF-8 sequence at s[0, n) (n ≥ 1, s[0] ≥
+// 0x80), or 0 if none starts there (RFC 3629, table 3-7 of Unicode).
+static size_t utf8_sequence(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf;   // bounds of the second byte
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; if (c == 0xe0) lo = 0xa0; else if (c == 0xed) hi = 0x9f; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; if (c == 0xf0) lo = 0x90; else if (c == 0xf4) hi = 0x8f; }
+    else return 0;
+    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
+size_t cs_utf8_cut(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    // The last lead byte within the longest sequence's reach.
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = u[n - back];
+        if ((c & 0xc0) == 0x80) continue;    // a continuation byte: look further back
+        size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        return want > back ? n - back : n;
+    }
+    return n;
+}
+
 void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
     put(w, "\"", 1);
     size_t run = 0;  // start of the pending run of bytes that need no escape
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            size_t len = utf8_sequence(u + i, n - i);
+            if (len) { i += len - 1; continue; }
+            put(w, s + run, i - run);
+            run = i + 1;
+            put(w, "\xef\xbf\xbd", 3);   // U+FFFD REPLACEMENT CHARACTER
+            w->not_utf8++;
+            continue;
+        }
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         put(w, s + run, i - run);
         run = i + 1;

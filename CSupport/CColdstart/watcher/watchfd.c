@@ -73,6 +73,8 @@ void cs_watch_read_comm(int tid, char name[16]) {
     if (n <= 0) return;
     if (buf[n - 1] == '\n') n--;
     if (n > 15) n = 15;
+    // The kernel keeps 15 bytes of a longer name, wherever a character ends.
+    if (n == 15) n = (ssize_t)cs_utf8_cut(buf, 15);
     memcpy(name, buf, (size_t)n);
     name[n] = 0;
 }
@@ -87,7 +89,7 @@ uint32_t cs_watch_fnv1a(const void *data, size_t n, uint32_t h) {
 int32_t cs_watch_intern_path(const char *s, size_t n) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
-    if (n > CS_WATCH_MAX_PATH) n = CS_WATCH_MAX_PATH;
+    if (n > CS_WATCH_MAX_PATH) n = cs_utf8_cut(s, CS_WATCH_MAX_PATH);
     uint32_t mask = 2 * CS_WATCH_MAX_PATHS - 1;
     uint32_t h = cs_watch_fnv1a(s, n, 2166136261u) & mask;
     for (;; h = (h + 1) & mask) {
@@ -160,6 +162,7 @@ int32_t cs_watch_fd_path(int fd, enum cs_fd_kind *kind) {
     char target[CS_WATCH_MAX_PATH + 64];
     ssize_t n = readlink(link, target, CS_WATCH_MAX_PATH);
     if (n <= 0) return -1;
+    if (n == CS_WATCH_MAX_PATH) n = (ssize_t)cs_utf8_cut(target, (size_t)n);   // perhaps cut
     target[n] = 0;
     if (S_ISSOCK(st.st_mode)) {
         *kind = CS_FD_SOCKET;
@@ -213,5 +216,6 @@ int32_t cs_watch_user_path(uint64_t addr) {
         got += len;
         if (len < (size_t)n) break;
     }
+    if (got == CS_WATCH_MAX_PATH) got = cs_utf8_cut(s, got);   // no NUL within reach: cut
     return got ? cs_watch_intern_path(s, got) : -1;
 }

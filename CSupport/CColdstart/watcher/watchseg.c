@@ -83,6 +83,7 @@ bool cs_watch_read_stat(struct cs_watch_live *slot, char *state, uint64_t *minfl
         size_t len = (size_t)(close - 1 - (open + 1));
         char *name = cs_g.watch.buf->threads[slot->thread].name;
         if (len > 15) len = 15;
+        if (len == 15) len = cs_utf8_cut(open + 1, len);   // the kernel's cut of a longer name
         memcpy(name, open + 1, len);
         name[len] = 0;
     }

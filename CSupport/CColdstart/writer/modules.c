@@ -118,6 +118,15 @@ static int find_loaded(struct dl_phdr_info *info, size_t size, void *data) {
     return 1;
 }
 
+// A path longer than the table keeps is cut on a character boundary, so the
+// timeline's string stays UTF-8 where the path was. Pure.
+static void copy_path(struct cs_module *m, const char *path) {
+    size_t n = strnlen(path, sizeof m->path - 1);
+    if (path[n]) n = cs_utf8_cut(path, n);
+    memcpy(m->path, path, n);
+    m->path[n] = 0;
+}
+
 // Reads /proc/self/maps. With `loaded_objects` (never in a signal handler:
 // dl_iterate_phdr takes the loader's lock), the bias and build-id of what the
 // loader loaded come from its own list, in memory; anything else (a file the
@@ -144,7 +153,7 @@ static void load_table(bool loaded_objects) {
         memset(m, 0, sizeof *m);
         m->start = start;
         m->end = end;
-        strncpy(m->path, path, sizeof m->path - 1);
+        copy_path(m, path);
         struct loaded_lookup l = {m, false};
         if (loaded_objects) dl_iterate_phdr(find_loaded, &l);
         if (!l.found) identify(m, strcmp(path, header_path) == 0 ? header_at : start, offset);
@@ -196,7 +205,7 @@ static bool query_table(void) {
         memset(m, 0, sizeof *m);
         m->start = q.vma_start;
         m->end = q.vma_end;
-        strncpy(m->path, path, sizeof m->path - 1);
+        copy_path(m, path);
         struct loaded_lookup l = {m, false};
         dl_iterate_phdr(find_loaded, &l);
         ok = l.found;

@@ -25,6 +25,12 @@
 //     HostPatterns relay N                  N threads one after another, each started as the previous one ended
 //                                           (the thread count stays the same), each named relay-I, sleeping 40 ms;
 //                                           ready(); their tids
+//     HostPatterns utf8-names DIR           strings that are not clean UTF-8 (issue 23, item 3): threads named
+//                                           "aaaaaaaaaaaaaaé" (the kernel cuts it inside é) and "caf\xE9" (Latin-1),
+//                                           a mark of 200 "é" (400 bytes), and threads blocked opening FIFOs in
+//                                           DIR: one at a 249-byte path with an é at bytes 239-240, one named
+//                                           "caf\xE9-fifo"; ready()
+//     HostPatterns exit-race N              N threads call exit(3) at the same moment, before ready()
 import Coldstart
 import Glibc
 
@@ -339,6 +345,68 @@ case "relay":
     }
     Coldstart.ready()
     print("relay tids: \(tids.joined(separator: " "))")
+
+case "utf8-names":
+    let directory = arguments.count > 1 ? arguments[1] : "/tmp"
+    /// A path of raw bytes (a Swift String cannot hold Latin-1).
+    func fifo(_ bytes: [UInt8]) -> [CChar] {
+        let path = Array(directory.utf8) + [UInt8(ascii: "/")] + bytes
+        var raw = path.map { CChar(bitPattern: $0) }
+        raw.append(0)
+        unlink(raw)
+        mkfifo(raw, 0o600)
+        return raw
+    }
+    let prefix = directory.utf8.count + 1
+    let long = fifo([UInt8](repeating: UInt8(ascii: "p"), count: 239 - prefix) + Array("é".utf8)
+        + [UInt8](repeating: UInt8(ascii: "q"), count: 8))   // 249 bytes in all
+    let latin1 = fifo(Array("caf".utf8) + [0xE9] + Array("-fifo".utf8))
+    /// Names the calling thread with raw bytes; the kernel keeps 15.
+    func name(_ bytes: [UInt8]) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+    var blocked: [pthread_t] = []
+    for (path, threadName) in [(long, Array("aaaaaaaaaaaaaa".utf8) + Array("é".utf8)), (latin1, Array("caf".utf8) + [0xE9])] {
+        blocked.append(startThread {
+            name(threadName)
+            Coldstart.mark("named")
+            let fd = open(path, O_RDONLY)   // blocks until the writer below opens it
+            var byte: UInt8 = 0
+            _ = read(fd, &byte, 1)
+            close(fd)
+        })
+    }
+    Coldstart.mark(String(repeating: "é", count: 200))
+    usleep(150_000)   // the watcher sees both threads blocked in open
+    for path in [long, latin1] {
+        let fd = open(path, O_WRONLY)
+        var byte: UInt8 = 1
+        _ = write(fd, &byte, 1)
+        close(fd)
+    }
+    for thread in blocked { pthread_join(thread, nil) }
+    // Alive when the timeline is written, so the writer reads their names.
+    let keep = startThread { name(Array("aaaaaaaaaaaaaa".utf8) + Array("é".utf8)); Coldstart.mark("kept"); usleep(2_000_000) }
+    _ = keep
+    usleep(20_000)
+    Coldstart.ready()
+    usleep(200_000)
+    print("utf8 done")
+
+case "exit-race":
+    let count = arguments.count > 1 ? Int(arguments[1]) ?? 3 : 3
+    nonisolated(unsafe) let barrier = UnsafeMutablePointer<pthread_barrier_t>.allocate(capacity: 1)
+    pthread_barrier_init(barrier, nil, UInt32(count))
+    burnCPU(milliseconds: 20)
+    for _ in 0..<count {
+        _ = startThread {
+            pthread_barrier_wait(barrier)   // all released together
+            exit(3)
+        }
+    }
+    while true { sleep(1) }
 
 default:
     fputs("unknown mode \(mode)\n", stderr)

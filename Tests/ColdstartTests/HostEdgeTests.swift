@@ -1,0 +1,113 @@
+import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// Issue 23, the capture side: hosts that give Coldstart bytes that are not
+/// text, few descriptors, fewer privileges, a racing exit. The hosts are
+/// HostPatterns modes.
+final class HostEdgeTests: XCTestCase {
+    private var host: String!
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        host = try FixturePrograms.path("HostPatterns")
+        directory = try makeTemporaryDirectory(for: self)
+    }
+
+    private func object(_ path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any], "a JSON object")
+    }
+
+    /// A path of raw bytes under `directory`, for names a Swift String cannot hold.
+    private func rawPath(_ bytes: [UInt8]) -> [CChar] {
+        (Array(directory.path.utf8) + [UInt8(ascii: "/")] + bytes).map { CChar(bitPattern: $0) } + [0]
+    }
+
+    // MARK: - Item 3: every string is UTF-8
+
+    func testNamesAndPathsThatAreNotUTF8KeepTheTimelineReadable() throws {
+        // The executable under a Latin-1 directory ("bin\xE9"), run through an
+        // ASCII symlink: /proc/self/exe and the module table name the real path.
+        let latinDirectory = rawPath(Array("bin".utf8) + [0xE9])
+        XCTAssertEqual(mkdir(latinDirectory, 0o755), 0)
+        let copy = rawPath(Array("bin".utf8) + [0xE9] + Array("/HostPatterns".utf8))
+        let contents = try Data(contentsOf: URL(fileURLWithPath: host))
+        let fd = open(copy, O_WRONLY | O_CREAT | O_EXCL, 0o755)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        _ = contents.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let link = directory.appendingPathComponent("host").path
+        XCTAssertEqual(symlink(copy, link), 0)
+        let fifos = directory.appendingPathComponent("f")
+        try FileManager.default.createDirectory(at: fifos, withIntermediateDirectories: true)
+        addTeardownBlock { [directory] in
+            // FileManager cannot name what is not UTF-8.
+            let root = Array(directory!.path.utf8)
+            for bytes in [Array("/bin".utf8) + [0xE9] + Array("/HostPatterns".utf8), Array("/bin".utf8) + [0xE9],
+                          Array("/f/caf".utf8) + [0xE9] + Array("-fifo".utf8)] {
+                let path = (root + bytes).map { CChar(bitPattern: $0) } + [0]
+                if unlink(path) != 0 { rmdir(path) }
+            }
+        }
+
+        let timeline = directory.appendingPathComponent("timeline.json").path
+        let result = try runProcess(link, ["utf8-names", fifos.path], environment: ["COLDSTART": timeline])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "utf8 done\n")
+
+        let raw = try Data(contentsOf: URL(fileURLWithPath: timeline))
+        XCTAssertNotNil(String(data: raw, encoding: .utf8), "the whole file is valid UTF-8")
+        let root = try object(timeline)
+        let section = try XCTUnwrap(root["coldstart"] as? [String: Any])
+        let replacement = "\u{FFFD}"
+
+        // Cut on character boundaries: nothing replaced where only a cut was.
+        let marks = try XCTUnwrap(section["marks"] as? [[String: Any]]).compactMap { $0["name"] as? String }
+        XCTAssertTrue(marks.contains(String(repeating: "é", count: 127)), "a 400-byte mark cut at 254 bytes, not 255: \(marks)")
+        let threads = try XCTUnwrap(section["threads"] as? [[String: Any]]).compactMap { $0["name"] as? String }
+        XCTAssertTrue(threads.contains("aaaaaaaaaaaaaa"), "the kernel's cut inside é dropped: \(threads)")
+        let watch = try XCTUnwrap(section["watch"] as? [String: Any], "the watcher ran")
+        let watched = try XCTUnwrap(watch["threads"] as? [[String: Any]]).compactMap { $0["name"] as? String }
+        XCTAssertTrue(watched.contains("aaaaaaaaaaaaaa"), "\(watched)")
+        // Invalid bytes replaced, one U+FFFD each, and counted.
+        XCTAssertTrue(watched.contains("caf" + replacement), "a Latin-1 thread name: \(watched)")
+        let paths = try XCTUnwrap(watch["paths"] as? [String])
+        let longPrefix = fifos.path + "/" + String(repeating: "p", count: 239 - fifos.path.utf8.count - 1)
+        XCTAssertTrue(paths.contains(longPrefix), "the 249-byte path cut at 239 bytes, before é: \(paths)")
+        XCTAssertTrue(paths.contains(fifos.path + "/caf" + replacement + "-fifo"), "\(paths)")
+        let process = try XCTUnwrap(section["process"] as? [String: Any])
+        XCTAssertEqual(process["executable"] as? String, directory.path + "/bin" + replacement + "/HostPatterns")
+        let modules = try XCTUnwrap(section["modules"] as? [[String: Any]], "the module table")
+        XCTAssertTrue(modules.contains { ($0["path"] as? String)?.hasSuffix("/bin" + replacement + "/HostPatterns") == true }, "\(modules)")
+        let dropped = try XCTUnwrap(section["dropped"] as? [String: Any])
+        let count = try XCTUnwrap(dropped["notUtf8Bytes"] as? Int)
+        // The executable (in otherData, process, the process name, the module
+        // table) and at least one Latin-1 thread name and FIFO path.
+        XCTAssertGreaterThanOrEqual(count, 6)
+
+        // The CLI reads it.
+        let report = try coldstart(["report", timeline])
+        XCTAssertEqual(report.status, 0, report.stderr)
+        XCTAssertTrue(report.stdout.contains("Launch of HostPatterns"), report.stdout)
+    }
+
+    // MARK: - Item 11: exit() from several threads at once
+
+    func testThreeThreadsExitingAtOnceLeaveOneCompleteTimeline() throws {
+        // Lost in 19 of 20 runs before: the second exiting thread found glibc's
+        // handler list empty and ended the process under the writer.
+        for run in 1...10 {
+            let timeline = directory.appendingPathComponent("race-\(run).json").path
+            let result = try runProcess(host, ["exit-race", "3"], environment: ["COLDSTART": timeline])
+            XCTAssertEqual(result.status, 3, "the host's exit status, run \(run): \(result.stderr)")
+            XCTAssertEqual(result.stderr, "", "run \(run)")
+            let section = try XCTUnwrap(try object(timeline)["coldstart"] as? [String: Any], "run \(run)")
+            let launch = try XCTUnwrap(section["launch"] as? [String: Any])
+            XCTAssertEqual(launch["endReason"] as? String, "error-exit", "run \(run)")
+            XCTAssertEqual(launch["exitStatus"] as? Int, 3, "run \(run)")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp.") }
+        XCTAssertEqual(left, [], "no temporary file left")
+    }
+}
