@@ -168,16 +168,11 @@ struct CommandLineTool {
             return ExitStatus.usage
         }
         if first == "--version" || first == "-V" {
-            print(Version.text())
-            return ExitStatus.success
+            return printing("coldstart") { try StandardOutput.print(Version.text()) }
         }
         if first == "--help" || first == "-h" || first == "help" {
-            if argv.count > 1, let command = commands.first(where: { $0.name == argv[1] }) {
-                print(command.help)
-            } else {
-                print(overview)
-            }
-            return ExitStatus.success
+            let command = argv.count > 1 ? commands.first(where: { $0.name == argv[1] }) : nil
+            return printing("coldstart") { try StandardOutput.print(command?.help ?? overview) }
         }
         guard let command = commands.first(where: { $0.name == first }) else {
             let isOption = first.hasPrefix("-")
@@ -192,8 +187,7 @@ struct CommandLineTool {
         }
         var arguments = Arguments(Array(argv.dropFirst()), help: HelpText(command.help))
         if arguments.asksForHelp(stoppingAtPositional: command.takesCommandLine) {
-            print(command.help)
-            return ExitStatus.success
+            return printing("coldstart \(command.name)") { try StandardOutput.print(command.help) }
         }
         do {
             return try command.run(&arguments)
@@ -201,6 +195,9 @@ struct CommandLineTool {
             printError("coldstart \(command.name): \(error.message)\nRun 'coldstart \(command.name) --help' for usage.")
             return ExitStatus.usage
         } catch let error as CommandError {
+            printError("coldstart \(command.name): \(error.message)")
+            return ExitStatus.failure
+        } catch let error as StandardOutput.WriteError {
             printError("coldstart \(command.name): \(error.message)")
             return ExitStatus.failure
         } catch let error as TimelineErrorDescribing {
@@ -211,14 +208,30 @@ struct CommandLineTool {
             return ExitStatus.failure
         }
     }
+
+    /// Help and version text: exit 0 once it is all written, else one line
+    /// and 1.
+    private func printing(_ prefix: String, _ body: () throws -> Void) -> Int32 {
+        do {
+            try body()
+            return ExitStatus.success
+        } catch let error as StandardOutput.WriteError {
+            printError("\(prefix): \(error.message)")
+        } catch {
+            printError("\(prefix): \(error)")
+        }
+        return ExitStatus.failure
+    }
 }
 
 /// Errors that already read as one line naming their file.
 protocol TimelineErrorDescribing: Error { var lineDescription: String { get } }
 
 /// The CLI's one way to standard error; `terminator: ""` for a progress line.
+/// A closed or full stderr loses the line, nothing more: there is nowhere
+/// left to say so, and the exit status still tells.
 func printError(_ text: String, terminator: String = "\n") {
-    FileHandle.standardError.write(Data((text + terminator).utf8))
+    _ = Data((text + terminator).utf8).withUnsafeBytes { StandardOutput.writeAll(STDERR_FILENO, $0) }
 }
 
 import ColdstartAnalysis

@@ -76,9 +76,9 @@ enum CompareCommand: Command {
             throw CommandError(message: error.description)
         }
         if json {
-            print(try jsonText(comparison, gate: gate, functions: movers))
+            try StandardOutput.print(try jsonText(comparison, gate: gate, functions: movers))
         } else {
-            print(text(comparison, gate: gate, functions: movers))
+            try StandardOutput.print(text(comparison, gate: gate, functions: movers))
         }
         return gate?.failed == true ? ExitStatus.failure : ExitStatus.success
     }

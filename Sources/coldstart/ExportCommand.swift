@@ -92,7 +92,7 @@ enum ExportCommand: Command {
         try OutputFile.write(Data(bytes), to: destination, from: path)
         for warning in stacks.warnings { printError("coldstart export: warning: \(warning)") }
         if destination != "-" {
-            print("\(destination): \(format.rawValue), \(stacks.samples.count) samples of \(stacks.threads.count) "
+            try StandardOutput.print("\(destination): \(format.rawValue), \(stacks.samples.count) samples of \(stacks.threads.count) "
                 + "thread\(stacks.threads.count == 1 ? "" : "s"), \(OutputFile.size(bytes.count))")
         }
         return ExitStatus.success

@@ -9,13 +9,15 @@ enum OutputFile {
     /// `O_CREAT | O_EXCL | O_NOFOLLOW`, so a file or symlink another user
     /// planted in a shared directory is never opened or written through; the
     /// rename replaces a link at the destination rather than following it.
-    /// The file is the user's output: mode 0644 less the umask. "-" is
+    /// A new file is the user's output: mode 0644 less the umask; a
+    /// regular file rewritten (`symbolize FILE` in place, an output written
+    /// again) keeps its permission bits, owner and group. "-" is
     /// standard output. With `input`, the file the output is made from, an
     /// output that is that very file is refused (an HTML page written over
     /// its timeline lost the timeline).
     static func write(_ data: Data, to path: String, from input: String? = nil) throws {
         if path == "-" {
-            FileHandle.standardOutput.write(data)
+            try StandardOutput.write(data)
             return
         }
         var existing = stat(), source = stat()
@@ -36,22 +38,35 @@ enum OutputFile {
             if descriptor >= 0 || errno != EEXIST { break }
         }
         guard descriptor >= 0 else { throw failure(errno) }
-        let written = data.withUnsafeBytes { raw -> Int32 in
-            var done = 0
-            while done < raw.count {
-                let count = Foundation.write(descriptor, raw.baseAddress! + done, raw.count - done)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return count < 0 ? errno : EIO }
-                done += count
-            }
-            return 0
-        }
+        let written = data.withUnsafeBytes { StandardOutput.writeAll(descriptor, $0) }
+        if written == 0, let kept = keptOwnership(of: path, on: descriptor) { printError("coldstart: warning: \(kept)") }
         let closed = close(descriptor) == 0 ? 0 : errno
         let problem = written != 0 ? written : closed != 0 ? closed : rename(temporary, path) == 0 ? 0 : errno
         if problem != 0 {
             unlink(temporary)
             throw failure(problem)
         }
+    }
+
+    /// Gives the temporary file `descriptor` the permission bits, owner and
+    /// group of the regular file at `path`, if there is one (a symlink there
+    /// is replaced, not followed, so its target's are not taken). Returns a
+    /// warning when the owner could not be kept (only root may give a file
+    /// away); the mode is kept either way. setuid and setgid bits are never
+    /// copied onto an output.
+    private static func keptOwnership(of path: String, on descriptor: Int32) -> String? {
+        var existing = stat()
+        guard lstat(path, &existing) == 0, (existing.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var warning: String?
+        var mine = stat()
+        if fstat(descriptor, &mine) == 0, mine.st_uid != existing.st_uid || mine.st_gid != existing.st_gid,
+           fchown(descriptor, existing.st_uid, existing.st_gid) != 0 {
+            warning = "\(path): rewritten as owner \(mine.st_uid):\(mine.st_gid), not \(existing.st_uid):\(existing.st_gid) "
+                + "(\(String(cString: strerror(errno))))"
+        }
+        // After the chown, which clears set-id bits.
+        fchmod(descriptor, existing.st_mode & 0o777)
+        return warning
     }
 
     /// "1.2 MB", "830 kB", "512 bytes".

@@ -98,7 +98,7 @@ enum PushCommand: Command {
             }
         }
         do { try flush() } catch { throw failure(error, sent: sent) }
-        print("\(url.absoluteString): \(sent) launch\(sent == 1 ? "" : "es") sent as \(sent) trace\(sent == 1 ? "" : "s") "
+        try StandardOutput.print("\(url.absoluteString): \(sent) launch\(sent == 1 ? "" : "es") sent as \(sent) trace\(sent == 1 ? "" : "s") "
             + "(\(spans) spans) in \(requests) request\(requests == 1 ? "" : "s")"
             + (skipped > 0 ? ", \(skipped) file\(skipped == 1 ? "" : "s") skipped" : "")
             + (rejected > 0 ? ", \(rejected) spans refused" : ""))
@@ -173,7 +173,7 @@ extension ExportCommand {
         try OutputFile.write(data, to: destination, from: path)
         if destination != "-" {
             let spans = 1 + timeline.phases.count + timeline.spans.count
-            print("\(destination): OTLP/JSON, 1 trace of \(spans) spans and \(timeline.marks.count) events, \(OutputFile.size(data.count))")
+            try StandardOutput.print("\(destination): OTLP/JSON, 1 trace of \(spans) spans and \(timeline.marks.count) events, \(OutputFile.size(data.count))")
         }
         return ExitStatus.success
     }

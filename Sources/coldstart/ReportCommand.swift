@@ -117,7 +117,7 @@ enum ReportCommand: Command {
         if let html {
             let page = Data(HTMLReport.render(analysis, source: path).utf8)
             try OutputFile.write(page, to: html, from: path)
-            if html != "-" { print("\(html): HTML report, \(OutputFile.size(page.count))") }
+            if html != "-" { try StandardOutput.print("\(html): HTML report, \(OutputFile.size(page.count))") }
             return ExitStatus.success
         }
         let output: Data
@@ -130,7 +130,7 @@ enum ReportCommand: Command {
         } else {
             output = Data(report.text(style: Terminal.style(), full: full).utf8)
         }
-        FileHandle.standardOutput.write(output)
+        try StandardOutput.write(output)
         return ExitStatus.success
     }
 
@@ -151,7 +151,7 @@ enum ReportCommand: Command {
         } else {
             output = Data(pooled.text(style: Terminal.style()).utf8)
         }
-        FileHandle.standardOutput.write(output)
+        try StandardOutput.write(output)
         return ExitStatus.success
     }
 }

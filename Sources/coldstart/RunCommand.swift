@@ -247,13 +247,13 @@ private struct Session {
             options: options, executable: executable, directory: directory, records: records, warmups: warmups,
             evictionNote: evictionNote, mappers: options.cold ? Self.mappersOfResidentFiles(records) : [:])
         if options.json {
-            print(try report.json())
+            try StandardOutput.print(try report.json())
         } else {
-            print(report.text())
+            try StandardOutput.print(report.text())
             if let beforeMain = LoaderSampling.summary(records) {
                 // Sentences of up to 300 columns: wrapped in a terminal, as the report's are.
                 let lines = beforeMain.components(separatedBy: "\n")
-                print("\n" + (Terminal.style().width.map { Finding.wrapped(lines, width: $0) } ?? lines).joined(separator: "\n"))
+                try StandardOutput.print("\n" + (Terminal.style().width.map { Finding.wrapped(lines, width: $0) } ?? lines).joined(separator: "\n"))
             }
         }
         if interrupted { return 130 }

@@ -25,9 +25,9 @@ enum CompletionCommand: Command {
         try arguments.finish()
         let script = ShellScripts(commands: commands)
         switch shell {
-        case "bash": print(script.bash(), terminator: "")
-        case "zsh": print(script.zsh(), terminator: "")
-        case "fish": print(script.fish(), terminator: "")
+        case "bash": try StandardOutput.print(script.bash(), terminator: "")
+        case "zsh": try StandardOutput.print(script.zsh(), terminator: "")
+        case "fish": try StandardOutput.print(script.fish(), terminator: "")
         default:
             let hint = closest(to: shell, among: ["bash", "zsh", "fish"]).map { "; did you mean \($0)?" } ?? ""
             throw UsageError(message: "no completion for '\(shell)': bash, zsh or fish\(hint)")
@@ -53,7 +53,7 @@ enum ManCommand: Command {
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         try arguments.finish()
-        print(ShellScripts(commands: commands).manPage(), terminator: "")
+        try StandardOutput.print(ShellScripts(commands: commands).manPage(), terminator: "")
         return ExitStatus.success
     }
 }

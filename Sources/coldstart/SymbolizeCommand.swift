@@ -48,7 +48,7 @@ enum SymbolizeCommand: Command {
         try OutputFile.write(result.data, to: destination)
         for warning in result.symbolization.warnings { printError("coldstart symbolize: warning: \(warning)") }
         let named = result.frames - result.symbolization.unnamedFrames
-        print("\(destination): named \(named) of \(result.frames) distinct frames"
+        try StandardOutput.print("\(destination): named \(named) of \(result.frames) distinct frames"
             + "; flame chart of the main thread: \(result.flameChartSlices) slices")
         return ExitStatus.success
     }

@@ -15,4 +15,5 @@ let commands: [any Command.Type] = [
     PushCommand.self,
 ]
 
+StandardOutput.holdClosedDescriptors()
 exit(CommandLineTool(commands: commands).run(Array(CommandLine.arguments.dropFirst())))
