@@ -110,4 +110,25 @@ final class HostEdgeTests: XCTestCase {
         let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp.") }
         XCTAssertEqual(left, [], "no temporary file left")
     }
+
+    // MARK: - Item 10: a transient read failure is not a missing kernel feature
+
+    func testAHostClosingEveryDescriptorAtMainIsStillWatchedWithoutAFalseWarning() throws {
+        // Before: "this kernel has no per-thread schedstat" in 2-4 launches of
+        // 10 (the watcher's first look lost its files to the host's close),
+        // and the main thread taken for ended once its files were closed.
+        for run in 1...12 {
+            let timeline = directory.appendingPathComponent("closed-\(run).json").path
+            let result = try runProcess(host, ["close-all", run % 2 == 0 ? "0" : "3"], environment: ["COLDSTART": timeline])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(result.stdout, "closed\n")
+            XCTAssertEqual(result.stderr, "", "run \(run)")
+            let section = try XCTUnwrap(try object(timeline)["coldstart"] as? [String: Any])
+            let launch = try XCTUnwrap(section["launch"] as? [String: Any])
+            let watch = try XCTUnwrap(section["watch"] as? [String: Any], "run \(run): the watch ran")
+            let main = try XCTUnwrap((watch["threads"] as? [[String: Any]])?.first, "run \(run)")
+            XCTAssertEqual(main["exited"] as? Bool, false, "run \(run): the main thread watched to the end")
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(main["lastNs"] as? Int), try XCTUnwrap(launch["readyNs"] as? Int), "run \(run)")
+        }
+    }
 }

@@ -266,8 +266,15 @@ void cs_watch_close_slot_files(struct cs_watch_live *slot);
 /// be read. A thread alive without a readable one turns syscall_readable
 /// off, with one line on stderr.
 int cs_watch_syscall_fd(struct cs_watch_live *slot);
+/// /proc/self/task's descriptor, opened again if the host closed it (a
+/// number reused by the host is left alone); -1 if it cannot be.
+int cs_watch_task_dir(void);
 /// Opens /proc/self/task/<tid>/<file> read-only, moved high; -1 on failure.
 int cs_watch_open_task_file(int tid, const char *file);
+/// After a failed read: opens the slot's files again if the host closed
+/// them (true when that worked), false when they are still ours (the read
+/// failed because the thread ended).
+bool cs_watch_reopen_slot_files(struct cs_watch_live *slot);
 /// Reads the thread's name into `name` (kept as is when unreadable).
 void cs_watch_read_comm(int tid, char name[16]);
 /// FNV-1a of `n` bytes, continuing from `h`.

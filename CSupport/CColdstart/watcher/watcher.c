@@ -35,6 +35,8 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     char buf[256];
     uint64_t run, wait, slices, sched_run;
     ssize_t n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
+    // A host that closes every descriptor closed ours: not a thread that ended.
+    if (n <= 0 && cs_watch_reopen_slot_files(slot)) n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
     if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
         cs_watch_thread_gone(slot);
         return;
@@ -200,15 +202,39 @@ static void tick(uint64_t tick_no, bool last, int self) {
 // offers; false (with one line on stderr) when the watch cannot work here.
 // (Probing the files first cost as much as the watcher's first look; the
 // syscall file says so when it is first needed, cs_watch_syscall_fd.)
+// A failure is taken for a kernel without the file only when the file is
+// not there: a host closing every descriptor as this look opened and read
+// them (2 launches in 20 of such a host said "no per-thread schedstat")
+// is waited out, up to 4 more tries over 15 ms, well within the 50 ms a
+// stopper waits for the watcher; a stop ends the tries at once, quietly.
 static bool watch_main_thread(uint64_t now) {
     struct cs_watch *wt = &cs_g.watch;
     int unwind_budget = -1;
     wt->syscall_readable = true;
-    struct cs_watch_live *slot = cs_watch_add_thread(cs_g.proc.pid, now, &unwind_budget);
-    if (!slot) {
-        cs_warn("this kernel has no per-thread schedstat; the off-CPU watch is off", NULL);
-        cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
-        return false;
+    struct cs_watch_live *slot;
+    for (int attempt = 0;; attempt++) {
+        slot = cs_watch_task_dir() >= 0 ? cs_watch_add_thread(cs_g.proc.pid, now, &unwind_budget) : NULL;
+        if (slot) break;
+        char path[64] = "/proc/self/task/";
+        size_t n = strlen(path);
+        n += cs_format_u64((uint64_t)cs_g.proc.pid, path + n);
+        strcpy(path + n, "/schedstat");
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int e = fd < 0 ? errno : 0;
+        if (fd >= 0) close(fd);
+        const char *why = e == ENOENT ? "this kernel has no per-thread schedstat; the off-CPU watch is off"
+            : attempt == 4 ? (e == EMFILE || e == ENFILE ? "no descriptor left (RLIMIT_NOFILE) for /proc/self/task/<tid>/schedstat; the off-CPU watch is off"
+                                                           : "cannot read /proc/self/task/<tid>/schedstat; the off-CPU watch is off")
+            : NULL;
+        uint64_t until = cs_monotonic_ns() + (1000000ull << attempt);
+        while (!why && !atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < until)
+            cs_futex_wait(&wt->stop, 0, until);
+        if (why || atomic_load_explicit(&wt->stop, memory_order_acquire)) {
+            if (why) cs_warn(why, NULL);
+            cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
+            return false;
+        }
+        now = cs_monotonic_ns();
     }
     note_runnable(now, slot->cur.nr == CS_NR_RUNNING);
     return true;

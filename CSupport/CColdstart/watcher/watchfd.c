@@ -55,12 +55,46 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot) {
     return slot->fd_syscall;
 }
 
+int cs_watch_task_dir(void) {
+    struct cs_watch *wt = &cs_g.watch;
+    if (wt->task_dirfd >= 0 && cs_watch_inode_of(wt->task_dirfd) == wt->task_dir_ino) return wt->task_dirfd;
+    // Closed by the host (the number may be the host's now: left alone).
+    int fd = cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    wt->task_dirfd = fd;
+    wt->task_dir_ino = cs_watch_inode_of(fd);
+    wt->task_nlink = 0;
+    return fd;
+}
+
 int cs_watch_open_task_file(int tid, const char *file) {
     char path[48];
     size_t n = cs_format_u64((uint64_t)tid, path);
     path[n++] = '/';
     strcpy(path + n, file);
-    return cs_fd_high(openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC));
+    int fd = openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC);
+    // The directory's descriptor lost to a host that closes every descriptor:
+    // once more, from /proc/self/task opened again (the check only on a failure).
+    if (fd < 0 && cs_watch_inode_of(cs_g.watch.task_dirfd) != cs_g.watch.task_dir_ino && cs_watch_task_dir() >= 0)
+        fd = openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC);
+    return cs_fd_high(fd);
+}
+
+bool cs_watch_reopen_slot_files(struct cs_watch_live *slot) {
+    if (cs_watch_inode_of(slot->fd_schedstat) == slot->ino_schedstat && cs_watch_inode_of(slot->fd_stat) == slot->ino_stat)
+        return false;   // still ours: a read that fails means the thread ended
+    int tid = cs_g.watch.buf->threads[slot->thread].tid;
+    // Not closed: numbers that are not ours any more are the host's.
+    if (cs_watch_inode_of(slot->fd_syscall) != slot->ino_syscall) {
+        slot->fd_syscall = -1;
+        slot->syscall_tried = false;
+    }
+    slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat");
+    slot->ino_schedstat = cs_watch_inode_of(slot->fd_schedstat);
+    if (cs_watch_inode_of(slot->fd_stat) != slot->ino_stat) {
+        slot->fd_stat = cs_watch_open_task_file(tid, "stat");
+        slot->ino_stat = cs_watch_inode_of(slot->fd_stat);
+    }
+    return slot->fd_schedstat >= 0 && slot->fd_stat >= 0;
 }
 
 void cs_watch_read_comm(int tid, char name[16]) {

@@ -104,12 +104,11 @@ void cs_watch_rescan(uint64_t now, int *unwind_budget) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
     // A host that closed every descriptor may have reused the number: seeking
-    // or reading its directory would move the host's offset. Stop looking
-    // for new threads instead.
+    // or reading its directory would move the host's offset. A directory of
+    // our own instead.
     struct stat st;
     if (wt->task_dirfd < 0 || fstat(wt->task_dirfd, &st) != 0 || (uint64_t)st.st_ino != wt->task_dir_ino) {
-        wt->task_dirfd = -1;
-        return;
+        if (cs_watch_task_dir() < 0 || fstat(wt->task_dirfd, &st) != 0) return;
     }
     uint64_t nlink = (uint64_t)st.st_nlink;
     bool grew = nlink > wt->task_nlink;

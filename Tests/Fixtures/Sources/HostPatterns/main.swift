@@ -31,6 +31,8 @@
 //                                           DIR: one at a 249-byte path with an é at bytes 239-240, one named
 //                                           "caf\xE9-fifo"; ready()
 //     HostPatterns exit-race N              N threads call exit(3) at the same moment, before ready()
+//     HostPatterns close-all MS             what daemons do first: closes descriptors 3-1023, again and again for MS
+//                                           ms from the start of main (the watcher's first look falls in it); ready()
 import Coldstart
 import Glibc
 
@@ -407,6 +409,20 @@ case "exit-race":
         }
     }
     while true { sleep(1) }
+
+case "close-all":
+    let milliseconds = arguments.count > 1 ? UInt64(arguments[1]) ?? 5 : 5
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    let end = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) + milliseconds * 1_000_000
+    repeat {
+        for fd in Int32(3)..<1024 { close(fd) }
+        clock_gettime(CLOCK_MONOTONIC, &now)
+    } while UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) < end
+    burnCPU(milliseconds: 20)
+    usleep(20_000)
+    Coldstart.ready()
+    print("closed")
 
 default:
     fputs("unknown mode \(mode)\n", stderr)
