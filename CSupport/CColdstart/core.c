@@ -118,6 +118,7 @@ static void arm(char **envp, bool from_preinit) {
     // Estimated even when a launcher gave the start, so that both are in the file.
     if (from_preinit) cs_estimate_start();
     cs_g.proc.pid = (int)syscall(SYS_getpid);
+    cs_g.proc.euid = geteuid();
     // Growing the descriptor table to reach a high range waits for an RCU
     // grace period once the process has a second thread (8–14 ms measured):
     // do it now, while the process has one, or not at all.

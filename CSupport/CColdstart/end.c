@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,38 @@ static void release_memory(void) {
     cs_cpu_release();
 }
 
+// Appends `s` to the NUL-terminated text in `buf` (cap bytes), cut if it must be.
+static void add_text(char *buf, size_t cap, const char *s) {
+    size_t n = strlen(buf), k = strnlen(s, cap - n - 1);
+    memcpy(buf + n, s, k);
+    buf[n + k] = 0;
+}
+
+// Why the timeline could not be written, on one line: after the program
+// changed its user (a daemon dropping root), that, and whether the new user
+// may create files in the timeline's directory.
+static void warn_not_written(void) {
+    uid_t now = geteuid();
+    if (now == cs_g.proc.euid) {
+        cs_warn("could not write the timeline to ", cs_g.out.dest);
+        return;
+    }
+    char why[2 * PATH_MAX + 160] = "", from[24], to[24];
+    cs_format_u64((uint64_t)cs_g.proc.euid, from);
+    cs_format_u64((uint64_t)now, to);
+    add_text(why, sizeof why, cs_g.out.dest);
+    add_text(why, sizeof why, ": the program changed its user from uid ");
+    add_text(why, sizeof why, from);
+    add_text(why, sizeof why, " to ");
+    add_text(why, sizeof why, to);
+    // As the effective user (AT_EACCESS), without glibc's emulation.
+    if (syscall(SYS_faccessat2, AT_FDCWD, cs_g.out.dir, W_OK | X_OK, AT_EACCESS) != 0 && errno == EACCES) {
+        add_text(why, sizeof why, ", who may not create files in ");
+        add_text(why, sizeof why, cs_g.out.dir);
+    }
+    cs_warn("could not write the timeline to ", why);
+}
+
 // Becomes the writer if nobody is; otherwise waits (bounded) for the writer,
 // unless the writer is this very thread (a signal interrupted its write).
 // The watcher's segments end first, then the sampler's window closes, so the
@@ -123,7 +156,7 @@ static void write_once(void) {
         if (rc == CS_WRITE_TOO_BIG)
             cs_warn("timeline over COLDSTART_MAX_BYTES even without its sampling and watch data; not written: ", cs_g.out.dest);
         else if (rc != 0)
-            cs_warn("could not write the timeline to ", cs_g.out.dest);
+            warn_not_written();
         atomic_store(&cs_g.out.written, 1);
         cs_futex_wake(&cs_g.out.written);
         cs_sampler_release();

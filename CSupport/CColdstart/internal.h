@@ -128,6 +128,7 @@ struct cs_global {
     // The process (core.c): who we are, and which start-up hooks ran.
     struct {
         int pid;
+        uid_t euid;                     // at start-up: a daemon may drop root before its launch ends
         int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
         bool preinit_ran;
@@ -209,6 +210,7 @@ struct cs_global {
         _Atomic int early;
         int early_fd;
         uint64_t early_dev, early_ino;
+        uid_t early_euid;               // who made it: only they can link it (place_new)
         uint64_t dir_dev, dir_ino;      // what dirfd must still be
         struct cs_jw jw;
         // Not on the writer's stack (~8 KiB): the writer is whichever thread

@@ -131,4 +131,37 @@ final class HostEdgeTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(try XCTUnwrap(main["lastNs"] as? Int), try XCTUnwrap(launch["readyNs"] as? Int), "run \(run)")
         }
     }
+
+    // MARK: - Item 5: a daemon that drops root before its launch ends
+
+    func testADaemonDroppingRootStillWritesItsTimelineWhereTheNewUserMay() throws {
+        guard getuid() == 0 else { throw XCTSkip("dropping root needs root") }
+        chmod(directory.path, 0o755)
+        let shared = directory.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
+        chmod(shared.path, 0o1777)
+        // Before: the unnamed file root made could not be linked by user
+        // 65534, nothing fell back, and stderr said only "could not write".
+        for end in ["ready", "exit"] {
+            let timeline = shared.appendingPathComponent("\(end).json").path
+            let result = try runProcess(host, ["drop-user", "65534", end], environment: ["COLDSTART": timeline])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(result.stdout, "uid 65534\n")
+            XCTAssertEqual(result.stderr, "", end)
+            let section = try XCTUnwrap(try object(timeline)["coldstart"] as? [String: Any], end)
+            let marks = (section["marks"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+            XCTAssertEqual(marks, ["dropped"], end)
+            let owner = try FileManager.default.attributesOfItem(atPath: timeline)[.ownerAccountID] as? Int
+            XCTAssertEqual(owner, 65534, "made by the user the program runs as now")
+        }
+        // A directory only root may write: one line says why.
+        let closed = directory.appendingPathComponent("root-only")
+        try FileManager.default.createDirectory(at: closed, withIntermediateDirectories: true)
+        let timeline = closed.appendingPathComponent("t.json").path
+        let result = try runProcess(host, ["drop-user", "65534", "ready"], environment: ["COLDSTART": timeline])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "coldstart: could not write the timeline to \(timeline): the program changed its user "
+                       + "from uid 0 to 65534, who may not create files in \(closed.path)\n")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: closed.path), [], "no file left")
+    }
 }

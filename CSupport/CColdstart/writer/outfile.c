@@ -97,6 +97,7 @@ void cs_out_prepare(void) {
         cs_g.out.early_fd = fd;
         cs_g.out.early_dev = (uint64_t)st.st_dev;
         cs_g.out.early_ino = (uint64_t)st.st_ino;
+        cs_g.out.early_euid = geteuid();
     }
     expected = CS_EARLY_MAKING;
     // The writer came first (it then made its own file): this one goes.
@@ -113,6 +114,15 @@ int cs_out_take_prepared(void) {
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != cs_g.out.early_dev || (uint64_t)st.st_ino != cs_g.out.early_ino
         || st.st_nlink != 0)
         return -1;
+    // A daemon that dropped root since (setuid): the new user cannot link a
+    // file root opened (linkat with AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH,
+    // or on Linux 6.10+ the opener's credentials; /proc/self/fd is closed to
+    // a process that changed its user). A temporary file of the new user's
+    // then, where it may write.
+    if (geteuid() != cs_g.out.early_euid) {
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 

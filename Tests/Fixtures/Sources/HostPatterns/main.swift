@@ -31,6 +31,8 @@
 //                                           DIR: one at a 249-byte path with an é at bytes 239-240, one named
 //                                           "caf\xE9-fifo"; ready()
 //     HostPatterns exit-race N              N threads call exit(3) at the same moment, before ready()
+//     HostPatterns drop-user UID ready|exit a daemon started as root: burns, drops to user and group UID (setgid,
+//                                           setuid), burns, then ready() (and exits 300 ms later) or exits
 //     HostPatterns close-all MS             what daemons do first: closes descriptors 3-1023, again and again for MS
 //                                           ms from the start of main (the watcher's first look falls in it); ready()
 import Coldstart
@@ -423,6 +425,17 @@ case "close-all":
     usleep(20_000)
     Coldstart.ready()
     print("closed")
+
+case "drop-user":
+    let uid = arguments.count > 1 ? UInt32(arguments[1]) ?? 65534 : 65534
+    burnCPU(milliseconds: 30)
+    guard setgroups(0, nil) == 0, setgid(uid) == 0, setuid(uid) == 0 else { print("cannot drop to \(uid)"); exit(2) }
+    burnCPU(milliseconds: 20)
+    Coldstart.mark("dropped", isPhaseBoundary: true)
+    if arguments.count > 2 && arguments[2] == "exit" { print("uid \(getuid())"); exit(0) }
+    Coldstart.ready()
+    usleep(300_000)
+    print("uid \(getuid())")
 
 default:
     fputs("unknown mode \(mode)\n", stderr)
