@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -32,6 +31,36 @@ static const char *errno_text(int e) {
 }
 
 // ---- arming ----
+
+// "RLIMIT_NOFILE is <limit>: Coldstart keeps to a quarter of it (<share>
+// descriptors) <tail>", on stderr.
+static void warn_descriptors(const char *tail) {
+    char msg[160] = "RLIMIT_NOFILE is ", num[24];
+    cs_format_u64(cs_g.proc.fd_limit, num);
+    append(msg, sizeof msg, num);
+    append(msg, sizeof msg, ": Coldstart keeps to a quarter of it (");
+    cs_format_u64(cs_fd_share(), num);
+    append(msg, sizeof msg, num);
+    append(msg, sizeof msg, " descriptors) ");
+    cs_warn(msg, tail);
+}
+
+// Whether Coldstart's share of the descriptor limit holds what it needs
+// (sys.h, CS_FD_SHARE): not even the timeline's (nothing opened, profiling
+// off), or not the sampler's and watcher's for the main thread (both off).
+_Static_assert(CS_FD_SHARE == 4 && CS_FD_RESERVE == 12, "the figures descriptors_suffice prints");
+static bool descriptors_suffice(void) {
+    if (cs_fd_share() < CS_FD_RESERVE) {
+        warn_descriptors("and needs 12 (a limit of 48 or more); profiling off");
+        return false;
+    }
+    if (cs_fd_allowance() < 3 && (cs_g.cfg.sampler != CS_SAMPLER_OFF || cs_g.cfg.watch)) {
+        warn_descriptors("and needs 18 to sample and watch threads (a limit of 72 or more); no sampling, no off-CPU watch");
+        cs_g.cfg.sampler = CS_SAMPLER_OFF;
+        cs_g.cfg.watch = false;
+    }
+    return true;
+}
 
 // Fills cs_g.out.dest from COLDSTART / COLDSTART_DIR; false (with one warning) when
 // the value is invalid or the directory is not writable.
@@ -117,13 +146,16 @@ static void arm(char **envp, bool from_preinit) {
     if (!cs_config_read(envp)) return;
     // Estimated even when a launcher gave the start, so that both are in the file.
     if (from_preinit) cs_estimate_start();
+    // Within its share of the descriptor limit, or not at all: at a tiny
+    // limit every descriptor is the host's.
+    cs_fd_budget_read();
+    if (!descriptors_suffice()) return;
     cs_g.proc.pid = (int)syscall(SYS_getpid);
     cs_g.proc.euid = geteuid();
     // Growing the descriptor table to reach a high range waits for an RCU
     // grace period once the process has a second thread (8–14 ms measured):
     // do it now, while the process has one, or not at all.
-    struct rlimit rl;
-    if (from_preinit && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 1024) cs_g.proc.high_fd = 768;
+    if (from_preinit && cs_g.proc.fd_limit >= 1024) cs_g.proc.high_fd = 768;
     if (!choose_destination(cs_g.cfg.value, cs_g.cfg.dir)) return;
 
     cs_g.log.events = cs_map_zeroed(sizeof(struct cs_event) * CS_MAX_EVENTS);

@@ -130,6 +130,7 @@ struct cs_global {
         int pid;
         uid_t euid;                     // at start-up: a daemon may drop root before its launch ends
         int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
+        uint64_t fd_limit;              // RLIMIT_NOFILE at start-up (cs_fd_share)
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
         bool preinit_ran;
         _Atomic bool before_main_ran;   // read by the sampler's thread

@@ -164,4 +164,40 @@ final class HostEdgeTests: XCTestCase {
                        + "from uid 0 to 65534, who may not create files in \(closed.path)\n")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: closed.path), [], "no file left")
     }
+
+    // MARK: - Item 4: Coldstart's descriptors within a quarter of the limit
+
+    /// The host under `prlimit --nofile=limit`, profiled or not: how many files it could open.
+    private func filesOpened(limit: Int, threads: Int, profiled: Bool) throws -> (opened: Int, stderr: String) {
+        let prlimit = "/usr/bin/prlimit"
+        guard FileManager.default.isExecutableFile(atPath: prlimit) else { throw XCTSkip("needs prlimit (util-linux)") }
+        let timeline = directory.appendingPathComponent("files-\(limit).json").path
+        let result = try runProcess(prlimit, ["--nofile=\(limit)", host, "open-files", String(threads)],
+                                    environment: ["COLDSTART": profiled ? timeline : nil])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let opened = try XCTUnwrap(Int(result.stdout.dropFirst("opened ".count).dropLast()), result.stdout)
+        return (opened, result.stderr)
+    }
+
+    func testAtATinyDescriptorLimitColdstartTakesNoneAndSaysWhy() throws {
+        let plain = try filesOpened(limit: 8, threads: 0, profiled: false)
+        XCTAssertEqual(plain.opened, 5)
+        let profiled = try filesOpened(limit: 8, threads: 0, profiled: true)
+        // Before: 0 files, and "libunwind … not found", "cannot read the process start".
+        XCTAssertEqual(profiled.opened, 5, "every descriptor is the host's")
+        XCTAssertEqual(profiled.stderr, "coldstart: RLIMIT_NOFILE is 8: Coldstart keeps to a quarter of it (2 descriptors) "
+                       + "and needs 12 (a limit of 48 or more); profiling off\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.appendingPathComponent("files-8.json").path))
+    }
+
+    func testWithTwoHundredThreadsColdstartKeepsToAQuarterOfTheLimit() throws {
+        // Before: 618 of 1,019 (the sampler's quarter, and the watcher's three
+        // per thread on top).
+        let profiled = try filesOpened(limit: 1024, threads: 200, profiled: true)
+        XCTAssertEqual(profiled.stderr, "")
+        XCTAssertGreaterThanOrEqual(profiled.opened, 1024 - 3 - 1024 / 4, "three quarters of the limit are the host's")
+        let section = try XCTUnwrap(try object(directory.appendingPathComponent("files-1024.json").path)["coldstart"] as? [String: Any])
+        XCTAssertNotNil(section["sampling"], "sampled")
+        XCTAssertNotNil(section["watch"], "watched")
+    }
 }

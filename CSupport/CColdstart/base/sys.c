@@ -112,6 +112,18 @@ void cs_prefault(void *p, size_t bytes) {
         __atomic_fetch_add((char *)a, 0, __ATOMIC_RELAXED);
 }
 
+void cs_fd_budget_read(void) {
+    struct rlimit rl;
+    cs_g.proc.fd_limit = getrlimit(RLIMIT_NOFILE, &rl) != 0 ? 1024 : rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
+}
+
+uint64_t cs_fd_share(void) { return cs_g.proc.fd_limit / CS_FD_SHARE; }
+
+uint64_t cs_fd_allowance(void) {
+    uint64_t share = cs_fd_share();
+    return share > CS_FD_RESERVE ? (share - CS_FD_RESERVE) / 2 : 0;
+}
+
 int cs_fd_high(int fd) {
     if (fd < 0 || cs_g.proc.high_fd == 0) return fd;
     int high = fcntl(fd, F_DUPFD_CLOEXEC, cs_g.proc.high_fd);

@@ -71,6 +71,27 @@ void *cs_map_zeroed(size_t bytes);
 /// kernel without it, an atomic add of 0 per page. A range that is not
 /// mapped (any more) is left alone. Async-signal-safe.
 void cs_prefault(void *p, size_t bytes);
+/// Coldstart's descriptors, all of them, stay within a quarter of
+/// RLIMIT_NOFILE (its soft limit at start-up), so that the host keeps three
+/// quarters whatever Coldstart does. Of that share, CS_FD_RESERVE are for
+/// what is not per thread, at most this many at once: the timeline's
+/// directory and its unnamed file, /proc/self/task for the watcher and for
+/// the writer at exit, libunwind's memory-validation pipe (2), and one file
+/// or directory open for a moment on each of Coldstart's threads (the scan
+/// thread 2, the watcher 1, the writer 2, a dlopen 1). The rest is halved
+/// between the sampler's per-thread clocks (one perf event each) and the
+/// watcher's per-thread files (3 each).
+#define CS_FD_SHARE 4
+#define CS_FD_RESERVE 12
+/// Reads RLIMIT_NOFILE into cs_g.proc.fd_limit, at start-up. Async-signal-safe.
+void cs_fd_budget_read(void);
+/// Coldstart's share of the limit: at most this many descriptors at once.
+/// Async-signal-safe (pure).
+uint64_t cs_fd_share(void);
+/// How many descriptors each of the sampler and the watcher may hold at
+/// once: half the share less the reserve (0 when the limit leaves none).
+/// Async-signal-safe (pure).
+uint64_t cs_fd_allowance(void);
 /// Moves a descriptor this thread just opened above the range hosts usually
 /// use (select() and code that expects small numbers) when cs_g.proc.high_fd
 /// says so; returns the descriptor to use (the same one if moving failed).

@@ -33,7 +33,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <pthread.h>
 #include <time.h>
@@ -222,10 +221,10 @@ void cs_sampler_start(void) {
         cs_warn("the main thread blocks SIGURG (inherited signal mask); stack sampling off", NULL);
         return;
     }
-    // A quarter of the descriptor limit at most, one per sampled thread.
-    struct rlimit rl;
-    uint64_t fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 4 : CS_SMP_MAX_THREADS;
-    S->max_live = fds < 16 ? 16 : fds > CS_SMP_MAX_THREADS ? CS_SMP_MAX_THREADS : (uint32_t)fds;
+    // One descriptor per sampled thread, within the sampler's allowance of
+    // Coldstart's share of the descriptor limit (sys.h).
+    uint64_t fds = cs_fd_allowance();
+    S->max_live = fds > CS_SMP_MAX_THREADS ? CS_SMP_MAX_THREADS : (uint32_t)fds;
     S->max_frames = S->max_samples * CS_SMP_AVG_DEPTH;
     S->samples = cs_map_zeroed(sizeof(struct cs_sample) * S->max_samples);
     S->frames = cs_map_zeroed(sizeof(uint64_t) * S->max_frames);

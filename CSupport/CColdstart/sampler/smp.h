@@ -170,7 +170,7 @@ struct cs_sampler {
     _Atomic uint32_t thread_overflow; // threads not sampled: table or fd limit
     _Atomic uint32_t threads_armed;   // threads whose clock source ran
     _Atomic uint32_t threads_live;    // clock sources open now (one descriptor each)
-    uint32_t max_live;                // at most this many: a quarter of RLIMIT_NOFILE
+    uint32_t max_live;                // at most this many: cs_fd_allowance (sys.h)
     uint32_t scan_gen;
 
     const char *stop_reason;          // "launch-end", "time-limit", "buffer-full", "signal-taken"

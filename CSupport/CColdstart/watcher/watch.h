@@ -159,6 +159,7 @@ struct cs_watch {
     uint64_t task_dir_ino;
     uint64_t task_nlink;                 // its link count at the last look (2 + threads)
     int nlive;                           // live slots ever used: those above are untouched
+    int max_live;                        // slots it may use: CS_WATCH_MAX_LIVE, or 3 files each within cs_fd_allowance
     bool syscall_readable;               // /proc/<tid>/syscall could be opened
     struct cs_watch_buffers *buf;
     // Published counts: the writer reads entries below them (acquire).

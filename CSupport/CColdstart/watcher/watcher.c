@@ -367,6 +367,10 @@ void cs_watch_start(void) {
     wt->period_ns = 1000000000ull / hz;
     wt->max_period_ns = wt->period_ns > CS_WATCH_MAX_PERIOD_NS ? wt->period_ns : CS_WATCH_MAX_PERIOD_NS;
 
+    // Three files per watched thread, within the watcher's allowance of
+    // Coldstart's share of the descriptor limit (sys.h).
+    uint64_t slots = cs_fd_allowance() / 3;
+    wt->max_live = slots < CS_WATCH_MAX_LIVE ? (int)slots : CS_WATCH_MAX_LIVE;
     wt->task_dirfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (wt->task_dirfd < 0) {
         cs_warn("cannot open /proc/self/task; the off-CPU watch is off", NULL);

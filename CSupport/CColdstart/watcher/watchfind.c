@@ -19,7 +19,7 @@ struct cs_watch_live *cs_watch_add_thread(int tid, uint64_t now, int *unwind_bud
     struct cs_watch_live *slot = NULL;
     for (int i = 0; i < wt->nlive && !slot; i++)
         if (b->live[i].thread < 0) slot = &b->live[i];
-    if (!slot && wt->nlive < CS_WATCH_MAX_LIVE) slot = &b->live[wt->nlive++];
+    if (!slot && wt->nlive < wt->max_live) slot = &b->live[wt->nlive++];
     struct cs_watch_thread *t = &b->threads[ti];
     memset(t, 0, sizeof *t);
     t->tid = tid;
