@@ -168,11 +168,11 @@ final class HostEdgeTests: XCTestCase {
     // MARK: - Item 4: Coldstart's descriptors within a quarter of the limit
 
     /// The host under `prlimit --nofile=limit`, profiled or not: how many files it could open.
-    private func filesOpened(limit: Int, threads: Int, profiled: Bool) throws -> (opened: Int, stderr: String) {
+    private func filesOpened(limit: Int, threads: Int, profiled: Bool, early: Bool = false) throws -> (opened: Int, stderr: String) {
         let prlimit = "/usr/bin/prlimit"
         guard FileManager.default.isExecutableFile(atPath: prlimit) else { throw XCTSkip("needs prlimit (util-linux)") }
         let timeline = directory.appendingPathComponent("files-\(limit).json").path
-        let result = try runProcess(prlimit, ["--nofile=\(limit)", host, "open-files", String(threads)],
+        let result = try runProcess(prlimit, ["--nofile=\(limit)", host, "open-files", String(threads)] + (early ? ["early"] : []),
                                     environment: ["COLDSTART": profiled ? timeline : nil])
         XCTAssertEqual(result.status, 0, result.stderr)
         let opened = try XCTUnwrap(Int(result.stdout.dropFirst("opened ".count).dropLast()), result.stdout)
@@ -199,5 +199,22 @@ final class HostEdgeTests: XCTestCase {
         let section = try XCTUnwrap(try object(directory.appendingPathComponent("files-1024.json").path)["coldstart"] as? [String: Any])
         XCTAssertNotNil(section["sampling"], "sampled")
         XCTAssertNotNil(section["watch"], "watched")
+    }
+
+    func testAProgramHoldingEveryDescriptorItMayIsNamedAsTheCause() throws {
+        // It opens all it can first thing in main and holds them 300 ms, while
+        // Coldstart's threads load libunwind and read the process start.
+        // Before: "cannot load libunwind.so.8 (Debian: …)" and "cannot read the
+        // process start", as if a package or /proc were missing.
+        for limit in [100, 1024] {
+            let profiled = try filesOpened(limit: limit, threads: 2, profiled: true, early: true)
+            let lines = profiled.stderr.split(separator: "\n")
+            XCTAssertFalse(lines.isEmpty, "something was given up")
+            for line in lines {
+                XCTAssertFalse(line.contains("not found") || line.contains("cannot load") || line.contains("process start"), String(line))
+            }
+            XCTAssertTrue(lines.contains { $0.contains("no descriptor left under RLIMIT_NOFILE") }, profiled.stderr)
+            XCTAssertNotNil(try object(directory.appendingPathComponent("files-\(limit).json").path)["coldstart"], "the timeline")
+        }
     }
 }

@@ -124,6 +124,15 @@ uint64_t cs_fd_allowance(void) {
     return share > CS_FD_RESERVE ? (share - CS_FD_RESERVE) / 2 : 0;
 }
 
+bool cs_out_of_descriptors(void) {
+    int fd = open("/", O_PATH | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return false;
+    }
+    return errno == EMFILE || errno == ENFILE;
+}
+
 int cs_fd_high(int fd) {
     if (fd < 0 || cs_g.proc.high_fd == 0) return fd;
     int high = fcntl(fd, F_DUPFD_CLOEXEC, cs_g.proc.high_fd);

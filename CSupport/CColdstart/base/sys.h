@@ -92,6 +92,11 @@ uint64_t cs_fd_share(void);
 /// once: half the share less the reserve (0 when the limit leaves none).
 /// Async-signal-safe (pure).
 uint64_t cs_fd_allowance(void);
+/// True when an open just failed because the process has no descriptor
+/// left (the program holds all RLIMIT_NOFILE allows, EMFILE, or the system
+/// none, ENFILE): then a warning names the limit, not the file.
+/// Async-signal-safe (open, close).
+bool cs_out_of_descriptors(void);
 /// Moves a descriptor this thread just opened above the range hosts usually
 /// use (select() and code that expects small numbers) when cs_g.proc.high_fd
 /// says so; returns the descriptor to use (the same one if moving failed).

@@ -177,7 +177,9 @@ static bool open_clock(enum cs_smp_clock clock) {
     if (e == 0) return true;
     cs_smp_disarm_thread(t);
     t->fd = -1;
-    if (clock == CS_CLOCK_PERF) {
+    if (clock == CS_CLOCK_PERF && (e == EMFILE || e == ENFILE)) {
+        cs_warn("no descriptor left under RLIMIT_NOFILE for the task clock; sampling with POSIX CPU timers instead (at most the kernel tick rate)", NULL);
+    } else if (clock == CS_CLOCK_PERF) {
         cs_warn("perf_event_open refused the task clock, sampling with POSIX CPU timers instead (at most the kernel tick rate): ",
                 errno_name(e));
     } else {

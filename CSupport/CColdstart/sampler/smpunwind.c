@@ -266,7 +266,9 @@ bool cs_unwind_load(void) {
     // On the scan thread after the library initializers: libc is set up, and
     // the host's main thread does not wait for the load (~0.6 ms).
     void *h = dl.open("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return fail("cannot load libunwind.so.8 (Debian: apt-get install libunwind8); unwinding with frame pointers", NULL);
+    if (!h)
+        return fail(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE to load libunwind.so.8; unwinding with frame pointers"
+                                            : "cannot load libunwind.so.8 (Debian: apt-get install libunwind8); unwinding with frame pointers", NULL);
     S->unw_handle = h;
     S->unw_backtrace = (cs_unw_backtrace_fn)dl.sym(h, "unw_backtrace");
     struct link_map *lm = NULL;
@@ -281,7 +283,8 @@ bool cs_unwind_load(void) {
     void *frames[64];
     int n = S->unw_backtrace(frames, 64);
     if (n < 2 || atomic_load(&S->unw_verify_failed))
-        return fail("libunwind's lookups did not match the loader's; unwinding with frame pointers", NULL);
+        return fail(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE for libunwind's memory checks; unwinding with frame pointers"
+                                            : "libunwind's lookups did not match the loader's; unwinding with frame pointers", NULL);
     // Which of libunwind's two TLS words is the cache pointer: the warm-up set it.
     struct cs_smp_thread *t = cs_sampler_thread(cs_gettid(), true);
     for (size_t i = 0; i < sizeof S->dead_tls / sizeof *S->dead_tls; i++)

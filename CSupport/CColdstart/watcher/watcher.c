@@ -223,7 +223,7 @@ static bool watch_main_thread(uint64_t now) {
         int e = fd < 0 ? errno : 0;
         if (fd >= 0) close(fd);
         const char *why = e == ENOENT ? "this kernel has no per-thread schedstat; the off-CPU watch is off"
-            : attempt == 4 ? (e == EMFILE || e == ENFILE ? "no descriptor left (RLIMIT_NOFILE) for /proc/self/task/<tid>/schedstat; the off-CPU watch is off"
+            : attempt == 4 ? (e == EMFILE || e == ENFILE ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task/<tid>/schedstat; the off-CPU watch is off"
                                                            : "cannot read /proc/self/task/<tid>/schedstat; the off-CPU watch is off")
             : NULL;
         uint64_t until = cs_monotonic_ns() + (1000000ull << attempt);
@@ -373,7 +373,8 @@ void cs_watch_start(void) {
     wt->max_live = slots < CS_WATCH_MAX_LIVE ? (int)slots : CS_WATCH_MAX_LIVE;
     wt->task_dirfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (wt->task_dirfd < 0) {
-        cs_warn("cannot open /proc/self/task; the off-CPU watch is off", NULL);
+        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task; the off-CPU watch is off"
+                                        : "cannot open /proc/self/task; the off-CPU watch is off", NULL);
         return;
     }
     wt->task_dirfd = cs_fd_high(wt->task_dirfd);

@@ -50,7 +50,8 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot) {
     // Not there for a thread that is (its schedstat reads): this kernel has none.
     if (slot->fd_syscall < 0 && cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) > 0) {
         wt->syscall_readable = false;
-        cs_warn("cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
+        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task/<tid>/syscall; off-CPU time will have no causes"
+                                        : "cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
     }
     return slot->fd_syscall;
 }

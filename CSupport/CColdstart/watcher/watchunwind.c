@@ -166,7 +166,8 @@ bool cs_offcpu_ready(void) {
     if (!cs_dl_functions(&dl)) return false;   // a static program: blocked time without stacks
     void *lib = dl.open("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        cs_warn("libunwind-x86_64.so.8 not found (Debian: libunwind8); off-CPU time will have no stacks", NULL);
+        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE to load libunwind-x86_64.so.8; off-CPU time will have no stacks"
+                                        : "libunwind-x86_64.so.8 not found (Debian: libunwind8); off-CPU time will have no stacks", NULL);
         return false;
     }
     for (int i = 0; i < 6; i++) {

@@ -129,7 +129,9 @@ static uint64_t realtime_us(uint64_t mono_ns) {
 static void make_plan(struct cs_plan *pl) {
     struct cs_start st;
     const struct cs_out_early_facts *ef = &cs_g.out.facts;
-    bool known = atomic_load_explicit(&cs_g.out.facts_ready, memory_order_acquire);
+    // Read again if the start was not to be had then (the program held
+    // every descriptor, say): not the file's fault.
+    bool known = atomic_load_explicit(&cs_g.out.facts_ready, memory_order_acquire) && ef->start_rc == 0;
     int start_rc = known ? ef->start_rc : cs_process_start(&st, &pl->without_launcher, &pl->boot_off);
     if (known) {
         st = ef->start;
@@ -141,7 +143,8 @@ static void make_plan(struct cs_plan *pl) {
         pl->precision = st.precision_ns;
         pl->source = st.source;
     } else {
-        cs_warn("cannot read the process start from /proc/self/stat; the launch starts at the earliest init", NULL);
+        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE to read the process start; the launch starts at the earliest init"
+                                        : "cannot read the process start from /proc/self/stat; the launch starts at the earliest init", NULL);
         pl->start = cs_g.launch.t_earliest ? cs_g.launch.t_earliest : cs_g.launch.t_main;
         pl->precision = 0;
         pl->source = "proc-stat";

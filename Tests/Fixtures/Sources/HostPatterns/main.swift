@@ -33,8 +33,9 @@
 //     HostPatterns exit-race N              N threads call exit(3) at the same moment, before ready()
 //     HostPatterns drop-user UID ready|exit a daemon started as root: burns, drops to user and group UID (setgid,
 //                                           setuid), burns, then ready() (and exits 300 ms later) or exits
-//     HostPatterns open-files N             N threads asleep (Coldstart samples and watches them), then as many
-//                                           files as RLIMIT_NOFILE lets it open: how many; ready()
+//     HostPatterns open-files N [early]     N threads asleep (Coldstart samples and watches them), then as many
+//                                           files as RLIMIT_NOFILE lets it open: how many; ready(). early: opens
+//                                           them first thing in main and holds them 300 ms, then N threads, ready()
 //     HostPatterns close-all MS             what daemons do first: closes descriptors 3-1023, again and again for MS
 //                                           ms from the start of main (the watcher's first look falls in it); ready()
 import Coldstart
@@ -441,15 +442,21 @@ case "drop-user":
 
 case "open-files":
     let count = arguments.count > 1 ? Int(arguments[1]) ?? 0 : 0
+    let early = arguments.count > 2 && arguments[2] == "early"
+    func openAll() -> [Int32] {
+        var files: [Int32] = []
+        while true {
+            let fd = open("/dev/null", O_RDONLY)
+            if fd < 0 { return files }
+            files.append(fd)
+        }
+    }
+    let held = early ? openAll() : []
+    if early { burnCPU(milliseconds: 300) }
     for _ in 0..<count { _ = startThread { usleep(1_500_000) } }
     burnCPU(milliseconds: 30)
     usleep(150_000)   // found by the sampler's scan and the watcher
-    var files: [Int32] = []
-    while true {
-        let fd = open("/dev/null", O_RDONLY)
-        if fd < 0 { break }
-        files.append(fd)
-    }
+    let files = early ? held : openAll()
     let opened = files.count
     for fd in files { close(fd) }
     Coldstart.ready()
