@@ -2,33 +2,12 @@
 // spans). Where the launch ends and who stops what: end.c.
 #include "internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 struct cs_global cs_g;
-
-// Appends `s` to dst (capacity cap) and keeps it NUL-terminated; false if cut.
-static bool append(char *dst, size_t cap, const char *s) {
-    size_t n = strlen(dst), k = strlen(s);
-    if (n + k + 1 > cap) return false;
-    memcpy(dst + n, s, k + 1);
-    return true;
-}
-
-static const char *errno_text(int e) {
-    switch (e) {
-    case EACCES: return "permission denied";
-    case ENOENT: return "no such directory";
-    case EROFS: return "read-only file system";
-    case ENOTDIR: return "not a directory";
-    default: return "not writable";
-    }
-}
 
 // ---- arming ----
 
@@ -37,11 +16,11 @@ static const char *errno_text(int e) {
 static void warn_descriptors(const char *tail) {
     char msg[160] = "RLIMIT_NOFILE is ", num[24];
     cs_format_u64(cs_g.proc.fd_limit, num);
-    append(msg, sizeof msg, num);
-    append(msg, sizeof msg, ": Coldstart keeps to a quarter of it (");
+    cs_append(msg, sizeof msg, num);
+    cs_append(msg, sizeof msg, ": Coldstart keeps to a quarter of it (");
     cs_format_u64(cs_fd_share(), num);
-    append(msg, sizeof msg, num);
-    append(msg, sizeof msg, " descriptors) ");
+    cs_append(msg, sizeof msg, num);
+    cs_append(msg, sizeof msg, " descriptors) ");
     cs_warn(msg, tail);
 }
 
@@ -62,85 +41,6 @@ static bool descriptors_suffice(void) {
     return true;
 }
 
-// Fills cs_g.out.dest from COLDSTART / COLDSTART_DIR; false (with one warning) when
-// the value is invalid or the directory is not writable.
-static bool choose_destination(const char *value, const char *dir_env) {
-    char dir[PATH_MAX] = "";
-    char cwd[PATH_MAX];
-    bool has_cwd = syscall(SYS_getcwd, cwd, sizeof cwd) > 0;
-    size_t vlen = strlen(value);
-    bool is_path = vlen > 5 && strcmp(value + vlen - 5, ".json") == 0;
-
-    if (strcmp(value, "1") == 0) {
-        const char *base = (dir_env && *dir_env) ? dir_env : NULL;
-        if (base && base[0] == '/') append(dir, sizeof dir, base);
-        else {
-            // Relative to the start-up directory: the host may chdir later.
-            if (!has_cwd) { cs_warn("cannot read the current directory; profiling off", NULL); return false; }
-            append(dir, sizeof dir, cwd);
-            if (base) { append(dir, sizeof dir, "/"); append(dir, sizeof dir, base); }
-        }
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = 0;
-        const char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-        char pid[24];
-        cs_format_u64((uint64_t)cs_g.proc.pid, pid);
-        bool ok = append(cs_g.out.dest, sizeof cs_g.out.dest, dir)
-            && append(cs_g.out.dest, sizeof cs_g.out.dest, "/coldstart-")
-            && append(cs_g.out.dest, sizeof cs_g.out.dest, *name ? name : "app")
-            && append(cs_g.out.dest, sizeof cs_g.out.dest, "-")
-            && append(cs_g.out.dest, sizeof cs_g.out.dest, pid)
-            && append(cs_g.out.dest, sizeof cs_g.out.dest, ".json");
-        if (!ok) { cs_warn("timeline path too long; profiling off", NULL); return false; }
-    } else if (is_path) {
-        if (value[0] != '/') {
-            if (!has_cwd) { cs_warn("cannot read the current directory; profiling off", NULL); return false; }
-            append(cs_g.out.dest, sizeof cs_g.out.dest, cwd);
-            append(cs_g.out.dest, sizeof cs_g.out.dest, "/");
-        }
-        if (!append(cs_g.out.dest, sizeof cs_g.out.dest, value)) {
-            cs_warn("timeline path too long; profiling off", NULL);
-            return false;
-        }
-        memcpy(dir, cs_g.out.dest, sizeof dir);
-        *strrchr(dir, '/') = 0;
-        if (dir[0] == 0) append(dir, sizeof dir, "/");
-    } else {
-        cs_warn("COLDSTART must be 0, 1 or a path ending in .json; profiling off. Got: ", value);
-        return false;
-    }
-
-    // The directory is opened now and the file later created in it by
-    // descriptor: a directory (or a symlink on its path) swapped in the
-    // meantime cannot redirect the write.
-    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct stat st;
-    if (dirfd < 0 || fstat(dirfd, &st) != 0 || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK, 0) != 0) {
-        int e = errno;
-        if (dirfd >= 0) close(dirfd);
-        errno = e;
-        char why[PATH_MAX + 64] = "";
-        append(why, sizeof why, dir);
-        append(why, sizeof why, " (");
-        append(why, sizeof why, errno_text(errno));
-        append(why, sizeof why, "); profiling off");
-        cs_warn("cannot write the timeline to ", why);
-        return false;
-    }
-    cs_g.out.dirfd = cs_fd_high(dirfd);
-    cs_g.out.dir_dev = (uint64_t)st.st_dev;
-    cs_g.out.dir_ino = (uint64_t)st.st_ino;
-    append(cs_g.out.dir, sizeof cs_g.out.dir, dir);
-    const char *base = strrchr(cs_g.out.dest, '/') + 1;
-    if (!append(cs_g.out.base, sizeof cs_g.out.base - 16, base)) {
-        cs_warn("timeline file name too long; profiling off", NULL);
-        close(cs_g.out.dirfd);
-        return false;
-    }
-    return true;
-}
-
 static void arm(char **envp, bool from_preinit) {
     uint64_t now = cs_monotonic_ns();
     if (!cs_config_read(envp)) return;
@@ -156,7 +56,7 @@ static void arm(char **envp, bool from_preinit) {
     // grace period once the process has a second thread (8–14 ms measured):
     // do it now, while the process has one, or not at all.
     if (from_preinit && cs_g.proc.fd_limit >= 1024) cs_g.proc.high_fd = 768;
-    if (!choose_destination(cs_g.cfg.value, cs_g.cfg.dir)) return;
+    if (!cs_out_choose(cs_g.cfg.value, cs_g.cfg.dir)) return;
 
     cs_g.log.events = cs_map_zeroed(sizeof(struct cs_event) * CS_MAX_EVENTS);
     cs_g.log.names = cs_map_zeroed(CS_NAME_BYTES);
@@ -171,10 +71,15 @@ static void arm(char **envp, bool from_preinit) {
     atomic_store(&cs_g.state, CS_RECORDING);
     // One thread started here, not two (pthread_create costs this thread
     // 50–85 µs on a VM): the sampler's starts the watcher's, unless there is
-    // none.
+    // none. That first thread of ours also has the writer prepare the write
+    // once main runs (cs_timeline_prepare), off the host's threads; with
+    // neither, the writer does it all at the end.
     cs_watch_start();
     cs_sampler_start();
-    if (!cs_g.smp.started) cs_watch_start_thread();
+    if (!cs_g.smp.started) {
+        cs_g.watch.prepares_write = true;
+        cs_watch_start_thread();
+    }
     if (from_preinit) {
         cs_g.launch.t_setup_end = cs_monotonic_ns();
         cs_rusage_now(&cs_g.launch.ru_setup_end);

@@ -14,6 +14,11 @@
 
 static const int abandon_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
+/// Declares the launch over (first caller wins), stops the watcher, then the
+/// sampler, and writes the timeline. Async-signal-safe; returns once the
+/// timeline is written, or after a bounded wait if another thread is writing.
+static void cs_end_launch(enum cs_end_reason reason, int status);
+
 static void on_abandon_signal(int sig) {
     int saved = errno;
     struct sigaction cur;
@@ -173,7 +178,7 @@ static void write_once(void) {
     while (!atomic_load(&cs_g.out.written) && cs_monotonic_ns() < deadline) cs_futex_wait(&cs_g.out.written, 0, deadline);
 }
 
-void cs_end_launch(enum cs_end_reason reason, int status) {
+static void cs_end_launch(enum cs_end_reason reason, int status) {
     if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
     int expected = CS_RECORDING;
     if (atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) {

@@ -2,14 +2,16 @@
 // mutable state (`cs_g`), and the functions its files share. The files call
 // each other in one direction only (docs/ARCHITECTURE.md, "The capture
 // layer"; no file calls back into a file that calls it):
-//   core → config, end, sampler, watcher, procstat
-//   end → watcher, sampler, timeline, outfile, writecpu
-//   timeline → outfile, modules, watchjson, procstat, smpthreads, labels, writecpu
-//   config → labels
-//   sampler → smpthreads, smpclock, unwind, modules, timeline    smpthreads → smpclock
-//   unwind → smpthreads                        watcher → watchseg, watchfd
-//   watchseg → offcpu, syscalls, watchfd
-//   syscalls → watchfd                         watchjson → modules, syscalls
+//   core → config, end, outfile, procstat, sampler, watcher
+//   end → outfile, smpstop, timeline, watcher, writecpu
+//   timeline → labels, outfile, procstat, smpjson, smpthreads, watchjson, writecpu
+//   config → labels                            smpjson → modules
+//   sampler → modules, smpclock, smpring, smpstop, smpthreads, smpunwind, timeline, watcher
+//   smpstop → smpclock, smpthreads             smpthreads → smpclock, smpring
+//   smpclock → smpring                         smpunwind → smpthreads
+//   watcher → timeline, watchfd, watchfind, watchseg
+//   watchfind → watchfd, watchseg              watchseg → watchcauses, watchfd, watchunwind
+//   watchcauses → watchfd                      watchjson → modules, smpjson, watchcauses
 // and any of them → procparse, sys, jsonw: the leaves, which call nothing of ours.
 #ifndef COLDSTART_INTERNAL_H
 #define COLDSTART_INTERNAL_H
@@ -134,6 +136,7 @@ struct cs_global {
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
         bool preinit_ran;
         _Atomic bool before_main_ran;   // read by the sampler's thread
+        bool can_read_safely;           // process_vm_readv works on this process (cs_safe_read_init)
         char swift_version[32];
     } proc;
 
@@ -187,8 +190,8 @@ struct cs_global {
         cpu_set_t home;
     } own;
 
-    // The stack sampler (sampler.c, smpclock.c, smpthreads.c, smpunwind.c,
-    // modules.c): clock sources, preallocated sample buffers, per-thread
+    // The stack sampler (sampler.c, smpstop.c, smpclock.c, smpthreads.c,
+    // smpring.c, smpunwind.c, smpjson.c, modules.c): clock sources, preallocated sample buffers, per-thread
     // slots, libunwind. All zero and untouched unless sampling started.
     struct cs_sampler smp;
 
@@ -259,10 +262,6 @@ extern struct cs_global cs_g;
 /// Installs the abandonment handlers (SIGINT, SIGTERM, SIGHUP over SIG_DFL)
 /// and the exit handler. Runs from cs_before_main. Not async-signal-safe.
 void cs_end_arm(void);
-/// Declares the launch over (first caller wins), stops the watcher, then the
-/// sampler, and writes the timeline. Async-signal-safe; returns once the
-/// timeline is written, or after a bounded wait if another thread is writing.
-void cs_end_launch(enum cs_end_reason reason, int status);
 
 // ---- timeline.c ----
 /// Serialises the whole timeline to cs_g.out.tmp and renames it to
@@ -296,6 +295,11 @@ void cs_cpu_prepare(void);
 void cs_cpu_release(void);
 
 // ---- outfile.c (async-signal-safe) ----
+/// Fills cs_g.out (destination, directory, its descriptor and identity,
+/// file name) from COLDSTART / COLDSTART_DIR; false, with one warning, when
+/// the value is invalid or the directory is not writable. At arming only
+/// (cs_preinit or the first constructor); system calls only.
+bool cs_out_choose(const char *value, const char *dir_env);
 /// The timeline's directory: the descriptor opened at start-up if it still is
 /// that directory, else the directory reopened by path if it is the very same
 /// one (device and inode); -1 if neither. *opened: the caller closes it.

@@ -328,23 +328,29 @@ final class HostIntegrityTests: XCTestCase {
     /// A rerun with the same path: the previous run's timeline is removed by
     /// Coldstart's thread during the launch, so that freeing its blocks (a
     /// synchronous discard on a file system mounted with `discard`, ~1 ms)
-    /// is not part of the host's exit; the new one takes its place.
+    /// is not part of the host's exit; the new one takes its place. The
+    /// writer prepares that on the sampler's thread, or the watcher's when
+    /// sampling is off.
     func testARerunsPreviousTimelineGoesDuringTheLaunchNotAtItsExit() throws {
-        try Data("previous run".utf8).write(to: URL(fileURLWithPath: timelinePath()))
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: timelinePath())
-        let release = directory.appendingPathComponent("release").path
-        var goneWhileRunning = false
-        let result = try profiled(["wait-file", release]) { _ in
-            for _ in 0..<400 where !goneWhileRunning {
-                goneWhileRunning = !FileManager.default.fileExists(atPath: self.timelinePath())
-                if !goneWhileRunning { usleep(5_000) }
+        for sampler in [nil, "off"] as [String?] {
+            try Data("previous run".utf8).write(to: URL(fileURLWithPath: timelinePath()))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: timelinePath())
+            let release = directory.appendingPathComponent("release").path
+            try? FileManager.default.removeItem(atPath: release)
+            var goneWhileRunning = false
+            let result = try profiled(["wait-file", release], ["COLDSTART_SAMPLER": sampler]) { _ in
+                for _ in 0..<400 where !goneWhileRunning {
+                    goneWhileRunning = !FileManager.default.fileExists(atPath: self.timelinePath())
+                    if !goneWhileRunning { usleep(5_000) }
+                }
+                _ = FileManager.default.createFile(atPath: release, contents: Data())
             }
-            _ = FileManager.default.createFile(atPath: release, contents: Data())
+            let mode = "COLDSTART_SAMPLER=\(sampler ?? "(unset)")"
+            XCTAssertEqual(result.status, 0, "\(mode): \(result.stderr)")
+            XCTAssertTrue(goneWhileRunning, "\(mode): the previous timeline was still there while the launch ran")
+            XCTAssertEqual(try Timeline(contentsOf: timelinePath()).launch.endReason, "exit", "\(mode): the new timeline in its place")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: timelinePath("timeline-2.json")), mode)
         }
-        XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(goneWhileRunning, "the previous timeline was still there while the launch ran")
-        XCTAssertEqual(try Timeline(contentsOf: timelinePath()).launch.endReason, "exit", "the new timeline in its place")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: timelinePath("timeline-2.json")))
     }
 
     func testADaemonizingForkDoesNotOverwriteTheParentsTimeline() throws {

@@ -18,7 +18,9 @@ const char *cs_scan_dec(const char *p, const char *end, uint64_t *out) {
     return p;
 }
 
-const char *cs_scan_hex(const char *p, const char *end, uint64_t *out) {
+// cs_scan_dec for lower-case hex digits (no "0x"; at most 16 digits).
+// Async-signal-safe.
+static const char *cs_scan_hex(const char *p, const char *end, uint64_t *out) {
     while (p < end && *p == ' ') p++;
     const char *digits = p;
     uint64_t v = 0;
@@ -41,7 +43,9 @@ const char *cs_stat_after_comm(const char *buf, size_t len) {
     return NULL;
 }
 
-const char *cs_skip_fields(const char *p, const char *end, int n) {
+// Skips `n` space-separated fields (each may be negative). NULL if the line
+// ends first. Async-signal-safe.
+static const char *cs_skip_fields(const char *p, const char *end, int n) {
     for (int i = 0; i < n; i++) {
         while (p < end && *p == ' ') p++;
         const char *token = p;

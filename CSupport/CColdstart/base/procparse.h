@@ -14,14 +14,9 @@
 /// Skips spaces, then reads decimal digits up to `end`. Returns the position
 /// after the digits, or NULL when there are none or the value overflows.
 const char *cs_scan_dec(const char *p, const char *end, uint64_t *out);
-/// The same for lower-case hex digits (no "0x"; at most 16 digits).
-const char *cs_scan_hex(const char *p, const char *end, uint64_t *out);
 /// The first byte after the last ')' of a stat line (the command name, field
 /// 2, may hold ')' and spaces), or NULL when there is none.
 const char *cs_stat_after_comm(const char *buf, size_t len);
-/// Skips `n` space-separated fields (each may be negative). NULL if the line
-/// ends first.
-const char *cs_skip_fields(const char *p, const char *end, int n);
 
 /// One line of /proc/<pid>/maps (NUL-terminated, without '\n').
 struct cs_maps_line {

@@ -149,7 +149,7 @@ void cs_restore_default(int sig) {
 }
 
 bool cs_safe_read(uintptr_t addr, void *buf, size_t len) {
-    if (!cs_g.smp.can_read_safely) return false;
+    if (!cs_g.proc.can_read_safely) return false;
     struct iovec local = {buf, len};
     struct iovec remote = {(void *)addr, len};
     return syscall(SYS_process_vm_readv, cs_g.proc.pid ? cs_g.proc.pid : (int)syscall(SYS_getpid), &local, 1ul, &remote, 1ul, 0ul)
@@ -158,8 +158,8 @@ bool cs_safe_read(uintptr_t addr, void *buf, size_t len) {
 
 void cs_safe_read_init(void) {
     uint64_t probe = 0x5a5a, got = 0;
-    cs_g.smp.can_read_safely = true;
-    cs_g.smp.can_read_safely = cs_safe_read((uintptr_t)&probe, &got, sizeof got) && got == probe;
+    cs_g.proc.can_read_safely = true;
+    cs_g.proc.can_read_safely = cs_safe_read((uintptr_t)&probe, &got, sizeof got) && got == probe;
 }
 
 // ---- Coldstart's own threads ----
@@ -299,6 +299,13 @@ void cs_hex(const uint8_t *bytes, size_t n, char *out) {
         out[2 * i + 1] = digits[bytes[i] & 15];
     }
     out[2 * n] = 0;
+}
+
+bool cs_append(char *dst, size_t cap, const char *s) {
+    size_t n = strlen(dst), k = strlen(s);
+    if (n + k + 1 > cap) return false;
+    memcpy(dst + n, s, k + 1);
+    return true;
 }
 
 struct cs_dl_lookup {

@@ -20,6 +20,9 @@ size_t cs_note_build_id(const char *notes, size_t len, uint8_t *out, size_t cap)
 /// Writes `n` bytes as 2n lowercase hex digits and a NUL to `out` (which
 /// holds 2n + 1 bytes). Async-signal-safe (pure).
 void cs_hex(const uint8_t *bytes, size_t n, char *out);
+/// Appends `s` to dst (capacity cap) and keeps it NUL-terminated; false,
+/// and nothing appended, if it would not fit. Async-signal-safe (pure).
+bool cs_append(char *dst, size_t cap, const char *s);
 
 /// dlopen and its kin, looked up in the loaded libc.so.6's symbol table
 /// rather than referenced: a reference would make a static link of the host

@@ -45,7 +45,6 @@
 #define CS_SMP_WINDOW 256                 // samples per cost check
 #define CS_SMP_AHEAD_SAMPLES 256          // buffers kept faulted in ahead of the handlers
 
-#define S (&cs_g.smp)
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
 static void *scan_loop(void *arg);

@@ -202,7 +202,6 @@ struct cs_sampler {
     _Atomic int unw_verified;         // the dl_iterate_phdr redirection checked out
     uint64_t unw_ready_ns;            // when (CLOCK_MONOTONIC): earlier samples walked frame pointers
     _Atomic int unw_verify_failed;
-    bool can_read_safely;             // process_vm_readv works on this process
     uint64_t dead_tls[4];             // TLS for threads without a slot: "cache destroyed"
 
     // ---- the module table (modules.c) ----
@@ -215,6 +214,9 @@ struct cs_sampler {
     uint64_t modules_adds, modules_subs;
     uint32_t cost_hist[CS_SMP_COST_BUCKETS + 1];
 };
+
+// The sampler's state, in the files that work on it.
+#define S (&cs_g.smp)
 
 // ---- sampler.c (start, the handler, the scan thread) and smpstop.c ----
 /// Starts sampling as cs_g.cfg says. Runs from cs_preinit (before libc's
@@ -251,6 +253,11 @@ size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap);
 /// The `k`th slot taken (k < nused), or NULL if its taker has not recorded
 /// it yet. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_smp_used(uint32_t k);
+/// cs_smp_drain (smpring.c) for every kernel_stacks thread but `except` (a slot another
+/// thread may be freeing, or NULL).
+/// One caller at a time: the scan-flag holder, or the stopper.
+/// Async-signal-safe.
+void cs_smp_drain_all(const struct cs_smp_thread *except);
 /// The thread slot for `tid`, inserting it when `insert`; NULL if full or
 /// absent. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);
@@ -311,9 +318,6 @@ uint16_t cs_smp_boost_flags(struct cs_smp_thread *t);
 /// thread) into the sample buffers, leaf first, and frees the ring's space.
 /// One caller at a time per ring: the scan-flag holder, or the stopper.
 void cs_smp_drain(struct cs_smp_thread *t);
-/// cs_smp_drain for every kernel_stacks thread but `except` (a slot another
-/// thread may be freeing, or NULL).
-void cs_smp_drain_all(const struct cs_smp_thread *except);
 /// The calling thread's %fs base (its TCB). Async-signal-safe.
 static inline uintptr_t cs_fs_base(void) {
     uintptr_t v = 0;
@@ -345,9 +349,17 @@ void cs_modules_load(void);
 /// counts (scan thread, with the scan flag held, once main runs). Not
 /// async-signal-safe (dl_iterate_phdr takes the loader's lock).
 void cs_modules_preload(void);
+/// The table for the writer: the early one if it still holds (the loader
+/// unloaded nothing since, and what it loaded holds no recorded frame), else
+/// read again. Writer only. Async-signal-safe when the writer is a signal
+/// handler (end_reason CS_END_SIGNAL: then /proc/self/maps and memory reads
+/// only); otherwise it takes the loader's lock (dl_iterate_phdr).
+void cs_modules_for_writer(void);
 /// Index of the module holding `addr` in the loaded table, or -1.
 /// Async-signal-safe.
 int cs_module_of(uint64_t addr);
+
+// ---- smpjson.c ----
 /// Writes `,"modules":[…]` from the loaded table. Async-signal-safe.
 void cs_modules_write(struct cs_jw *w);
 /// Writes `"sampling"`, `"modules"` and `"samples"` (each preceded by a comma)

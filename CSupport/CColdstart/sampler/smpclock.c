@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define S (&cs_g.smp)
 
 static void mark_armed(struct cs_smp_thread *t) {
     if (!atomic_exchange(&t->armed, 1)) atomic_fetch_add(&S->threads_live, 1);

@@ -13,7 +13,6 @@
 #include <linux/perf_event.h>
 #include <string.h>
 
-#define S (&cs_g.smp)
 
 uint16_t cs_smp_boost_flags(struct cs_smp_thread *t) {
     if (!atomic_load_explicit(&t->boosted, memory_order_relaxed)) return 0;
@@ -78,11 +77,4 @@ void cs_smp_drain(struct cs_smp_thread *t) {
         tail += h.size;
     }
     __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-void cs_smp_drain_all(const struct cs_smp_thread *except) {
-    for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
-        struct cs_smp_thread *t = cs_smp_used(k);
-        if (t && t != except && t->kernel_stacks) cs_smp_drain(t);
-    }
 }

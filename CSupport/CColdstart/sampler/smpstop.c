@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#define S (&cs_g.smp)
 
 bool cs_smp_handler_holds(int sig) {
     struct sigaction cur;

@@ -1,6 +1,6 @@
 // The sampler's thread table (smp.h): a slot per thread, found by tid or
 // by %fs base, and the scan of /proc/self/task that arms new threads. Lock-free
-// and async-signal-safe; calls smpclock.c, procparse.c and sys.c only.
+// and async-signal-safe; calls smpclock.c, smpring.c and the leaves only.
 #include "internal.h"
 
 #include <fcntl.h>
@@ -8,7 +8,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define S (&cs_g.smp)
 
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert) {
     if (tid <= 0) return NULL;
@@ -49,6 +48,13 @@ size_t cs_sampler_add_threads(int *ids, size_t n, size_t cap) {
         if (!seen) ids[n++] = tid;
     }
     return n;
+}
+
+void cs_smp_drain_all(const struct cs_smp_thread *except) {
+    for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
+        struct cs_smp_thread *t = cs_smp_used(k);
+        if (t && t != except && t->kernel_stacks) cs_smp_drain(t);
+    }
 }
 
 // ---- by %fs base ----

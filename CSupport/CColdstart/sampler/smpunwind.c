@@ -57,7 +57,6 @@
 #include <unistd.h>
 
 
-#define S (&cs_g.smp)
 #define PAGE 4096ul
 #define CS_STACK_PROBE_MAX (1024 * 1024)   // readable bytes looked for above sp
 

@@ -144,6 +144,11 @@ struct cs_watch {
     _Atomic int busy;
     int tid;                   // the watcher thread
     _Atomic int main_started;  // cs_before_main ran: dlopen is safe now
+    // Its thread prepares the timeline's write once main runs
+    // (cs_timeline_prepare): set by the arming thread (core.c) when no
+    // sampler's thread runs to do it. Read by the watcher's thread only after
+    // it starts.
+    bool prepares_write;
     uint64_t period_ns;                  // the base look period (COLDSTART_HZ, at most 1 kHz)
     uint64_t max_period_ns;              // what it backs off to while nothing changes
     bool changed;                        // this look began or ended a segment or a thread
@@ -241,8 +246,6 @@ void cs_watch_begin_segment(struct cs_watch_live *slot, const struct cs_task_sys
                             uint64_t now, int *unwind_budget);
 
 // ---- watchcauses.c ----
-/// The syscall's table entry, or NULL when unknown. Async-signal-safe.
-const struct cs_syscall_info *cs_syscall_info(int nr);
 /// Unmaps the watcher's buffers if its thread has ended. Call after the
 /// timeline is written. Async-signal-safe.
 void cs_watch_unmap(void);
@@ -280,8 +283,6 @@ bool cs_watch_reopen_slot_files(struct cs_watch_live *slot);
 void cs_watch_read_comm(int tid, char name[16]);
 /// FNV-1a of `n` bytes, continuing from `h`.
 uint32_t cs_watch_fnv1a(const void *data, size_t n, uint32_t h);
-/// Interns a path (deduplicated); -1 when the table is full.
-int32_t cs_watch_intern_path(const char *s, size_t n);
 /// The interned path (or socket peer) of descriptor `fd` and its kind; -1 if none.
 int32_t cs_watch_fd_path(int fd, enum cs_fd_kind *kind);
 /// The interned NUL-terminated string at `addr` of this process's memory,

@@ -110,8 +110,9 @@ static const struct cs_syscall_info syscalls[] = {
     {449, CS_CAUSE_LOCK, CS_ARG_NONE, "futex_waitv"},
 };
 
-// Binary search of the table. Async-signal-safe.
-const struct cs_syscall_info *cs_syscall_info(int nr) {
+// The syscall's table entry (a binary search), or NULL when unknown.
+// Async-signal-safe.
+static const struct cs_syscall_info *cs_syscall_info(int nr) {
     size_t lo = 0, hi = sizeof syscalls / sizeof *syscalls;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;

@@ -328,6 +328,12 @@ static void *watch_main(void *arg) {
         // Between looks a stopper may take them over (cs_watch_stop).
         atomic_store_explicit(&wt->busy, 0, memory_order_release);
         cs_futex_wake(&wt->busy);
+        // Between looks, so that a stopper never waits for it; the writer
+        // copes with a preparation that races it (timeline.c).
+        if (wt->prepares_write && atomic_load_explicit(&wt->main_started, memory_order_acquire)) {
+            wt->prepares_write = false;
+            cs_timeline_prepare();
+        }
         // Until the next tick, or until the writer asks it to stop: then at once.
         while (!atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < next)
             cs_futex_wait(&wt->stop, 0, next);

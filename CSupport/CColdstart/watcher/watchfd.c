@@ -120,8 +120,9 @@ uint32_t cs_watch_fnv1a(const void *data, size_t n, uint32_t h) {
     return h;
 }
 
-// Interns a path (deduplicated); -1 when the table is full.
-int32_t cs_watch_intern_path(const char *s, size_t n) {
+// Interns a path (deduplicated); -1 when the table is full. Whoever holds
+// the looks (cs_watch.busy); async-signal-safe.
+static int32_t cs_watch_intern_path(const char *s, size_t n) {
     struct cs_watch *wt = &cs_g.watch;
     struct cs_watch_buffers *b = wt->buf;
     if (n > CS_WATCH_MAX_PATH) n = cs_utf8_cut(s, CS_WATCH_MAX_PATH);

@@ -1,5 +1,5 @@
-// The module table and the three sampling sections of the timeline
-// (docs/timeline-format.md, "Sampling sections"). Runs in the timeline writer,
+// The module table, by which the sampling sections (smpjson.c) and the
+// watcher's blocked stacks (watchjson.c) place frames. Runs in the timeline writer,
 // which may be a signal handler: /proc/self/maps is read with open/read into a
 // fixed buffer, ELF headers are read from memory with cs_safe_read, and
 // nothing allocates.
@@ -30,7 +30,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define S (&cs_g.smp)
 
 struct maps_reader {
     int fd;
@@ -293,8 +292,7 @@ static bool frames_covered(void) {
     return true;
 }
 
-// The table for the writer: the early one if it still holds.
-static void modules_for_writer(void) {
+void cs_modules_for_writer(void) {
     bool in_handler = cs_g.launch.end_reason == CS_END_SIGNAL;
     if (S->modules_early && !in_handler) {
         struct loader_counts c = loader_counts();
@@ -314,188 +312,4 @@ int cs_module_of(uint64_t addr) {
         else return mid;
     }
     return -1;
-}
-
-// Value at quantile q (percent) of the handler-cost histogram (10 ns buckets).
-static uint64_t quantile(uint64_t count, uint32_t percent, uint64_t max) {
-    uint64_t rank = (count * percent + 99) / 100, seen = 0;
-    if (rank == 0) return 0;
-    for (size_t b = 0; b < CS_SMP_COST_BUCKETS; b++) {
-        seen += S->cost_hist[b];
-        if (seen >= rank) return b * 10 + 5;
-    }
-    return max;
-}
-
-static const char *clock_name(void) {
-    switch (S->clock) {
-    case CS_CLOCK_PERF: return "perf-task-clock";
-    case CS_CLOCK_POSIX: return "posix-cpu-timer";
-    case CS_CLOCK_WALL: return "wall-timer";
-    default: return "none";
-    }
-}
-
-// Whether sample `smp` is in the file: recorded, and, when the launch
-// outlived a boosted start, a boosted sample only if it is one of those kept,
-// so that every sample in the file stands for 1/requested_hz of CPU time.
-static bool written(const struct cs_sample *smp) {
-    if (!atomic_load_explicit(&smp->committed, memory_order_acquire)) return false;
-    return S->boost_end_ns == 0 || !(smp->flags & CS_SMP_BOOSTED) || (smp->flags & CS_SMP_KEPT);
-}
-
-// The rate the file's samples were taken at: the boost's, when the launch
-// ended inside it (nothing was thinned).
-static uint64_t file_hz(void) {
-    return S->boost_hz && S->boost_end_ns == 0 ? S->boost_hz : S->requested_hz;
-}
-
-static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
-    memset(S->cost_hist, 0, sizeof S->cost_hist);
-    uint64_t recorded = 0, by_kernel = 0, max_cost = 0, total_cost = 0;
-    for (uint32_t i = 0; i < nsamples; i++) {
-        const struct cs_sample *smp = &S->samples[i];
-        if (!written(smp)) continue;
-        recorded++;
-        // No handler ran for these: the handler's figures are the others'.
-        if (smp->flags & CS_SMP_KERNEL) {
-            by_kernel++;
-            continue;
-        }
-        uint32_t b = smp->cost_ns / 10;
-        S->cost_hist[b < CS_SMP_COST_BUCKETS ? b : CS_SMP_COST_BUCKETS]++;
-        if (smp->cost_ns > max_cost) max_cost = smp->cost_ns;
-        total_cost += smp->cost_ns;
-    }
-    uint64_t dropped = atomic_load(&S->dropped);
-    uint64_t cpu = S->cpu_stop > S->cpu_start ? S->cpu_stop - S->cpu_start : 0;
-    uint64_t user = S->ru_stop.utime_ns - S->ru_start.utime_ns, sys = S->ru_stop.stime_ns - S->ru_start.stime_ns;
-    // Per second of CPU time (user + system, exact). The perf clock skips the
-    // periods that end in the kernel (exclude_kernel), so a launch that spends
-    // a share of its time in the kernel gets that share fewer samples. The
-    // user/system split (getrusage: the exact total split by tick counts, a
-    // few percent off over a short launch) is written for readers who want a
-    // rate per user second. The wall timer's rate is per second of wall time.
-    uint64_t sampled_cpu = cpu > S->own_cpu ? cpu - S->own_cpu : 0;
-    uint64_t counted = S->clock == CS_CLOCK_WALL ? S->t_stop - S->t_start : sampled_cpu;
-    uint32_t stride = atomic_load(&S->stride);
-    cs_jw_raw(w, ",\n\"sampling\":{\"clock\":\""); cs_jw_raw(w, clock_name());
-    cs_jw_raw(w, "\",\"unwinder\":\""); cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : "frame-pointer");
-    cs_jw_raw(w, "\"");
-    if (atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
-        cs_jw_raw(w, ",\"unwinderReadyNs\":"); cs_jw_i64(w, (int64_t)S->unw_ready_ns - (int64_t)start_ns);
-    }
-    cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, file_hz());
-    if (S->boost_hz) {
-        cs_jw_raw(w, ",\"boost\":{\"hz\":"); cs_jw_u64(w, S->boost_hz);
-        cs_jw_raw(w, ",\"untilNs\":"); cs_jw_i64(w, (int64_t)S->boost_until_ns - (int64_t)start_ns);
-        cs_jw_raw(w, ",\"thinned\":"); cs_jw_raw(w, S->boost_end_ns ? "true" : "false");
-        cs_jw_raw(w, ",\"afterHz\":"); cs_jw_u64(w, S->requested_hz);
-        cs_jw_raw(w, "}");
-    }
-    if (S->clock == CS_CLOCK_PERF) {
-        cs_jw_raw(w, ",\"kernelStacks\":{\"samples\":"); cs_jw_u64(w, by_kernel);
-        cs_jw_raw(w, ",\"lost\":"); cs_jw_u64(w, atomic_load(&S->ring_lost));
-        cs_jw_raw(w, ",\"untilNs\":");
-        if (S->kernel_stacks_end_ns) cs_jw_i64(w, (int64_t)S->kernel_stacks_end_ns - (int64_t)start_ns);
-        else cs_jw_raw(w, "null");
-        cs_jw_raw(w, "}");
-    }
-    cs_jw_raw(w, ",\"effectiveHz\":");
-    cs_jw_milli(w, counted ? (int64_t)((recorded + dropped) * 1000000000000ull / counted) : 0);
-    cs_jw_raw(w, ",\"loweredHz\":");
-    if (stride > 1) cs_jw_milli(w, (int64_t)(file_hz() * 1000ull / stride));
-    else cs_jw_raw(w, "null");
-    cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
-    if (S->armed_ns) { cs_jw_raw(w, ",\"clockArmedNs\":"); cs_jw_i64(w, (int64_t)S->armed_ns - (int64_t)start_ns); }
-    cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
-    cs_jw_raw(w, ",\"cpuNs\":"); cs_jw_u64(w, cpu);
-    cs_jw_raw(w, ",\"coldstartCpuNs\":"); cs_jw_u64(w, S->own_cpu);
-    cs_jw_raw(w, ",\"userNs\":"); cs_jw_u64(w, user);
-    cs_jw_raw(w, ",\"systemNs\":"); cs_jw_u64(w, sys);
-
-    cs_jw_raw(w, ",\"samples\":"); cs_jw_u64(w, recorded);
-    cs_jw_raw(w, ",\"dropped\":"); cs_jw_u64(w, dropped);
-    cs_jw_raw(w, ",\"maxSamples\":"); cs_jw_u64(w, S->max_samples);
-    cs_jw_raw(w, ",\"threads\":\""); cs_jw_raw(w, S->clock == CS_CLOCK_WALL ? "main" : "per-thread");
-    cs_jw_raw(w, "\",\"stopReason\":\""); cs_jw_raw(w, S->stop_reason ? S->stop_reason : "launch-end");
-    cs_jw_raw(w, "\",\"threadsSampled\":"); cs_jw_u64(w, atomic_load(&S->threads_armed));
-    cs_jw_raw(w, ",\"threadsBlockingSignal\":"); cs_jw_u64(w, atomic_load(&S->threads_blocking));
-    cs_jw_raw(w, ",\"threadsMissed\":"); cs_jw_u64(w, atomic_load(&S->thread_overflow));
-    cs_jw_raw(w, ",\"unwindFailures\":"); cs_jw_u64(w, atomic_load(&S->unwind_failures));
-    cs_jw_raw(w, ",\"handlerNs\":{\"median\":"); cs_jw_u64(w, quantile(recorded, 50, max_cost));
-    cs_jw_raw(w, ",\"p99\":"); cs_jw_u64(w, quantile(recorded, 99, max_cost));
-    cs_jw_raw(w, ",\"max\":"); cs_jw_u64(w, max_cost);
-    // The sum, not a quantile: first-sight unwinds (50–400 µs) are rare but
-    // most of what the handlers cost a launch (the report's estimate without
-    // profiling).
-    cs_jw_raw(w, ",\"totalNs\":"); cs_jw_u64(w, total_cost);
-    cs_jw_raw(w, "}}");
-}
-
-void cs_modules_write(struct cs_jw *w) {
-    cs_jw_raw(w, ",\n\"modules\":[");
-    for (uint32_t i = 0; i < S->nmodules; i++) {
-        const struct cs_module *m = &S->modules[i];
-        cs_jw_raw(w, i ? ",\n{\"path\":" : "\n{\"path\":");
-        cs_jw_cstr(w, m->path);
-        cs_jw_raw(w, ",\"buildId\":");
-        if (m->build_id_len) {
-            char id[2 * sizeof m->build_id + 1];
-            cs_hex(m->build_id, m->build_id_len, id);
-            cs_jw_str(w, id, 2 * (size_t)m->build_id_len);
-        } else {
-            cs_jw_raw(w, "null");
-        }
-        cs_jw_raw(w, ",\"base\":"); cs_jw_u64(w, m->base);
-        cs_jw_raw(w, ",\"start\":"); cs_jw_u64(w, m->start);
-        cs_jw_raw(w, ",\"end\":"); cs_jw_u64(w, m->end);
-        cs_jw_raw(w, "}");
-    }
-    cs_jw_raw(w, "]");
-}
-
-static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
-    cs_jw_raw(w, ",\n\"samples\":[");
-    bool first = true;
-    for (uint32_t i = 0; i < nsamples; i++) {
-        const struct cs_sample *smp = &S->samples[i];
-        if (!written(smp)) continue;
-        cs_jw_raw(w, first ? "\n[" : ",\n[");
-        first = false;
-        cs_jw_i64(w, (int64_t)smp->ns - (int64_t)start_ns);
-        cs_jw_raw(w, ",");
-        cs_jw_i64(w, smp->tid);
-        cs_jw_raw(w, ",[");
-        for (uint32_t f = 0; f < smp->nframes; f++) {
-            uint64_t a = S->frames[smp->frame_off + f];
-            // Return addresses point after the call: look the caller up at a − 1.
-            int m = cs_module_of(f == 0 ? a : a - 1);
-            // "<module>,<offset>" in one piece: most of what the writer formats.
-            char pair[48];
-            size_t k = 0;
-            if (f) pair[k++] = ',';
-            if (m < 0) pair[k++] = '-';
-            k += cs_format_u64(m < 0 ? (uint64_t)-(int64_t)m : (uint64_t)m, pair + k);
-            pair[k++] = ',';
-            k += cs_format_u64(m >= 0 ? a - S->modules[m].base : a, pair + k);
-            cs_jw_bytes(w, pair, k);
-        }
-        cs_jw_raw(w, "]]");
-    }
-    cs_jw_raw(w, "]");
-}
-
-void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
-    if (!S->started) return;
-    // A stop that gave up waiting for the scan thread (preempted for 100 ms)
-    // could find it filling the table: then no modules (frames keep their
-    // absolute addresses) rather than a torn table.
-    if (atomic_load(&S->scanning)) S->nmodules = 0;
-    else modules_for_writer();
-    uint32_t n = atomic_load(&S->next_sample);
-    if (n > S->max_samples) n = S->max_samples;
-    write_sampling(w, start_ns, n);
-    cs_modules_write(w);
-    write_samples(w, start_ns, n);
 }

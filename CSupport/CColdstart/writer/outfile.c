@@ -1,7 +1,7 @@
-// Where the timeline goes (security.md): the directory opened at start-up,
-// a new owner-only temporary file with an unpredictable name, and a rename
-// that never replaces a newer timeline. Async-signal-safe system calls only;
-// calls sys.c and jsonw.c.
+// Where the timeline goes (security.md): the destination chosen and its
+// directory opened at start-up, a new owner-only temporary file with an
+// unpredictable name, and a rename that never replaces a newer timeline.
+// Async-signal-safe system calls only; calls the leaves only.
 #include "internal.h"
 
 #include <errno.h>
@@ -13,6 +13,97 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+// ---- the destination ----
+
+static const char *errno_text(int e) {
+    switch (e) {
+    case EACCES: return "permission denied";
+    case ENOENT: return "no such directory";
+    case EROFS: return "read-only file system";
+    case ENOTDIR: return "not a directory";
+    default: return "not writable";
+    }
+}
+
+bool cs_out_choose(const char *value, const char *dir_env) {
+    char dir[PATH_MAX] = "";
+    char cwd[PATH_MAX];
+    bool has_cwd = syscall(SYS_getcwd, cwd, sizeof cwd) > 0;
+    size_t vlen = strlen(value);
+    bool is_path = vlen > 5 && strcmp(value + vlen - 5, ".json") == 0;
+
+    if (strcmp(value, "1") == 0) {
+        const char *base = (dir_env && *dir_env) ? dir_env : NULL;
+        if (base && base[0] == '/') cs_append(dir, sizeof dir, base);
+        else {
+            // Relative to the start-up directory: the host may chdir later.
+            if (!has_cwd) { cs_warn("cannot read the current directory; profiling off", NULL); return false; }
+            cs_append(dir, sizeof dir, cwd);
+            if (base) { cs_append(dir, sizeof dir, "/"); cs_append(dir, sizeof dir, base); }
+        }
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        const char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+        char pid[24];
+        cs_format_u64((uint64_t)cs_g.proc.pid, pid);
+        bool ok = cs_append(cs_g.out.dest, sizeof cs_g.out.dest, dir)
+            && cs_append(cs_g.out.dest, sizeof cs_g.out.dest, "/coldstart-")
+            && cs_append(cs_g.out.dest, sizeof cs_g.out.dest, *name ? name : "app")
+            && cs_append(cs_g.out.dest, sizeof cs_g.out.dest, "-")
+            && cs_append(cs_g.out.dest, sizeof cs_g.out.dest, pid)
+            && cs_append(cs_g.out.dest, sizeof cs_g.out.dest, ".json");
+        if (!ok) { cs_warn("timeline path too long; profiling off", NULL); return false; }
+    } else if (is_path) {
+        if (value[0] != '/') {
+            if (!has_cwd) { cs_warn("cannot read the current directory; profiling off", NULL); return false; }
+            cs_append(cs_g.out.dest, sizeof cs_g.out.dest, cwd);
+            cs_append(cs_g.out.dest, sizeof cs_g.out.dest, "/");
+        }
+        if (!cs_append(cs_g.out.dest, sizeof cs_g.out.dest, value)) {
+            cs_warn("timeline path too long; profiling off", NULL);
+            return false;
+        }
+        memcpy(dir, cs_g.out.dest, sizeof dir);
+        *strrchr(dir, '/') = 0;
+        if (dir[0] == 0) cs_append(dir, sizeof dir, "/");
+    } else {
+        cs_warn("COLDSTART must be 0, 1 or a path ending in .json; profiling off. Got: ", value);
+        return false;
+    }
+
+    // The directory is opened now and the file later created in it by
+    // descriptor: a directory (or a symlink on its path) swapped in the
+    // meantime cannot redirect the write.
+    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (dirfd < 0 || fstat(dirfd, &st) != 0 || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK, 0) != 0) {
+        int e = errno;
+        if (dirfd >= 0) close(dirfd);
+        errno = e;
+        char why[PATH_MAX + 64] = "";
+        cs_append(why, sizeof why, dir);
+        cs_append(why, sizeof why, " (");
+        cs_append(why, sizeof why, errno_text(errno));
+        cs_append(why, sizeof why, "); profiling off");
+        cs_warn("cannot write the timeline to ", why);
+        return false;
+    }
+    cs_g.out.dirfd = cs_fd_high(dirfd);
+    cs_g.out.dir_dev = (uint64_t)st.st_dev;
+    cs_g.out.dir_ino = (uint64_t)st.st_ino;
+    cs_append(cs_g.out.dir, sizeof cs_g.out.dir, dir);
+    const char *base = strrchr(cs_g.out.dest, '/') + 1;
+    if (!cs_append(cs_g.out.base, sizeof cs_g.out.base - 16, base)) {
+        cs_warn("timeline file name too long; profiling off", NULL);
+        close(cs_g.out.dirfd);
+        return false;
+    }
+    return true;
+}
+
+// ---- the write ----
 
 // The directory opened at start-up, if the descriptor still is that directory
 // (a host that closes every descriptor may have reused the number); else the
