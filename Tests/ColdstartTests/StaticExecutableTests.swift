@@ -18,12 +18,10 @@ final class StaticExecutableTests: XCTestCase {
             .appendingPathComponent("Fixtures/StaticHost/main.swift")
         let products = Products.directory
         // The host library's objects as SwiftPM built them for these tests.
-        var objects: [String] = []
-        for module in ["CColdstart", "ColdstartEarly", "ColdstartBuildInfo", "Coldstart"] {
-            let build = products.appendingPathComponent("\(module).build")
-            objects += try FileManager.default.contentsOfDirectory(atPath: build.path)
-                .filter { $0.hasSuffix(".o") }.map { build.appendingPathComponent($0).path }
-        }
+        let objects = ["CColdstart", "ColdstartEarly"].flatMap {
+            Products.objects(of: $0, sources: DocumentationTests.repository.appendingPathComponent("CSupport/\($0)"))
+        } + ["ColdstartBuildInfo", "Coldstart"].flatMap { Products.objects(of: $0) }
+        XCTAssertGreaterThan(objects.count, 20, "the host library's objects in \(products.path): run `swift build` first")
         let scratch = try makeTemporaryDirectory(for: self)
         let host = scratch.appendingPathComponent("static-host").path
         let link = try runProcess(swiftc, ["-static-executable", "-I", products.appendingPathComponent("Modules").path,

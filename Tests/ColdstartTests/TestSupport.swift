@@ -21,6 +21,19 @@ enum Products {
         }
         return path
     }
+
+    /// The objects SwiftPM built for `module`, in its build folder and the
+    /// folders below it (a C target's mirror its source folders). With
+    /// `sources` (a C target's folder), only those whose source is still
+    /// there: an incremental build keeps the objects of moved or deleted files.
+    static func objects(of module: String, sources: URL? = nil) -> [String] {
+        let build = directory.appendingPathComponent("\(module).build")
+        let relatives = (try? FileManager.default.subpathsOfDirectory(atPath: build.path)) ?? []
+        return relatives.filter { relative in
+            relative.hasSuffix(".o")
+                && sources.map { FileManager.default.fileExists(atPath: $0.appendingPathComponent(String(relative.dropLast(2))).path) } ?? true
+        }.sorted().map { build.appendingPathComponent($0).path }
+    }
 }
 
 /// What a finished child process left behind.
