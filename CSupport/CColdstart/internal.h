@@ -1,18 +1,7 @@
 // Internal to the capture layer: the one struct that holds all of Coldstart's
-// mutable state (`cs_g`), and the functions its files share. The files call
-// each other in one direction only (docs/ARCHITECTURE.md, "The capture
-// layer"; no file calls back into a file that calls it):
-//   core → config, end, outfile, procstat, sampler, watcher
-//   end → outfile, smpstop, timeline, watcher, writecpu
-//   timeline → labels, outfile, procstat, smpjson, smpthreads, watchjson, writecpu
-//   config → labels                            smpjson → modules
-//   sampler → modules, smpclock, smpring, smpstop, smpthreads, smpunwind, timeline, watcher
-//   smpstop → smpclock, smpthreads             smpthreads → smpclock, smpring
-//   smpclock → smpring                         smpunwind → smpthreads
-//   watcher → timeline, watchfd, watchfind, watchseg
-//   watchfind → watchfd, watchseg              watchseg → watchcauses, watchfd, watchunwind
-//   watchcauses → watchfd                      watchjson → modules, smpjson, watchcauses
-// and any of them → procparse, sys, jsonw: the leaves, which call nothing of ours.
+// mutable state (`cs_g`), and the functions its files share. Which file may
+// call which: docs/ARCHITECTURE.md, "Allowed calls" (CallGraphTests checks
+// the built objects against it).
 #ifndef COLDSTART_INTERNAL_H
 #define COLDSTART_INTERNAL_H
 

@@ -1,7 +1,7 @@
 // The sampler's clock sources (smp.h): one per thread, a perf task-clock
 // event or a POSIX timer, whose signal goes to that thread. Every function
-// here is async-signal-safe (system calls only) and calls only sys.c. Before
-// the first event, a helper process warms the kernel (below).
+// here is async-signal-safe (system calls only). Before the first event, a
+// helper process warms the kernel (below).
 #include "internal.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
 // interrupt, instead of ~34 µs with a signal's delivery, handler and return
 // (docs/performance.md, "The kernel's stacks"). The scan thread moves those
 // records into the sample buffers every scan period, the stopper once more at
-// the end. Memory and atomics only: async-signal-safe; calls nothing of ours.
+// the end. Memory and atomics only: async-signal-safe.
 #include "internal.h"
 
 #include <linux/perf_event.h>

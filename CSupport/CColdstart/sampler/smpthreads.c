@@ -1,6 +1,6 @@
 // The sampler's thread table (smp.h): a slot per thread, found by tid or
 // by %fs base, and the scan of /proc/self/task that arms new threads. Lock-free
-// and async-signal-safe; calls smpclock.c, smpring.c and the leaves only.
+// and async-signal-safe.
 #include "internal.h"
 
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // What a blocked thread waits for: the x86_64 system calls it is commonly
 // seen in, their causes (watch.h), and the classification of a blocked
-// observation. Calls watchfd.c (naming the file or peer) only.
+// observation (watchfd.c names the file or peer).
 #include "internal.h"
 
 #include <fcntl.h>

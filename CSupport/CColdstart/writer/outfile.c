@@ -1,7 +1,7 @@
 // Where the timeline goes (security.md): the destination chosen and its
 // directory opened at start-up, a new owner-only temporary file with an
 // unpredictable name, and a rename that never replaces a newer timeline.
-// Async-signal-safe system calls only; calls the leaves only.
+// Async-signal-safe system calls only.
 #include "internal.h"
 
 #include <errno.h>
