@@ -178,6 +178,13 @@ static void write_once(void) {
     while (!atomic_load(&cs_g.out.written) && cs_monotonic_ns() < deadline) cs_futex_wait(&cs_g.out.written, 0, deadline);
 }
 
+// The end's fields are set: a thread that lost the race to end the launch
+// (another exit, a signal) may write the timeline now.
+static void publish_end(void) {
+    atomic_store_explicit(&cs_g.launch.end_known, 1, memory_order_release);
+    cs_futex_wake(&cs_g.launch.end_known);
+}
+
 static void cs_end_launch(enum cs_end_reason reason, int status) {
     if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
     int expected = CS_RECORDING;
@@ -186,8 +193,15 @@ static void cs_end_launch(enum cs_end_reason reason, int status) {
         cs_rusage_now(&cs_g.launch.ru_end);
         cs_g.launch.end_reason = reason;
         cs_g.launch.end_status = status;
+        publish_end();
     } else if (expected == CS_OFF) {
         return;
+    } else {
+        // The thread that ended it sets the end's fields within microseconds;
+        // 10 ms at most (it may be this very thread, under a signal handler).
+        uint64_t deadline = cs_monotonic_ns() + 10000000ull;
+        while (!atomic_load_explicit(&cs_g.launch.end_known, memory_order_acquire) && cs_monotonic_ns() < deadline)
+            cs_futex_wait(&cs_g.launch.end_known, 0, deadline);
     }
     write_once();
 }
@@ -209,6 +223,7 @@ void cs_ready(void) {
     cs_g.launch.ready_tid = cs_gettid();
     cs_rusage_now(&cs_g.launch.ru_end);
     cs_g.launch.end_reason = CS_END_READY;
+    publish_end();
     // Samples end at ready() unless the launch is extended; the watcher (whose
     // stop waits for its thread) is stopped by the writer, off this thread.
     if (cs_g.cfg.extend_ns == 0) cs_sampler_stop();

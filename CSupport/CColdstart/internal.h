@@ -143,6 +143,7 @@ struct cs_global {
         struct cs_rusage ru_earliest, ru_setup_end, ru_main, ru_end;
         enum cs_end_reason end_reason;
         int end_status;                 // exit status or signal number
+        _Atomic int end_known;          // the end's fields above are set (release; end.c)
         // The start estimated in .preinit_array (procstat.c; 0: none), and the
         // main thread's voluntary context switches then: 0 means it never
         // slept, so the estimate misses no time.
