@@ -1,6 +1,7 @@
 #include "jsonw.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,13 +77,32 @@ size_t cs_utf8_cut(const char *s, size_t n) {
     return n;
 }
 
+// Whether all of p[0, 8) are printable ASCII other than '"' and '\\'
+// (bit tricks: a byte of x is 0 where (x - 0x01…) & ~x & 0x80… is set).
+static bool plain8(const unsigned char *p) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+    uint64_t bad = (x & high)                              // ≥ 0x80
+        | ((x - ones * 0x20) & ~x & high)                  // < 0x20
+        | ((quote - ones) & ~quote & high)
+        | ((backslash - ones) & ~backslash & high);
+    return bad == 0;
+}
+
 void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
     put(w, "\"", 1);
     size_t run = 0;  // start of the pending run of bytes that need no escape
     for (size_t i = 0; i < n; i++) {
+        // Eight bytes at a time over what most strings are made of, printable
+        // ASCII (the writer runs on the host's exit path).
+        while (n - i >= 8 && plain8(u + i)) i += 8;
+        if (i == n) break;
         unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
         if (c >= 0x80) {
             size_t len = utf8_sequence(u + i, n - i);
             if (len) { i += len - 1; continue; }
@@ -92,7 +112,6 @@ void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
             w->not_utf8++;
             continue;
         }
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
         put(w, s + run, i - run);
         run = i + 1;
         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
@@ -103,6 +122,17 @@ void cs_jw_str(struct cs_jw *w, const char *s, size_t n) {
     }
     put(w, s + run, n - run);
     put(w, "\"", 1);
+}
+
+size_t cs_json_string(const char *s, size_t n, char *out, size_t cap, uint64_t *replaced) {
+    struct cs_jw w;   // no descriptor: what fits in its buffer is never flushed
+    cs_jw_begin(&w, -1, sizeof w.buf);
+    cs_jw_str(&w, s, n);
+    size_t len = w.over || cap == 0 ? 0 : w.len < cap - 1 ? w.len : cap - 1;
+    memcpy(out, w.buf, len);
+    if (cap) out[len] = 0;
+    *replaced = w.not_utf8;
+    return len;
 }
 
 void cs_jw_cstr(struct cs_jw *w, const char *s) { cs_jw_str(w, s, strlen(s)); }

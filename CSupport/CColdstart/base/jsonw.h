@@ -41,10 +41,10 @@ void cs_jw_key(struct cs_jw *w, const char *key);
 /// Flushes the buffer; returns 0 unless a write failed.
 int cs_jw_flush(struct cs_jw *w);
 
-/// The length of s[0, n) less a UTF-8 sequence the end cuts short: where a
-/// string was cut at a byte bound (a kernel's 15-byte thread name, a 255-byte
-/// mark), the cut moves back to a character boundary. Async-signal-safe (pure).
-size_t cs_utf8_cut(const char *s, size_t n);
+/// cs_utf8_cut (coldstart_testing.h): where a string was cut at a byte bound
+/// (a kernel's 15-byte thread name, a 255-byte mark), the cut moves back to a
+/// character boundary. Async-signal-safe (pure).
+#include "include/coldstart_testing.h"
 
 /// Formats v in decimal into out (at least 21 bytes); returns the length.
 size_t cs_format_u64(uint64_t v, char *out);

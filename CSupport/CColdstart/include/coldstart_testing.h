@@ -56,6 +56,15 @@ int cs_parse_schedstat(const char *buf, size_t len, uint64_t *run_ns, uint64_t *
 /// major fault counts (fields 10 and 12), counting after the last ')'. 0 or -1.
 int cs_parse_task_stat(const char *buf, size_t len, char *state, uint64_t *minflt, uint64_t *majflt);
 
+/// A string as the timeline writer writes it (quoted, escaped, always
+/// UTF-8: a byte that is not part of a well-formed sequence becomes U+FFFD)
+/// into `out` (cap bytes, NUL-terminated, at most 64 KiB); returns its
+/// length, and in *replaced how many bytes became U+FFFD.
+size_t cs_json_string(const char *s, size_t n, char *out, size_t cap, uint64_t *replaced);
+
+/// The length of s[0, n) less a UTF-8 sequence the end cuts short.
+size_t cs_utf8_cut(const char *s, size_t n);
+
 /// Builds this process's module table both ways Coldstart can (one
 /// PROCMAP_QUERY per executable mapping, and the /proc/self/maps text) and
 /// compares them: 1 equal, 0 not, -1 this kernel has no PROCMAP_QUERY (or
