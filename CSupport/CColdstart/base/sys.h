@@ -86,7 +86,8 @@ void cs_prefault(void *p, size_t bytes);
 /// watcher's per-thread files (3 each).
 #define CS_FD_SHARE 4
 #define CS_FD_RESERVE 12
-/// Reads RLIMIT_NOFILE into cs_g.proc.fd_limit, at start-up. Async-signal-safe.
+/// Reads RLIMIT_NOFILE into cs_g.proc.fd_limit, once, at start-up (getrlimit:
+/// a plain system call, though not on POSIX's async-signal-safe list).
 void cs_fd_budget_read(void);
 /// Coldstart's share of the limit: at most this many descriptors at once.
 /// Async-signal-safe (pure).
