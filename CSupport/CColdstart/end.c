@@ -43,6 +43,9 @@ static void on_abandon_signal(int sig) {
 
 static void on_process_exit(int status, void *arg) {
     (void)arg;
+    // The copies of this handler after the one that wrote (cs_end_arm): one
+    // load each, no system call, on the host's exit.
+    if (atomic_load_explicit(&cs_g.out.written, memory_order_acquire)) return;
     cs_end_launch(status == 0 ? CS_END_EXIT : CS_END_ERROR_EXIT, status);
 }
 
