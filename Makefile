@@ -7,7 +7,7 @@ DEMO_RUNS ?= .build/demo-runs
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test check-c fixtures bench bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
+.PHONY: deps demo test test-arm64 check-c fixtures bench bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -28,6 +28,13 @@ test: deps check-c fixtures
 	$(SWIFT) build
 	$(MAKE) audit-module
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) $(SWIFT) test --disable-swift-testing
+
+# The capture layer on arm64, under emulation: cross-built with Debian's
+# aarch64 compiler, run on Debian's arm64 kernel in qemu-system-aarch64, its
+# timelines checked by this machine's CLI (docs/arm64.md). A few minutes.
+test-arm64: deps
+	$(SWIFT) build --product coldstart
+	scripts/test-arm64.sh "$$($(SWIFT) build --show-bin-path)/coldstart"
 
 # The CLI with the Swift runtime linked statically: it maps none of the Swift
 # libraries, so `coldstart run --cold` cannot keep the app's pages cached.

@@ -20,6 +20,7 @@
 #include "jsonw.h"
 #include "procparse.h"
 #include "sys.h"
+#include "arch.h"
 #include "watch.h"
 #include "smp.h"
 

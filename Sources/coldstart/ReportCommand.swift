@@ -10,6 +10,7 @@ enum ReportCommand: Command {
     static let help = """
     Usage: coldstart report FILE [--full | --json | --html OUT] [--min-ms MS] [--min-percent P]
                                  [--top N] [--phase NAME] [--thread NAME|TID] [--tree-depth N]
+                                 [--root DIR]
            coldstart report DIR [--json] [--top N]
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
@@ -75,6 +76,9 @@ enum ReportCommand: Command {
       --thread NAME|TID  Sampled sections for that thread only ("main" is the
                          process's first thread).
       --tree-depth N     Call-tree levels below the roots (default 12).
+      --root DIR         Read the launch's binaries under DIR: the root of the
+                         file system the launch ran in (a container's, an
+                         emulated or another machine's). Build-ids must match.
       --help    Show this text.
 
     Exit status: 0 printed; 1 the file is missing, empty, truncated, not JSON
@@ -93,19 +97,21 @@ enum ReportCommand: Command {
         let thread = try arguments.option("--thread")
         let html = try arguments.option("--html")
         options.treeDepth = try arguments.number("--tree-depth", in: 0...10_000) ?? options.treeDepth
+        let root = try arguments.option("--root")
         let path = try arguments.positional("FILE (a timeline written with COLDSTART=1)")
         try arguments.finish()
         var info = stat()
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             let fileOnly = [("--full", full), ("--html", html != nil), ("--phase", options.phase != nil), ("--thread", thread != nil),
-                            ("--min-ms", options.minMs != 0), ("--min-percent", options.minPercent != 0), ("--tree-depth", options.treeDepth != 12)]
+                            ("--min-ms", options.minMs != 0), ("--min-percent", options.minPercent != 0), ("--tree-depth", options.treeDepth != 12), ("--root", root != nil)]
             if let option = fileOnly.first(where: \.1)?.0 {
                 throw UsageError(message: "\(option) is for one timeline FILE; a directory takes --json and --top")
             }
             return try pool(path, top: options.top, json: json)
         }
 
-        let timeline = try Timeline(contentsOf: path)
+        var timeline = try Timeline(contentsOf: path)
+        if let root { timeline.readModules(under: root) }
         let analysis: LaunchAnalysis
         do {
             if let thread { options.thread = try ProfileOptions.thread(named: thread, in: timeline, path: path) }

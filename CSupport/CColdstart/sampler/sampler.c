@@ -114,7 +114,7 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
     uint32_t stride = atomic_load(&S->stride);
     uint32_t tick = atomic_fetch_add(&S->ticks, 1);
     if (t && (stride <= 1 || tick % stride == 0)) {
-        uintptr_t tcb = cs_fs_base();
+        uintptr_t tcb = cs_thread_pointer();
         if (t->tcb != tcb) {
             // A new thread (or a recycled tid): libunwind's TLS starts empty.
             memset(t->tls, 0, sizeof t->tls);
@@ -189,8 +189,8 @@ static bool open_clock(enum cs_smp_clock clock) {
 }
 
 void cs_sampler_start(void) {
-#if !defined(__x86_64__)
-    if (cs_g.cfg.sampler_set) cs_warn("stack sampling supports x86_64 only; sampling off", NULL);
+#if !CS_ARCH_SUPPORTED
+    if (cs_g.cfg.sampler_set) cs_warn("stack sampling supports x86_64 and aarch64 only; sampling off", NULL);
     return;
 #else
     if (S->started) return;
@@ -236,7 +236,7 @@ void cs_sampler_start(void) {
     cs_safe_read_init();
     // The main thread's slot first: libunwind's warm-up below uses its TLS.
     struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
-    main_slot->tcb = cs_fs_base();
+    main_slot->tcb = cs_thread_pointer();
     cs_smp_index_tcb(main_slot->tcb, main_slot);
     // libunwind is loaded by the scan thread once main runs (~0.6 ms the host's
     // main thread no longer waits for); samples before that walk frame pointers.

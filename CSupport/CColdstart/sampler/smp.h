@@ -318,14 +318,6 @@ uint16_t cs_smp_boost_flags(struct cs_smp_thread *t);
 /// thread) into the sample buffers, leaf first, and frees the ring's space.
 /// One caller at a time per ring: the scan-flag holder, or the stopper.
 void cs_smp_drain(struct cs_smp_thread *t);
-/// The calling thread's %fs base (its TCB). Async-signal-safe.
-static inline uintptr_t cs_fs_base(void) {
-    uintptr_t v = 0;
-#if defined(__x86_64__)
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(v));
-#endif
-    return v;
-}
 
 // ---- smpunwind.c ----
 /// Loads libunwind privately and redirects its loader and TLS calls (see the

@@ -65,25 +65,17 @@ int cs_smp_signal_for(int tid) {
 #define SYS_close_range 436
 #endif
 
-#if defined(__x86_64__)
-// A system call without errno: the helper runs on the scan thread's TLS.
-static long raw_syscall(long n, long a1, long a2, long a3, long a4, long a5) {
-    long ret;
-    register long r10 __asm__("r10") = a4;
-    register long r8 __asm__("r8") = a5;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
-    return ret;
-}
-
+#if CS_ARCH_SUPPORTED
 // The helper's whole life: system calls only, on its own small stack. It
 // says it is done while its event is still open (then exits, closing it).
 static int helper_main(void *arg) {
     const struct perf_event_attr *dummy = arg;
-    if (raw_syscall(SYS_close_range, 0, ~0L, 0, 0, 0) == 0)
-        raw_syscall(SYS_perf_event_open, (long)dummy, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    // System calls without errno: the helper runs on the scan thread's TLS.
+    if (cs_raw_syscall(SYS_close_range, 0, ~0L, 0, 0, 0) == 0)
+        cs_raw_syscall(SYS_perf_event_open, (long)dummy, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     atomic_store(&S->warm_done, 1);
-    raw_syscall(SYS_futex, (long)&S->warm_done, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, 0, 0);
-    raw_syscall(SYS_exit, 0, 0, 0, 0, 0);
+    cs_raw_syscall(SYS_futex, (long)&S->warm_done, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, 0, 0);
+    cs_raw_syscall(SYS_exit, 0, 0, 0, 0, 0);
     return 0;
 }
 #endif
@@ -91,7 +83,7 @@ static int helper_main(void *arg) {
 #define CS_HELPER_STACK (16 * 1024)
 
 void cs_smp_warm_start(void) {
-#if defined(__x86_64__)
+#if CS_ARCH_SUPPORTED
     static const struct perf_event_attr dummy = {
         .type = PERF_TYPE_SOFTWARE, .size = sizeof dummy, .config = PERF_COUNT_SW_DUMMY,
         .disabled = 1, .exclude_kernel = 1, .exclude_hv = 1,

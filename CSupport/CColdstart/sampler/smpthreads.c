@@ -80,7 +80,7 @@ void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t) {
 }
 
 struct cs_smp_thread *cs_sampler_current_thread(void) {
-    uintptr_t tcb = cs_fs_base();
+    uintptr_t tcb = cs_thread_pointer();
     for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
         uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
         uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);

@@ -165,8 +165,8 @@ static int hook_access_mem(void *as, uintptr_t addr, uintptr_t *val, int write, 
 // Puts hook_access_mem in front of the local address space's reader.
 static void wrap_access_mem(const struct cs_dl *dl, void *h) {
     typedef void **(*get_accessors_fn)(void *);
-    get_accessors_fn get = (get_accessors_fn)dl->sym(h, "_Ux86_64_get_accessors");
-    void **local = dl->sym(h, "_ULx86_64_local_addr_space");
+    get_accessors_fn get = (get_accessors_fn)dl->sym(h, CS_UNW_NAME("get_accessors"));
+    void **local = dl->sym(h, CS_UNW_LOCAL_NAME("local_addr_space"));
     if (!get || !local || !*local) return;
     void **acc = get(*local);   // unw_accessors_t: access_mem is its fourth member
     if (!acc || !acc[3]) return;
@@ -257,8 +257,8 @@ bool cs_unwind_usable(void) {
 }
 
 bool cs_unwind_load(void) {
-#if !defined(__x86_64__)
-    return fail("libunwind sampling needs x86_64; using frame pointers", NULL);
+#if !CS_ARCH_SUPPORTED
+    return fail("libunwind sampling needs x86_64 or aarch64; using frame pointers", NULL);
 #else
     struct cs_dl dl;
     if (!cs_dl_functions(&dl)) return false;
@@ -317,7 +317,7 @@ static int fp_walk(uintptr_t sp, uintptr_t fp, struct cs_smp_thread *t, uint64_t
     if (sp < t->stack_lo || sp >= t->stack_hi) probe_stack(t, sp);
     while (n < cap) {
         if (fp < sp || (fp & 7) || fp < t->stack_lo || fp + 16 > t->stack_hi) break;
-        uintptr_t next = ((const uintptr_t *)fp)[0], ret = ((const uintptr_t *)fp)[1];
+        uintptr_t next = ((const uintptr_t *)fp)[0], ret = cs_strip_return_address(((const uintptr_t *)fp)[1]);
         if (ret < PAGE) break;
         out[n++] = ret;
         if (next <= fp) break;
@@ -327,11 +327,9 @@ static int fp_walk(uintptr_t sp, uintptr_t fp, struct cs_smp_thread *t, uint64_t
 }
 
 int cs_unwind(void *ucv, struct cs_smp_thread *t, uint64_t *out, int cap) {
-#if defined(__x86_64__)
-    const ucontext_t *uc = ucv;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#if CS_ARCH_SUPPORTED
+    uintptr_t pc, sp, fp;
+    cs_ucontext_regs(ucv, &pc, &sp, &fp);
     out[0] = pc;
     if (S->unwinder == CS_UNW_LIBUNWIND && atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
         // The readable top of this stack, for the memory reader (hook_access_mem).

@@ -1,10 +1,12 @@
-// What a blocked thread waits for: the x86_64 system calls it is commonly
+// What a blocked thread waits for: the system calls (x86_64's or aarch64's
+// numbers) it is commonly
 // seen in, their causes (watch.h), and the classification of a blocked
 // observation (watchfd.c names the file or peer).
 #include "internal.h"
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 const char *const cs_watch_cause_names[CS_CAUSE_COUNT] = {
     [CS_CAUSE_RUNNING] = "running",       [CS_CAUSE_FILE_READ] = "file-read",
@@ -17,10 +19,11 @@ const char *const cs_watch_cause_names[CS_CAUSE_COUNT] = {
 };
 
 
-// ---- syscalls (x86_64) ----
+// ---- syscalls ----
 
 // The calls a thread is commonly seen blocked in; the rest are "other" with
 // their number. Sorted by number (binary search).
+#if defined(__x86_64__)
 static const struct cs_syscall_info syscalls[] = {
     {0, CS_CAUSE_FILE_READ, CS_ARG_FD0, "read"},
     {1, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "write"},
@@ -109,6 +112,85 @@ static const struct cs_syscall_info syscalls[] = {
     {441, CS_CAUSE_EVENTS, CS_ARG_NONE, "epoll_pwait2"},
     {449, CS_CAUSE_LOCK, CS_ARG_NONE, "futex_waitv"},
 };
+#else
+// aarch64 (and every other architecture of the kernel's generic numbering,
+// asm-generic/unistd.h): only the *at, p* and epoll_pwait forms of the calls
+// above exist there.
+static const struct cs_syscall_info syscalls[] = {
+    {4, CS_CAUSE_EVENTS, CS_ARG_NONE, "io_getevents"},
+    {22, CS_CAUSE_EVENTS, CS_ARG_NONE, "epoll_pwait"},
+    {25, CS_CAUSE_LOCK, CS_ARG_FD0, "fcntl"},
+    {29, CS_CAUSE_OTHER, CS_ARG_FD0, "ioctl"},
+    {32, CS_CAUSE_LOCK, CS_ARG_FD0, "flock"},
+    {34, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "mkdirat"},
+    {35, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "unlinkat"},
+    {38, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "renameat"},
+    {43, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH0, "statfs"},
+    {45, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH0, "truncate"},
+    {46, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "ftruncate"},
+    {47, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "fallocate"},
+    {48, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "faccessat"},
+    {49, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH0, "chdir"},
+    {56, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "openat"},
+    {57, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "close"},
+    {61, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "getdents64"},
+    {63, CS_CAUSE_FILE_READ, CS_ARG_FD0, "read"},
+    {64, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "write"},
+    {65, CS_CAUSE_FILE_READ, CS_ARG_FD0, "readv"},
+    {66, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "writev"},
+    {67, CS_CAUSE_FILE_READ, CS_ARG_FD0, "pread64"},
+    {68, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "pwrite64"},
+    {69, CS_CAUSE_FILE_READ, CS_ARG_FD0, "preadv"},
+    {70, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "pwritev"},
+    {71, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "sendfile"},
+    {72, CS_CAUSE_EVENTS, CS_ARG_NONE, "pselect6"},
+    {73, CS_CAUSE_EVENTS, CS_ARG_NONE, "ppoll"},
+    {76, CS_CAUSE_FILE_READ, CS_ARG_FD0, "splice"},
+    {78, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "readlinkat"},
+    {79, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "newfstatat"},
+    {80, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "fstat"},
+    {81, CS_CAUSE_FILE_SYSTEM, CS_ARG_NONE, "sync"},
+    {82, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "fsync"},
+    {83, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "fdatasync"},
+    {84, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "sync_file_range"},
+    {95, CS_CAUSE_CHILD, CS_ARG_NONE, "waitid"},
+    {98, CS_CAUSE_LOCK, CS_ARG_NONE, "futex"},
+    {101, CS_CAUSE_SLEEP, CS_ARG_NONE, "nanosleep"},
+    {115, CS_CAUSE_SLEEP, CS_ARG_NONE, "clock_nanosleep"},
+    {133, CS_CAUSE_SLEEP, CS_ARG_NONE, "rt_sigsuspend"},
+    {202, CS_CAUSE_NETWORK, CS_ARG_FD0, "accept"},
+    {203, CS_CAUSE_NETWORK, CS_ARG_FD0, "connect"},
+    {206, CS_CAUSE_NETWORK, CS_ARG_FD0, "sendto"},
+    {207, CS_CAUSE_NETWORK, CS_ARG_FD0, "recvfrom"},
+    {210, CS_CAUSE_NETWORK, CS_ARG_FD0, "shutdown"},
+    {211, CS_CAUSE_NETWORK, CS_ARG_FD0, "sendmsg"},
+    {212, CS_CAUSE_NETWORK, CS_ARG_FD0, "recvmsg"},
+    {213, CS_CAUSE_FILE_READ, CS_ARG_FD0, "readahead"},
+    {214, CS_CAUSE_MEMORY, CS_ARG_NONE, "brk"},
+    {215, CS_CAUSE_MEMORY, CS_ARG_NONE, "munmap"},
+    {216, CS_CAUSE_MEMORY, CS_ARG_NONE, "mremap"},
+    {221, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH0, "execve"},
+    {222, CS_CAUSE_MEMORY, CS_ARG_NONE, "mmap"},
+    {226, CS_CAUSE_MEMORY, CS_ARG_NONE, "mprotect"},
+    {227, CS_CAUSE_FILE_SYSTEM, CS_ARG_NONE, "msync"},
+    {233, CS_CAUSE_MEMORY, CS_ARG_NONE, "madvise"},
+    {242, CS_CAUSE_NETWORK, CS_ARG_FD0, "accept4"},
+    {243, CS_CAUSE_NETWORK, CS_ARG_FD0, "recvmmsg"},
+    {260, CS_CAUSE_CHILD, CS_ARG_NONE, "wait4"},
+    {267, CS_CAUSE_FILE_SYSTEM, CS_ARG_FD0, "syncfs"},
+    {269, CS_CAUSE_NETWORK, CS_ARG_FD0, "sendmmsg"},
+    {276, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "renameat2"},
+    {285, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "copy_file_range"},
+    {286, CS_CAUSE_FILE_READ, CS_ARG_FD0, "preadv2"},
+    {287, CS_CAUSE_FILE_WRITE, CS_ARG_FD0, "pwritev2"},
+    {291, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "statx"},
+    {426, CS_CAUSE_EVENTS, CS_ARG_NONE, "io_uring_enter"},
+    {437, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "openat2"},
+    {439, CS_CAUSE_FILE_SYSTEM, CS_ARG_PATH1, "faccessat2"},
+    {441, CS_CAUSE_EVENTS, CS_ARG_NONE, "epoll_pwait2"},
+    {449, CS_CAUSE_LOCK, CS_ARG_NONE, "futex_waitv"},
+};
+#endif
 
 // The syscall's table entry (a binary search), or NULL when unknown.
 // Async-signal-safe.
@@ -148,7 +230,7 @@ void cs_watch_classify(struct cs_watch_seg *seg) {
             seg->cause = CS_CAUSE_EVENTS;
     }
     // fcntl blocks only in F_SETLKW / F_OFD_SETLKW; other commands are I/O-free.
-    if (seg->nr == 72 && seg->args[1] != F_SETLKW && seg->args[1] != 38 /* F_OFD_SETLKW */)
+    if (seg->nr == SYS_fcntl && seg->args[1] != F_SETLKW && seg->args[1] != 38 /* F_OFD_SETLKW */)
         seg->cause = CS_CAUSE_OTHER;
 }
 

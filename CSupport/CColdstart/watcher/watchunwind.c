@@ -5,7 +5,7 @@
 // Why libunwind's *remote* API over our own memory: `unw_init_local` unwinds
 // the calling thread (or a ucontext) and reads memory by dereferencing it, so
 // a stale stack would crash the host; the local library refuses
-// `unw_init_remote`. libunwind-x86_64.so.8 (same Debian package as the
+// `unw_init_remote`. libunwind-x86_64.so.8 or -aarch64.so.8 (same Debian package as the
 // sampler's libunwind.so.8) takes our accessors instead: memory is read with
 // process_vm_readv on our own pid, which returns an error rather than faulting;
 // unwind tables are found with dl_iterate_phdr and PT_GNU_EH_FRAME, searched by
@@ -25,7 +25,17 @@
 #include <link.h>
 #include <string.h>
 #include <sys/uio.h>
+#if defined(__x86_64__)
 #include <libunwind-x86_64.h>
+#define PC_REG UNW_X86_64_RIP
+#define SP_REG UNW_X86_64_RSP
+#define FP_REG UNW_X86_64_RBP
+#elif defined(__aarch64__)
+#include <libunwind-aarch64.h>
+#define PC_REG UNW_AARCH64_PC
+#define SP_REG UNW_AARCH64_SP
+#define FP_REG UNW_AARCH64_X29
+#endif
 
 typedef unw_addr_space_t (*create_as_fn)(unw_accessors_t *, int);
 typedef int (*init_remote_fn)(unw_cursor_t *, unw_addr_space_t, void *);
@@ -78,9 +88,9 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, in
     (void)as;
     (void)arg;
     if (write) return -UNW_EINVAL;
-    if (reg == UNW_X86_64_RIP) { *val = cs_g.watch.unwind_regs[0]; return 0; }
-    if (reg == UNW_X86_64_RSP) { *val = cs_g.watch.unwind_regs[1]; return 0; }
-    if (reg == UNW_X86_64_RBP && cs_g.watch.unwind_has_rbp) { *val = cs_g.watch.unwind_regs[2]; return 0; }
+    if (reg == PC_REG) { *val = cs_g.watch.unwind_regs[0]; return 0; }
+    if (reg == SP_REG) { *val = cs_g.watch.unwind_regs[1]; return 0; }
+    if (reg == FP_REG && cs_g.watch.unwind_has_rbp) { *val = cs_g.watch.unwind_regs[2]; return 0; }
     return -UNW_EBADREG;
 }
 
@@ -158,22 +168,22 @@ bool cs_offcpu_ready(void) {
     if (wt->unwind_state) return wt->unwind_state > 0;
     wt->unwind_state = -1;
     static const char *const names[] = {
-        [FN_CREATE] = "_Ux86_64_create_addr_space", [FN_INIT] = "_Ux86_64_init_remote",
-        [FN_STEP] = "_Ux86_64_step", [FN_GET_REG] = "_Ux86_64_get_reg",
-        [FN_SEARCH] = "_Ux86_64_dwarf_search_unwind_table", [FN_POLICY] = "_Ux86_64_set_caching_policy",
+        [FN_CREATE] = CS_UNW_NAME("create_addr_space"), [FN_INIT] = CS_UNW_NAME("init_remote"),
+        [FN_STEP] = CS_UNW_NAME("step"), [FN_GET_REG] = CS_UNW_NAME("get_reg"),
+        [FN_SEARCH] = CS_UNW_NAME("dwarf_search_unwind_table"), [FN_POLICY] = CS_UNW_NAME("set_caching_policy"),
     };
     struct cs_dl dl;
     if (!cs_dl_functions(&dl)) return false;   // a static program: blocked time without stacks
-    void *lib = dl.open("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    void *lib = dl.open(CS_UNW_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE to load libunwind-x86_64.so.8; off-CPU time will have no stacks"
-                                        : "libunwind-x86_64.so.8 not found (Debian: libunwind8); off-CPU time will have no stacks", NULL);
+        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE to load " CS_UNW_LIBRARY "; off-CPU time will have no stacks"
+                                        : CS_UNW_LIBRARY " not found (Debian: libunwind8); off-CPU time will have no stacks", NULL);
         return false;
     }
     for (int i = 0; i < 6; i++) {
         wt->unwind_fn[i] = dl.sym(lib, names[i]);
         if (!wt->unwind_fn[i]) {
-            cs_warn("libunwind-x86_64.so.8 lacks ", names[i]);
+            cs_warn(CS_UNW_LIBRARY " lacks ", names[i]);
             dl.close(lib);
             return false;
         }
@@ -209,23 +219,35 @@ static int in_executable(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
-// Whether `ret` can be a return address: code of a loaded object, right after
-// a call (E8 rel32, or FF /2 in its 2-, 3-, 6- or 7-byte forms).
+// Whether `ret` can be a return address: it lies in loaded code, right after
+// a call (x86_64: E8 rel32, or FF /2 in its 2-, 3-, 6- or 7-byte forms;
+// aarch64: BL, BLR, or the pointer-authenticating BLRAA/BLRAB forms).
 static bool return_address(uint64_t ret) {
+#if defined(__x86_64__)
     unsigned char b[8];
     if (ret < 4096 || !read_own(ret - 8, b, 8)) return false;
     bool call = b[3] == 0xE8;
     static const int back[] = {2, 3, 6, 7};
     for (int i = 0; i < 4 && !call; i++)
         call = b[8 - back[i]] == 0xFF && ((b[9 - back[i]] >> 3) & 7) == 2;
+#else
+    uint32_t insn;
+    if (ret < 4096 || (ret & 3) || !read_own(ret - 4, &insn, 4)) return false;
+    bool call = (insn & 0xFC000000u) == 0x94000000u         // BL
+                || (insn & 0xFFFFFC1Fu) == 0xD63F0000u      // BLR
+                || (insn & 0xFEFFF800u) == 0xD63F0800u;     // BLRAA, BLRAB, BLRAAZ, BLRABZ
+#endif
     return call && dl_iterate_phdr(in_executable, &ret) == 1;
 }
 
-// A frame record at r ([r] the caller's rbp, [r + 8] the return address),
-// checked two deep: a stale pair on the stack rarely chains.
+// A frame record at r ([r] the caller's frame pointer, [r + 8] the return
+// address: rbp/ret on x86_64, x29/x30 on aarch64), checked two deep: a stale
+// pair on the stack rarely chains.
 static bool frame_record(uint64_t r, int depth) {
     uint64_t pair[2];
-    if (!read_own(r, &pair[0], 8) || !read_own(r + 8, &pair[1], 8) || !return_address(pair[1])) return false;
+    if (!read_own(r, &pair[0], 8) || !read_own(r + 8, &pair[1], 8)) return false;
+    pair[1] = cs_strip_return_address(pair[1]);
+    if (!return_address(pair[1])) return false;
     if (pair[0] == 0 || depth == 0) return true;
     return pair[0] > r && pair[0] - r < (8u << 20) && (pair[0] & 7) == 0 && frame_record(pair[0], depth - 1);
 }

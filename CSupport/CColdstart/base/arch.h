@@ -1,0 +1,102 @@
+// Everything in the capture layer that differs between x86_64 and aarch64,
+// in one place: registers, the thread pointer, a raw system call, libunwind's
+// per-architecture names, and return addresses. Every function here is
+// async-signal-safe (inline, no calls).
+//
+// aarch64 notes (docs/arm64.md):
+// - A frame record is {x29 saved, x30 saved} at x29, as x86_64's {rbp, ret}
+//   at rbp, so the frame-pointer walk is the same once the registers are named.
+// - Pointer authentication (ARMv8.3 PAC, on Graviton 3+/Apple-silicon hosts,
+//   used by code built with -mbranch-protection) signs return addresses in
+//   their top bits. A return address read from a stack is stripped with
+//   XPACLRI, which is a NOP on cores without PAC, before it is recorded.
+#ifndef COLDSTART_ARCH_H
+#define COLDSTART_ARCH_H
+
+#include <stdint.h>
+#include <ucontext.h>
+
+#if defined(__x86_64__)
+#define CS_ARCH_NAME "x86_64"
+#define CS_UNW_LIBRARY "libunwind-x86_64.so.8"
+#define CS_UNW_NAME(fn) ("_Ux86_64_" fn)
+#define CS_UNW_LOCAL_NAME(fn) ("_ULx86_64_" fn)
+#define CS_ARCH_SUPPORTED 1
+#elif defined(__aarch64__)
+#define CS_ARCH_NAME "aarch64"
+#define CS_UNW_LIBRARY "libunwind-aarch64.so.8"
+#define CS_UNW_NAME(fn) ("_Uaarch64_" fn)
+#define CS_UNW_LOCAL_NAME(fn) ("_ULaarch64_" fn)
+#define CS_ARCH_SUPPORTED 1
+#else
+#define CS_ARCH_NAME "unsupported"
+#define CS_ARCH_SUPPORTED 0  // no sampler, no blocked stacks: phases and marks only
+#endif
+
+/// The calling thread's thread pointer (x86_64 %fs base, aarch64 TPIDR_EL0):
+/// glibc's TCB, which identifies the thread without a system call.
+static inline uintptr_t cs_thread_pointer(void) {
+    uintptr_t v = 0;
+#if defined(__x86_64__)
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(v));
+#elif defined(__aarch64__)
+    __asm__ volatile("mrs %0, tpidr_el0" : "=r"(v));
+#endif
+    return v;
+}
+
+/// A system call that sets no errno: for code running on a thread with no
+/// TLS of its own (a raw clone). Returns -errno on failure.
+static inline long cs_raw_syscall(long n, long a1, long a2, long a3, long a4, long a5) {
+    long ret;
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8") = a5;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a1;
+    register long x1 __asm__("x1") = a2;
+    register long x2 __asm__("x2") = a3;
+    register long x3 __asm__("x3") = a4;
+    register long x4 __asm__("x4") = a5;
+    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+    ret = x0;
+#else
+    (void)n; (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+    ret = -38;  // ENOSYS
+#endif
+    return ret;
+}
+
+/// The interrupted program counter, stack pointer and frame pointer of a
+/// signal's ucontext.
+static inline void cs_ucontext_regs(const void *ucv, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp) {
+    const ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    *pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    *sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    *fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+    *pc = (uintptr_t)uc->uc_mcontext.pc;
+    *sp = (uintptr_t)uc->uc_mcontext.sp;
+    *fp = (uintptr_t)uc->uc_mcontext.regs[29];
+#else
+    (void)uc;
+    *pc = *sp = *fp = 0;
+#endif
+}
+
+/// A return address as read from a stack, without a pointer-authentication
+/// code (aarch64); unchanged elsewhere.
+static inline uint64_t cs_strip_return_address(uint64_t ra) {
+#if defined(__aarch64__)
+    register uint64_t x30 __asm__("x30") = ra;
+    __asm__("hint #7" : "+r"(x30));  // XPACLRI
+    return x30;
+#else
+    return ra;
+#endif
+}
+
+#endif

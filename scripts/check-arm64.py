@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Checks the arm64 launches of scripts/test-arm64.sh with the x86_64 CLI.
+
+Usage: check-arm64.py COLDSTART_CLI CONSOLE_LOG OUT_DIR IMAGE_DIR
+Splits the console log into one timeline per run, has `coldstart report
+--json --root IMAGE_DIR` read each (which validates it and names its frames
+from the image's aarch64 binaries), and asserts what the test host did:
+counts, shares and names only, since emulated times mean nothing."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+cli, console, out_dir, image = sys.argv[1:5]
+log = open(console, errors="replace").read().replace("\r", "")
+os.makedirs(out_dir, exist_ok=True)
+runs = {m.group(1): (int(m.group(2)), m.group(3))
+        for m in re.finditer(r"=== coldstart-arm64 run (\S+) exit (\d+)\n(.*?)\n=== coldstart-arm64 end", log, re.S)}
+passed, failed = 0, 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}{': ' + detail if detail else ''}")
+
+
+check("the emulated system ran every configuration", set(runs) == {"default", "fp", "nowatch"}, f"runs seen: {sorted(runs)}; console: {console}")
+for run, (status, text) in sorted(runs.items()):
+    path = os.path.join(out_dir, run + ".json")
+    with open(path, "w") as f:
+        f.write(text)
+    check(f"{run}: the host exited 0", status == 0, f"exit {status}")
+    proc = subprocess.run([cli, "report", "--json", "--root", image, path], capture_output=True, text=True)
+    check(f"{run}: coldstart report reads the timeline", proc.returncode == 0, proc.stderr.strip()[:400])
+    if proc.returncode != 0:
+        continue
+    report = json.loads(proc.stdout)
+    marks = [m["name"] for m in report.get("marks", [])]
+    check(f"{run}: marks recorded", marks[:2] == ["config loaded", "store opened"], str(marks))
+    check(f"{run}: the launch completed at ready()", report["launch"].get("completed") is True and "ready()" in str(report["launch"].get("completion")),
+          str(report["launch"].get("completion")))
+    profile = report.get("profile") or {}
+    sampling = profile.get("sampling") or {}
+    samples = sampling.get("samples", 0)
+    check(f"{run}: stacks sampled with the perf task clock", sampling.get("clock") == "perf-task-clock" and samples >= 100,
+          f"clock {sampling.get('clock')}, {samples} samples")
+    rows = {r["name"]: r for r in (profile.get("overall") or {}).get("bySelf", [])}
+    totals = {}
+
+    def walk(node):
+        totals[node["name"]] = totals.get(node["name"], 0) + node["samples"]
+        for child in node.get("children", []):
+            walk(child)
+    for root in profile.get("callTree") or []:
+        walk(root)
+    hot = {"arm64_step", "arm64_spin"}
+    self_hot = sum(rows[n]["selfSamples"] for n in hot if n in rows)
+    check(f"{run}: the work is named from the aarch64 binary", samples > 0 and self_hot >= 0.8 * samples,
+          f"{self_hot} of {samples} samples in {sorted(hot)}; top: {list(rows)[:5]}")
+    load, store = totals.get("arm64_load_config", 0), totals.get("arm64_open_store", 0)
+    check(f"{run}: callers kept (arm64_load_config, arm64_open_store)", load > 0 and store > 0, f"{load}, {store}")
+    if load and store:
+        # 13 calls of 600k steps against 12 of 400k: 1.625, ±35% for emulation.
+        check(f"{run}: the callers' shares follow their work (13:8)", 1.05 <= store / load <= 2.2, f"{store}/{load} = {store / load:.2f}")
+    roots = [r["name"] for r in profile.get("callTree") or []]
+    check(f"{run}: one call-tree root, _start", roots[:1] == ["_start"] and (not roots[1:] or (profile["callTree"][1]["samples"] <= 0.05 * samples)), str(roots[:3]))
+    blocked = report.get("blockedTime")
+    if run == "nowatch":
+        check(f"{run}: no watcher", not blocked or not (blocked.get("threads")), "watch data present")
+        continue
+    threads = (blocked or {}).get("threads") or []
+    worker = [t for t in threads if t.get("name") != "main"]
+    main = [t for t in threads if t.get("name") == "main"]
+    check(f"{run}: the worker's wait on a pipe", any("pipe" in (t.get("mostlyBlockedOn") or "") for t in worker), json.dumps(worker)[:300])
+    main_phases = json.dumps((blocked or {}).get("phases") or [])
+    check(f"{run}: the main thread's sleep", main and main[0].get("blockedMs", 0) > 0 and "sleep" in main_phases, main_phases[:300])
+
+print(f"arm64: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
