@@ -38,14 +38,17 @@ let package = Package(
         // elfutils' libdw: names, inlined frames and source lines from DWARF.
         .systemLibrary(name: "CDw", path: "CSupport/CDw", providers: [.apt(["libdw-dev"])]),
         .target(name: "ColdstartAnalysis", dependencies: ["CDw"]),
+        // The terminal's text (report, profile, findings, blocked time, fleet
+        // tables): rendered from ColdstartAnalysis's values, which never format.
+        .target(name: "ColdstartText", dependencies: ["ColdstartAnalysis"]),
         // Files for other tools (HTML page, pprof, folded stacks, speedscope),
         // made from ColdstartAnalysis's reports; never linked by the host.
         .systemLibrary(name: "CZlib", path: "CSupport/CZlib", providers: [.apt(["zlib1g-dev"])]),
-        .target(name: "ColdstartExport", dependencies: ["ColdstartAnalysis", "CZlib"]),
+        .target(name: "ColdstartExport", dependencies: ["ColdstartAnalysis", "ColdstartText", "CZlib"]),
         // The launcher's perf events (fork, attach, exec; ring buffers): CLI only.
         .target(name: "CLauncher", path: "CSupport/CLauncher", cSettings: [.define("_GNU_SOURCE")]),
         .target(name: "ColdstartAudit", path: "CSupport/ColdstartAudit", cSettings: [.define("_GNU_SOURCE")]),
-        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartExport", "CLauncher", "ColdstartBuildInfo"]),
+        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartText", "ColdstartExport", "CLauncher", "ColdstartBuildInfo"]),
         .executableTarget(
             name: "ServiceStartup",
             dependencies: ["Coldstart"],
@@ -54,7 +57,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ColdstartTests",
-            dependencies: ["ColdstartAnalysis", "ColdstartExport", "CColdstart", "CLauncher"],
+            dependencies: ["ColdstartAnalysis", "ColdstartText", "ColdstartExport", "CColdstart", "CLauncher"],
             resources: [.copy("Fixtures")]
         ),
     ]

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// Before `main`: what `coldstart run`'s launcher saw (docs/before-main.md)

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// The page's answer: the findings, right under the title, and the Swift

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// `coldstart report FILE --html OUT`: the launch as one self-contained page.

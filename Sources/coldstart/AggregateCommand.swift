@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import ColdstartExport
 import Foundation
 

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// `coldstart compare BASE NEW`: is NEW's launch slower than BASE's, beyond noise?

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// What standard output is: its width and whether it takes colour.

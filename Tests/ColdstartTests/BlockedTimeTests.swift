@@ -1,5 +1,6 @@
 import CColdstart
 @testable import ColdstartAnalysis
+@testable import ColdstartText
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+@testable import ColdstartText
 import XCTest
 
 /// Function names clipped to a table column: two different functions must

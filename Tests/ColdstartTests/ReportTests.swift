@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+@testable import ColdstartText
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+@testable import ColdstartText
 @testable import ColdstartExport
 import Foundation
 import XCTest

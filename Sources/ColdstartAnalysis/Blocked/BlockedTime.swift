@@ -14,7 +14,7 @@ extension LaunchReport {
     /// watcher saw at its looks, so a cause is known to one look period.
     package struct BlockedTime: Codable, Sendable {
         package var watcher: Watcher
-        var mainTid: Int
+        package var mainTid: Int
         /// The app's launch from the watcher's first look to the end, then each phase.
         package var launch: PhaseSplit
         package var phases: [PhaseSplit]
@@ -44,12 +44,12 @@ extension LaunchReport {
             package var lookPeriodMs: Double
             /// The watcher's own CPU time, and per second it ran.
             package var cpuMs: Double
-            var cpuMsPerSecond: Double
-            var tickMedianUs: Double
-            var tickP99Us: Double
+            package var cpuMsPerSecond: Double
+            package var tickMedianUs: Double
+            package var tickP99Us: Double
             package var cpus: Int?
             /// "libunwind-remote", "unavailable" or "none-needed".
-            var stackUnwinder: String
+            package var stackUnwinder: String
             /// Things the report may be missing, one sentence each.
             package var notes: [String]
             /// When the launch had ended: the watcher saw none of it if it
@@ -224,11 +224,11 @@ extension LaunchReport.BlockedTime.Watcher {
             notes.append("the watcher ran out of room for \(count) \(what)")
         }
         if watch.startNs > 0 {
-            notes.append("the watcher started \(LaunchReport.format(startMs, decimals: 2)) ms after the process start: time before that is \"not watched\"")
+            notes.append("the watcher started \(Figure.format(startMs, decimals: 2)) ms after the process start: time before that is \"not watched\"")
         }
         if launchEndNs > watch.stopNs {
             let why = ["time-limit": " (its 2-minute limit)", "buffer-full": " (its buffers were full)"][watch.stopReason] ?? ""
-            notes.append("the watcher stopped before the launch ended\(why): time after \(LaunchReport.format(stopMs, decimals: 2)) ms is \"not watched\"")
+            notes.append("the watcher stopped before the launch ended\(why): time after \(Figure.format(stopMs, decimals: 2)) ms is \"not watched\"")
         }
         self.notes = notes
     }

@@ -57,7 +57,7 @@ extension LaunchAnalysis {
             return "No samples: the sampling clock never ran before the launch ended (a kernel with no perf event open "
                 + "makes the first one wait 10–18 ms). → \(advice)"
         }
-        return "No samples: the launch ended before the first sampling period (\(LaunchReport.format(sampling.requestedHz, decimals: 0)) Hz). → \(advice)"
+        return "No samples: the launch ended before the first sampling period (\(Figure.format(sampling.requestedHz, decimals: 0)) Hz). → \(advice)"
     }
 }
 

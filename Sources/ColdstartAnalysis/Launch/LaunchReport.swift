@@ -283,7 +283,7 @@ extension LaunchReport.Summary {
 
     static func describePrecision(source: String, precisionMs: Double) -> String {
         if source == "spawn-env" { return "exact (launcher timestamp)" }
-        let figure = LaunchReport.format(precisionMs, decimals: precisionMs.rounded() == precisionMs ? 0 : 2)
+        let figure = Figure.format(precisionMs, decimals: precisionMs.rounded() == precisionMs ? 0 : 2)
         if source == "thread-cpu" {
             return "±\(figure) ms: estimated from the main thread's CPU and run-queue time (no launcher timestamp)"
         }
@@ -296,7 +296,7 @@ extension LaunchReport.Summary {
     static func describeCompletion(
         reason: String, completed: Bool, totalMs: Double, exitStatus: Int?, signal: String?, endPhase: String?
     ) -> String {
-        let after = "\(LaunchReport.format(totalMs, decimals: 1)) ms after start"
+        let after = "\(Figure.format(totalMs, decimals: 1)) ms after start"
         let during = endPhase.map { ", during phase '\($0)'" } ?? ""
         switch reason {
         case "ready":
@@ -319,12 +319,6 @@ extension LaunchReport {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
-    }
-
-    /// `value` with a fixed number of decimals, in the C locale; "?" when not finite.
-    static func format(_ value: Double, decimals: Int) -> String {
-        guard value.isFinite else { return "?" }
-        return String(format: "%.\(decimals)f", value)
     }
 
     /// `parts` rounded to `decimals` so that the rounded figures add up to

@@ -103,12 +103,12 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
                 // Truncated to the tick: early by up to the precision, so
                 // the launch may be up to that much shorter.
                 parts.append(Part(name: "start time", ms: precision / 2, uncertaintyMs: precision / 2,
-                                  basis: "/proc starttime in clock ticks: up to \(LaunchReport.format(precision, decimals: 0)) ms early"))
+                                  basis: "/proc starttime in clock ticks: up to \(Figure.format(precision, decimals: 0)) ms early"))
             } else {
                 // Estimated from the main thread's clocks: late, if anything
                 // (0.05–0.08 ms median, docs/timeline-format.md), never early.
                 parts.append(Part(name: "start time", ms: 0, uncertaintyMs: precision,
-                                  basis: "estimated start (\(launch.startSource)), ±\(LaunchReport.format(precision, decimals: 2)) ms"))
+                                  basis: "estimated start (\(launch.startSource)), ±\(Figure.format(precision, decimals: 2)) ms"))
             }
         }
         if !linked {
@@ -131,7 +131,7 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
             ms = estimate
         } else if unknown.isEmpty {
             let widest = parts.max { $0.uncertaintyMs < $1.uncertaintyMs }
-            unknown.append("not known to \(Int(Self.tolerance * 100))%: ±\(LaunchReport.format(uncertaintyMs, decimals: 2)) ms, "
+            unknown.append("not known to \(Int(Self.tolerance * 100))%: ±\(Figure.format(uncertaintyMs, decimals: 2)) ms, "
                 + "mostly \(widest.map { "\($0.name) (\($0.basis))" } ?? "?")")
         }
         self.unknown = unknown.isEmpty ? nil : unknown.joined(separator: "; ")
@@ -167,10 +167,10 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         let handlerBasis: String
         if let total = sampling.handlerNs?.totalNs, signalSamples > 0 {
             handler = total / Double(signalSamples)
-            handlerBasis = "handler \(LaunchReport.format(handler / 1000, decimals: 1)) µs (mean, measured)"
+            handlerBasis = "handler \(Figure.format(handler / 1000, decimals: 1)) µs (mean, measured)"
         } else if let median = sampling.handlerNs?.median {
             handler = median
-            handlerBasis = "handler \(LaunchReport.format(handler / 1000, decimals: 1)) µs (median: no total recorded)"
+            handlerBasis = "handler \(Figure.format(handler / 1000, decimals: 1)) µs (median: no total recorded)"
         } else {
             handler = 0
             handlerBasis = "handler time not recorded"
@@ -178,13 +178,13 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         let perSignal = handler + kernelNsPerSample
         var terms: [String] = []
         if records > 0 || signals == 0 {
-            terms.append("\(records) recorded by the kernel × ~\(LaunchReport.format(recordNsPerSample / 1000, decimals: 0))±"
-                + "\(LaunchReport.format(recordNsUncertainty / 1000, decimals: 0)) µs")
+            terms.append("\(records) recorded by the kernel × ~\(Figure.format(recordNsPerSample / 1000, decimals: 0))±"
+                + "\(Figure.format(recordNsUncertainty / 1000, decimals: 0)) µs")
         }
         if signals > 0 {
-            terms.append("\(signals) signal\(signals == 1 ? "" : "s") × \(LaunchReport.format(perSignal / 1000, decimals: 0)) µs ("
-                + handlerBasis + " + the kernel's ~\(LaunchReport.format(kernelNsPerSample / 1000, decimals: 0))±"
-                + "\(LaunchReport.format(kernelNsUncertainty / 1000, decimals: 0)) µs)")
+            terms.append("\(signals) signal\(signals == 1 ? "" : "s") × \(Figure.format(perSignal / 1000, decimals: 0)) µs ("
+                + handlerBasis + " + the kernel's ~\(Figure.format(kernelNsPerSample / 1000, decimals: 0))±"
+                + "\(Figure.format(kernelNsUncertainty / 1000, decimals: 0)) µs)")
         }
         return Part(
             name: "sampling",
@@ -213,12 +213,12 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         guard let blocked, blocked.watcher.watchedTheLaunch, cpus > 0, blocked.launch.wallMs > 0 else {
             // No run-queue figures: anywhere from nothing to all of it.
             return Part(name: "Coldstart's threads", ms: cpuMs / 2, uncertaintyMs: cpuMs / 2,
-                        basis: "\(LaunchReport.format(cpuMs, decimals: 2)) ms of CPU; the path's waits for a CPU unknown (no watcher)")
+                        basis: "\(Figure.format(cpuMs, decimals: 2)) ms of CPU; the path's waits for a CPU unknown (no watcher)")
         }
         let wait = blocked.launch.runQueueMs
         let delay = competition(cpuMs: cpuMs, waitMs: wait, cpus: cpus, wallMs: blocked.launch.wallMs)
         return Part(name: "Coldstart's threads", ms: delay.ms, uncertaintyMs: delay.uncertaintyMs,
-                    basis: "\(LaunchReport.format(cpuMs, decimals: 2)) ms of CPU; the path waited \(LaunchReport.format(wait, decimals: 2)) ms "
+                    basis: "\(Figure.format(cpuMs, decimals: 2)) ms of CPU; the path waited \(Figure.format(wait, decimals: 2)) ms "
                         + "for one of \(Int(cpus)) CPUs")
     }
 
@@ -238,19 +238,5 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         guard let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return false }
         return launcher["audit"] != nil || ((launcher["samples"] as? NSNumber)?.intValue ?? 0) > 0
             || !((launcher["faults"] as? [Any]) ?? []).isEmpty
-    }
-
-    /// The sentence the report prints.
-    package var text: String {
-        func figure(_ value: Double) -> String { LaunchReport.format(value, decimals: 2) }
-        let costs = parts.filter { $0.ms > 0 || $0.uncertaintyMs > 0 }
-            .map { "\($0.name) \(figure($0.ms))" + ($0.uncertaintyMs > 0 ? "±\(figure($0.uncertaintyMs))" : "") }
-            .joined(separator: ", ")
-        guard let ms else {
-            // `unknown` says why; a range, when there is one, comes first.
-            guard let lowMs, let highMs else { return "without profiling: not known: \(unknown ?? "")" }
-            return "without profiling: somewhere in \(figure(lowMs))–\(figure(highMs)) ms, \(unknown ?? "")"
-        }
-        return "without profiling, about \(figure(ms)) ms ±\(figure(uncertaintyMs)) (Coldstart's cost on the critical path: \(costs) ms)"
     }
 }

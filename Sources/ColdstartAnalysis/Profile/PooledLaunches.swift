@@ -71,20 +71,4 @@ package struct PooledLaunches: Codable, Sendable {
         modulesRead = cache.modulesRead
         profile = pool.report(top: top)
     }
-
-    /// The text `coldstart report DIR` prints.
-    package func text(style: TextStyle = TextStyle()) -> String {
-        var lines = ["\(directory): \(profile.launches) launch\(profile.launches == 1 ? "" : "es") pooled"
-            + (executable.map { " (\($0))" } ?? "") + " of \(filesRead) timeline\(filesRead == 1 ? "" : "s") read, "
-            + "\(skippedCount) file\(skippedCount == 1 ? "" : "s") skipped"]
-        lines += [""] + profile.lines(width: style.width)
-        // In a terminal the sentences wrap as the tables are narrowed: to its width.
-        if let width = style.width { lines = Finding.wrapped(lines, width: width) }
-        if skippedCount > 0 {
-            let more = skippedCount - skipped.count
-            lines += ["", "Skipped \(skippedCount) file\(skippedCount == 1 ? "" : "s")" + (more > 0 ? " (the first \(skipped.count) listed)" : "") + ":"]
-            lines += skipped.map { "  \($0.file): \($0.reason)" }
-        }
-        return lines.map { style.colored(LaunchReport.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
-    }
 }

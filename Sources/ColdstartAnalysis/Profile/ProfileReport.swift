@@ -100,7 +100,7 @@ package struct ProfileReport: Codable, Sendable, Equatable {
         package var minPercent: Double
         package var top: Int
         package var treeDepth: Int
-        var treeMinPercent: Double
+        package var treeMinPercent: Double
         package var samples: Int
         package var ms: Double
     }

@@ -43,7 +43,7 @@ package enum SamplePrecision {
     package static func rule(msPerSample: Double) -> String {
         let examples = [5, 20, 100].map { count -> String in
             let (low, high) = interval(count, msPerSample: msPerSample)
-            return "\(count) samples \(LaunchReport.format(low, decimals: 1))–\(LaunchReport.format(high, decimals: 1)) ms"
+            return "\(count) samples \(Figure.format(low, decimals: 1))–\(Figure.format(high, decimals: 1)) ms"
         }
         return "\(confidencePercent)% intervals (Poisson): " + examples.joined(separator: ", ") + " (one unbroken stretch: ±1 sample)"
     }
@@ -106,29 +106,8 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
     }
 
     /// "×0.3–×2.3": how far `count` samples may be from their time.
-    static func range(of count: Int) -> String {
+    package static func range(of count: Int) -> String {
         let (low, high) = SamplePrecision.interval(count)
-        return "×\(LaunchReport.format(low / Double(count), decimals: 1))–×\(LaunchReport.format(high / Double(count), decimals: 1))"
-    }
-
-    /// The lines the first screen prints after the findings when the
-    /// samples are too few or began late; none when they are enough.
-    package var noticeLines: [String] {
-        var lines: [String] = []
-        if let clockStartedLateMs {
-            lines += [
-                "Sampling began late, at \(LaunchReport.format(clockStartedLateMs, decimals: 1)) ms: the kernel had no perf event open, "
-                    + "and its first one waits 10–18 ms; sampled figures miss the launch before that.",
-                "  → profile with coldstart run (it keeps the kernel ready for its launches), or with any perf event open on the machine",
-            ]
-        }
-        if tooFew, let advice {
-            lines += [
-                "Too few samples to act on: \(ProfileReport.count(launchSamples)) in the launch (fewer than \(minimumSamples));"
-                    + " a figure of 5 samples may stand for \(Self.range(of: 5)) its time (\(confidencePercent)%).",
-                "  → \(advice)",
-            ]
-        }
-        return lines
+        return "×\(Figure.format(low / Double(count), decimals: 1))–×\(Figure.format(high / Double(count), decimals: 1))"
     }
 }

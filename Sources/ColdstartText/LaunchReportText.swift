@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 extension LaunchReport {
@@ -102,10 +103,10 @@ extension LaunchReport {
         for (phase, share) in zip(phases, shares) {
             let usage = phase.usage
             let userKernel: String = phase.kernel.map { Self.number($0.userMs) + "+" + Self.number($0.kernelMs) } ?? "–"
-            let kernelShare: String = phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"
+            let kernelShare: String = phase.kernel.map { Figure.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"
             let usageCells: [String] = [
                 usage.map { Self.number($0.cpuMs) } ?? "–",
-                usage.map { phase.durationMs > 0 ? Self.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
+                usage.map { phase.durationMs > 0 ? Figure.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
                 userKernel, kernelShare,
                 usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
                 usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
@@ -114,7 +115,7 @@ extension LaunchReport {
                 Self.printable(phase.name),
                 Self.number(phase.startMs),
                 Self.number(phase.durationMs),
-                Self.format(share, decimals: 1) + "%",
+                Figure.format(share, decimals: 1) + "%",
                 "|" + Self.bar(start: phase.startMs, duration: phase.durationMs, total: launch.totalMs, width: barWidth) + "|",
             ]
             table.add(split ? cells : cells + usageCells)
@@ -199,7 +200,7 @@ extension LaunchReport {
     }
 
     private static func ms(_ value: Double) -> String { number(value) + " ms" }
-    private static func number(_ value: Double) -> String { format(value, decimals: 2) }
+    private static func number(_ value: Double) -> String { Figure.format(value, decimals: 2) }
 
     /// One waterfall row: blank up to the phase's start, then blocks for its
     /// length (at least one, so a short phase stays visible).

@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 /// A text table: columns padded to their widest cell, counted in characters.

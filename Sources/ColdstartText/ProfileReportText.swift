@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 extension ProfileReport {
@@ -215,7 +216,7 @@ extension ProfileReport {
     private static func ms(_ value: Double) -> String { number(value) + " ms" }
     private static func number(_ value: Double) -> String { format(value, decimals: 2) }
     private static func percent(_ value: Double) -> String { format(value, decimals: 1) + "%" }
-    private static func format(_ value: Double, decimals: Int) -> String { LaunchReport.format(value, decimals: decimals) }
+    private static func format(_ value: Double, decimals: Int) -> String { Figure.format(value, decimals: decimals) }
 }
 
 extension String {

@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 extension LaunchReport.BlockedTime {
@@ -51,7 +52,7 @@ extension LaunchReport.BlockedTime {
             for phase in detailed {
                 lines.append("  \(LaunchReport.printable(phase.name)) (\(Self.number(phase.wallMs)) ms)")
                 for row in phase.blocked.prefix(rowsPerPhase) where row.ms >= 0.05 {
-                    lines.append("    " + Self.pad(Self.number(row.ms), 9) + "  " + Self.pad(LaunchReport.format(row.percent, decimals: 1) + "%", 6)
+                    lines.append("    " + Self.pad(Self.number(row.ms), 9) + "  " + Self.pad(Figure.format(row.percent, decimals: 1) + "%", 6)
                         + "  " + LaunchReport.printable(row.what, limit: 100))
                 }
                 if phase.majorFaults > 0 {
@@ -76,7 +77,7 @@ extension LaunchReport.BlockedTime {
         if !offCPUFunctions.isEmpty {
             lines += ["", "Off-CPU time by function (critical path, blocked with the function on the stack; not CPU time: see the sampled functions for that)"]
             for function in offCPUFunctions.prefix(callSiteLimit) {
-                lines.append("  " + Self.pad(Self.number(function.ms), 9) + " ms  " + Self.pad(LaunchReport.format(function.percent, decimals: 1) + "%", 6)
+                lines.append("  " + Self.pad(Self.number(function.ms), 9) + " ms  " + Self.pad(Figure.format(function.percent, decimals: 1) + "%", 6)
                     + "  " + Self.pad("\(function.blocks)×", 4) + "  " + LaunchReport.printable(function.name, limit: 90)
                     + (function.module.isEmpty ? "" : "  (\(LaunchReport.printable(function.module, limit: 40)))"))
             }
@@ -120,7 +121,7 @@ extension LaunchReport.BlockedTime {
     /// The runnable threads behind a run-queue wait, to follow its share.
     private func contention(_ split: PhaseSplit) -> String {
         guard let threads = split.runnableThreads, split.runQueueMs >= 0.05 else { return "" }
-        return ", \(LaunchReport.format(threads, decimals: 1)) runnable" + (watcher.cpus.map { "/\($0) CPUs" } ?? "")
+        return ", \(Figure.format(threads, decimals: 1)) runnable" + (watcher.cpus.map { "/\($0) CPUs" } ?? "")
     }
 
     /// Running, waiting for a CPU, blocked, suspended and not watched as
@@ -133,11 +134,11 @@ extension LaunchReport.BlockedTime {
         return rounded.indices.map { index in
             if index == 4, rounded[index] == 0, percents[index] == 0 { return "–" }
             guard split.wallMs >= 0.01 else { return number(rounded[index]) }
-            return number(rounded[index]) + " (" + LaunchReport.format(percents[index], decimals: 0) + "%)"
+            return number(rounded[index]) + " (" + Figure.format(percents[index], decimals: 0) + "%)"
         }
     }
 
-    private static func number(_ value: Double, decimals: Int = 2) -> String { LaunchReport.format(value, decimals: decimals) }
+    private static func number(_ value: Double, decimals: Int = 2) -> String { Figure.format(value, decimals: decimals) }
 
     private static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : String(repeating: " ", count: width - text.count) + text

@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 extension LoaderStatistics {

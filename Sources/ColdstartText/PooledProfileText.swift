@@ -1,3 +1,4 @@
+import ColdstartAnalysis
 import Foundation
 
 extension PooledProfileReport {
@@ -77,5 +78,23 @@ extension PooledProfileReport {
 
     private static func count(_ samples: Int) -> String { ProfileReport.count(samples) }
 
-    private static func format(_ value: Double, decimals: Int) -> String { LaunchReport.format(value, decimals: decimals) }
+    private static func format(_ value: Double, decimals: Int) -> String { Figure.format(value, decimals: decimals) }
+}
+
+extension PooledLaunches {
+    /// The text `coldstart report DIR` prints.
+    package func text(style: TextStyle = TextStyle()) -> String {
+        var lines = ["\(directory): \(profile.launches) launch\(profile.launches == 1 ? "" : "es") pooled"
+            + (executable.map { " (\($0))" } ?? "") + " of \(filesRead) timeline\(filesRead == 1 ? "" : "s") read, "
+            + "\(skippedCount) file\(skippedCount == 1 ? "" : "s") skipped"]
+        lines += [""] + profile.lines(width: style.width)
+        // In a terminal the sentences wrap as the tables are narrowed: to its width.
+        if let width = style.width { lines = Finding.wrapped(lines, width: width) }
+        if skippedCount > 0 {
+            let more = skippedCount - skipped.count
+            lines += ["", "Skipped \(skippedCount) file\(skippedCount == 1 ? "" : "s")" + (more > 0 ? " (the first \(skipped.count) listed)" : "") + ":"]
+            lines += skipped.map { "  \($0.file): \($0.reason)" }
+        }
+        return lines.map { style.colored(LaunchReport.printable($0, limit: .max)) }.joined(separator: "\n") + "\n"
+    }
 }

@@ -1,0 +1,50 @@
+import ColdstartAnalysis
+import Foundation
+
+extension BeforeMain {
+    /// The section as text; `statistics` adds each library's relocation counts.
+    package func text(statistics: LoaderStatistics? = nil) -> String {
+        func ms(_ v: Double) -> String { String(format: "%.2f", v) }
+        var lines = ["Before main (launcher: perf events from exec\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
+        lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
+            + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
+        if let split = beforeMainKernel {
+            lines.append("  before main: \(ms(split.userMs)) + \(ms(split.kernelMs)) ms of CPU in user + kernel mode ("
+                + String(format: "%.0f%%", split.kernelPercent) + " kernel: getrusage at main less user samples × period)")
+        }
+        if !kernelByPhase.isEmpty {
+            lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: getrusage CPU less that"
+                + (kernelSampled ? ", or kernel samples × period" : "") + "): "
+                + kernelByPhase.map { "\($0.phase) \(ms($0.split.userMs)) + \(ms($0.split.kernelMs)) ms ("
+                    + String(format: "%.0f%%", $0.split.kernelPercent) + " kernel)" }.joined(separator: " · "))
+        }
+        if !loaderFunctions.isEmpty {
+            lines.append("  loader functions (self, samples × period): "
+                + loaderFunctions.map { "\($0.name) \(ms($0.ms)) ms" }.joined(separator: " · "))
+        }
+        if !mapped.isEmpty {
+            let total = mapped.reduce(0) { $0 + $1.ms }
+            lines.append("  objects mapped (LD_AUDIT la_objopen, \(mapped.count) objects, \(ms(total)) ms): slowest "
+                + mapped.prefix(6).map { "\($0.name) \(ms($0.ms))" }.joined(separator: " · "))
+        } else {
+            lines.append("  objects mapped: not timed (the LD_AUDIT module did not run)")
+        }
+        if !relocation.isEmpty {
+            let counts = Dictionary((statistics?.objects ?? []).map { ($0.name, $0) }) { first, _ in first }
+            lines.append("  relocation by library (loader samples after the last mapping, by the file it was writing"
+                + (statistics == nil ? "" : "; symbolic relocations and look-ups from its ELF file") + "): "
+                + relocation.map { entry in
+                    "\(entry.name) \(ms(entry.ms)) ms" + (counts[entry.name].map { " (\($0.symbolic) symbolic, \($0.lookups) look-ups)" } ?? "")
+                }.joined(separator: " · "))
+        }
+        if faultPeriod > 0 {
+            lines.append("  page faults in user mode by phase (" + (faultPeriod == 1 ? "every fault" : "one in \(faultPeriod) faults") + "):")
+            for phase in phaseFaults where phase.faults > 0 {
+                lines.append("    \(phase.phase): \(phase.faults); files "
+                    + phase.files.map { "\($0.name) \($0.count)" }.joined(separator: " · ")
+                    + "; code " + phase.code.map { "\($0.name) \($0.count)" }.joined(separator: " · "))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,25 @@
+import ColdstartAnalysis
+import Foundation
+
+extension SamplingPrecision {
+    /// The lines the first screen prints after the findings when the
+    /// samples are too few or began late; none when they are enough.
+    package var noticeLines: [String] {
+        var lines: [String] = []
+        if let clockStartedLateMs {
+            lines += [
+                "Sampling began late, at \(Figure.format(clockStartedLateMs, decimals: 1)) ms: the kernel had no perf event open, "
+                    + "and its first one waits 10–18 ms; sampled figures miss the launch before that.",
+                "  → profile with coldstart run (it keeps the kernel ready for its launches), or with any perf event open on the machine",
+            ]
+        }
+        if tooFew, let advice {
+            lines += [
+                "Too few samples to act on: \(ProfileReport.count(launchSamples)) in the launch (fewer than \(minimumSamples));"
+                    + " a figure of 5 samples may stand for \(Self.range(of: 5)) its time (\(confidencePercent)%).",
+                "  → \(advice)",
+            ]
+        }
+        return lines
+    }
+}
