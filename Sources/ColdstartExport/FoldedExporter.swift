@@ -5,14 +5,20 @@ import ColdstartAnalysis
 /// function names; a name's `\` is written `\\`, its `;` `\x3b` and a line
 /// break `\n`, so every `;` separates frames and every line is one stack.
 /// Counts are samples (each one sampling period, as in `coldstart report`).
-package enum FoldedExporter {
-    package static func export(_ stacks: SampledStacks) -> String {
+package enum FoldedExporter: StacksExporter {
+    package static let name = "folded", suffix = ".folded"
+    package static let help = [
+        "one line per distinct stack, `root;…;leaf COUNT`, for",
+        "flamegraph.pl, inferno and similar (`;` in a name is \\x3b).",
+    ]
+
+    package static func export(_ stacks: SampledStacks) -> [UInt8] {
         let names = stacks.functions.map { escape($0.name) }
         var counts: [String: Int] = [:]
         for total in stacks.totals() {
             counts[total.functions.map { names[$0] }.joined(separator: ";"), default: 0] += total.samples
         }
-        return counts.keys.sorted().map { "\($0) \(counts[$0]!)\n" }.joined()
+        return Array(counts.keys.sorted().map { "\($0) \(counts[$0]!)\n" }.joined().utf8)
     }
 
     static func escape(_ name: String) -> String {

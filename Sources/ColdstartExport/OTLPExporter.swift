@@ -19,31 +19,40 @@ import Foundation
 /// start. Ids are hashes of the launch (pid, monotonic and wall-clock start,
 /// executable, host label): exporting the same launch twice gives the same
 /// trace, which backends then merge rather than duplicate.
-package enum OTLPExporter {
-    /// Why a launch cannot be a trace: one line naming the file.
-    package struct ExportError: Error, CustomStringConvertible {
-        package var description: String
-    }
+package enum OTLPExporter: TraceExporter {
+    package static let name = "otlp", suffix = ".otlp.json"
+    package static let help = [
+        "the launch as an OpenTelemetry trace, OTLP/JSON (.otlp.json;",
+        "needs no samples; --phase/--thread do not apply): see",
+        "`coldstart push --help` and docs/fleet.md.",
+    ]
 
     /// OTLP/JSON (hex ids, integers of 64 bits as strings, as the OTLP
     /// specification says).
-    package static func json(_ timelines: [(timeline: Timeline, path: String)]) throws -> Data {
-        let traces = try timelines.map { try trace($0.timeline, path: $0.path) }
+    package static func export(_ launches: [(trace: LaunchTrace, path: String)]) throws -> [UInt8] {
+        let traces = try launches.map { try trace($0.trace, path: $0.path) }
         let request: [String: Any] = ["resourceSpans": traces.map { trace in
             [
                 "resource": ["attributes": trace.resource.map(json)],
                 "scopeSpans": [["scope": ["name": scopeName], "spans": trace.spans.map(json)]],
             ] as [String: Any]
         }]
-        return try JSONSerialization.data(withJSONObject: request, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-            + Data("\n".utf8)
+        return try [UInt8](JSONSerialization.data(withJSONObject: request, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+            + Array("\n".utf8)
     }
 
+    package static func summary(_ trace: LaunchTrace) -> String {
+        "OTLP/JSON, 1 trace of \(spanCount(trace)) spans and \(trace.marks.count) events"
+    }
+
+    /// The launch's span and those of its phases and spans.
+    package static func spanCount(_ trace: LaunchTrace) -> Int { 1 + trace.phases.count + trace.spans.count }
+
     /// The same request as protobuf, the body of an OTLP/HTTP POST to `/v1/traces`.
-    package static func protobuf(_ timelines: [(timeline: Timeline, path: String)]) throws -> [UInt8] {
+    package static func protobuf(_ launches: [(trace: LaunchTrace, path: String)]) throws -> [UInt8] {
         var out = ProtobufWriter()
-        for item in timelines {
-            let trace = try trace(item.timeline, path: item.path)
+        for item in launches {
+            let trace = try trace(item.trace, path: item.path)
             // ExportTraceServiceRequest.resource_spans = 1: ResourceSpans
             // {resource = 1: Resource {attributes = 1}, scope_spans = 2}.
             out.message(1) { resourceSpans in
@@ -96,32 +105,32 @@ package enum OTLPExporter {
         var spans: [Span]
     }
 
-    static func trace(_ timeline: Timeline, path: String) throws -> Trace {
-        guard let startUs = timeline.launch.startRealtimeUs else {
+    static func trace(_ launchTrace: LaunchTrace, path: String) throws -> Trace {
+        guard let startUs = launchTrace.launch.startRealtimeUs else {
             throw ExportError(description: "\(path): no wall-clock start (startRealtimeUs) in the timeline, so the launch cannot be placed in time")
         }
-        let labels = timeline.labels
-        let process = timeline.process
-        let launch = timeline.launch
+        let labels = launchTrace.labels
+        let process = launchTrace.process
+        let launch = launchTrace.launch
         let identity = "\(process.pid)/\(launch.startNs)/\(startUs)/\(process.executable)/\(labels["host"] ?? "")"
         let traceId = hash(identity, seed: 1) + hash(identity, seed: 2)
         func spanId(_ what: String) -> [UInt8] { hash(identity + "/" + what, seed: 3) }
         func unixNano(_ offset: Int64) -> UInt64 { UInt64(max(0, Int64(startUs) * 1000 + offset)) }
-        let threadNames = Dictionary(timeline.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { first, _ in first })
+        let threadNames = launchTrace.threadNames
 
-        var resource = [Attribute("service.name", .string(timeline.executableName))]
+        var resource = [Attribute("service.name", .string(launchTrace.executableName))]
         if let version = labels["version"] { resource.append(Attribute("service.version", .string(version))) }
         if let host = labels["host"] { resource.append(Attribute("host.name", .string(host))) }
         resource += [
             Attribute("process.pid", .int(Int64(process.pid))),
-            Attribute("process.executable.name", .string(timeline.executableName)),
+            Attribute("process.executable.name", .string(launchTrace.executableName)),
             Attribute("process.executable.path", .string(process.executable)),
             Attribute("process.runtime.name", .string("swift")),
             Attribute("process.runtime.version", .string(process.swiftVersion)),
             Attribute("os.type", .string("linux")),
             Attribute("os.version", .string(process.kernelRelease)),
         ]
-        if let buildId = timeline.executableBuildId {
+        if let buildId = launchTrace.executableBuildId {
             resource.append(Attribute("process.executable.build_id.gnu", .string(buildId)))
         }
         let named = Set(resource.map(\.key))
@@ -145,21 +154,21 @@ package enum OTLPExporter {
         case "signal": root.error = "\(launch.signalName ?? "signal") before ready"
         default: break
         }
-        root.events = timeline.marks.map { mark in
+        root.events = launchTrace.marks.map { mark in
             Event(timeUnixNano: unixNano(mark.ns), name: mark.name, attributes: threadAttributes(mark.tid, threadNames) + [
                 Attribute("coldstart.phase_boundary", .bool(mark.phaseBoundary)),
                 Attribute("coldstart.extended", .bool(mark.extended)),
             ])
         }
         var spans = [root]
-        for (index, phase) in timeline.phases.enumerated() {
+        for (index, phase) in launchTrace.phases.enumerated() {
             spans.append(Span(
                 traceId: traceId, spanId: spanId("phase/\(index)"), parentSpanId: rootId, name: phase.name,
                 startUnixNano: unixNano(phase.startNs), endUnixNano: unixNano(phase.endNs),
                 attributes: [Attribute("coldstart.type", .string("phase")), Attribute("coldstart.phase.kind", .string(phase.kind))]
                     + threadAttributes(process.pid, threadNames) + rusageAttributes(phase.rusage)))
         }
-        for (index, span) in timeline.spans.enumerated() {
+        for (index, span) in launchTrace.spans.enumerated() {
             var attributes = [Attribute("coldstart.type", .string("span"))] + threadAttributes(span.tid, threadNames)
             if span.endTid != span.tid { attributes.append(Attribute("coldstart.end_thread.id", .int(Int64(span.endTid)))) }
             if span.unfinished { attributes.append(Attribute("coldstart.unfinished", .bool(true))) }

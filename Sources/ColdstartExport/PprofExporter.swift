@@ -14,9 +14,20 @@ import ColdstartAnalysis
 /// - labels `thread` (name), `tid` and `phase` on every sample;
 /// - `time_nanos` is the wall clock when sampling started (from the
 ///   timeline's `startRealtimeUs`), `duration_nanos` the sampling window.
-package enum PprofExporter {
+package enum PprofExporter: StacksExporter {
+    package static let name = "pprof", suffix = ".pb.gz"
+    package static let help = [
+        "gzip-compressed profile.proto: `go tool pprof -top OUT`,",
+        "`go tool pprof -http=:8080 OUT`; sample types samples/count",
+        "and cpu/nanoseconds, labels thread, tid and phase.",
+    ]
+
     package static func export(_ stacks: SampledStacks) throws -> [UInt8] {
-        try Gzip.compress(profile(stacks))
+        do {
+            return try Gzip.compress(profile(stacks))
+        } catch {
+            throw ExportError(description: "cannot compress the profile (\(error))")
+        }
     }
 
     /// The uncompressed `Profile` message.

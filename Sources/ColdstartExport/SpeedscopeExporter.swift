@@ -9,7 +9,12 @@ import ColdstartAnalysis
 /// - one `evented` profile "launch phases" on the wall clock (ns from the
 ///   process start), a frame per phase opened at its start, closed at its end.
 /// Frames are functions (`name`, `file` = the module's path).
-package enum SpeedscopeExporter {
+package enum SpeedscopeExporter: StacksExporter {
+    package static let name = "speedscope", suffix = ".speedscope.json"
+    package static let help = [
+        "speedscope's JSON: one profile per thread in time order,",
+        "plus the launch phases on the wall clock.",
+    ]
     package static let schema = "https://www.speedscope.app/file-format-schema.json"
 
     package static func export(_ stacks: SampledStacks) -> [UInt8] {

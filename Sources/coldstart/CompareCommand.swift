@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartExport
 import ColdstartText
 import Foundation
 
@@ -65,7 +66,8 @@ enum CompareCommand: Command {
         let gate: Comparison.Gate?
         var movers: FunctionComparison?
         do {
-            let base = try RunSet(path: basePath), new = try RunSet(path: newPath)
+            let base = try RunSet(path: basePath, exportSuffixes: Exporters.suffixes),
+                new = try RunSet(path: newPath, exportSuffixes: Exporters.suffixes)
             comparison = try Comparison(base: base, new: new, alpha: alpha, allowMixedStart: allowMixedStart)
             if functions { movers = try FunctionComparison(base: base, new: new) }
             gate = try threshold.map {

@@ -81,10 +81,10 @@ enum PushCommand: Command {
             switch entry {
             case .file(let path):
                 do {
-                    let timeline = try Timeline(contentsOf: path)
-                    body += try OTLPExporter.protobuf([(timeline, path)])
+                    let trace = LaunchTrace(try Timeline(contentsOf: path))
+                    body += try OTLPExporter.protobuf([(trace, path)])
                     batchLaunches += 1
-                    batchSpans += 1 + timeline.phases.count + timeline.spans.count
+                    batchSpans += OTLPExporter.spanCount(trace)
                 } catch {
                     skipped += 1
                     printError("coldstart push: skipped \(error)")
@@ -152,29 +152,5 @@ enum PushCommand: Command {
             throw CommandError(message: "\(url.absoluteString): HTTP \(response.statusCode)" + (text.isEmpty ? "" : " (\(text))"))
         }
         throw CommandError(message: "\(url.absoluteString): still refused after 3 attempts")
-    }
-}
-
-extension ExportCommand {
-    /// `coldstart export FILE --format otlp [-o OUT]`: the launch as an
-    /// OTLP/JSON trace (the request `coldstart push` sends, as JSON).
-    static func exportOTLP(_ arguments: inout Arguments) throws -> Int32 {
-        let output = try arguments.option("-o", "--output")
-        let path = try arguments.positional("FILE (a timeline written with COLDSTART=1)")
-        try arguments.finish()
-        let timeline = try Timeline(contentsOf: path)
-        let data: Data
-        do {
-            data = try OTLPExporter.json([(timeline, path)])
-        } catch let error as OTLPExporter.ExportError {
-            throw CommandError(message: error.description)
-        }
-        let destination = output ?? (path.hasSuffix(".json") ? String(path.dropLast(5)) : path) + RunSet.otlpSuffix
-        try OutputFile.write(data, to: destination, from: path)
-        if destination != "-" {
-            let spans = 1 + timeline.phases.count + timeline.spans.count
-            try StandardOutput.print("\(destination): OTLP/JSON, 1 trace of \(spans) spans and \(timeline.marks.count) events, \(OutputFile.size(data.count))")
-        }
-        return ExitStatus.success
     }
 }

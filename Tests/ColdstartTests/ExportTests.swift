@@ -175,15 +175,36 @@ final class ExportTests: XCTestCase {
         return try builder.timeline()
     }
 
+    func testEveryRegisteredFormatWritesItsSuffixAndNoneIsReadAsATimeline() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        let input = directory.appendingPathComponent("launch.json").path
+        try FileManager.default.copyItem(atPath: try KnownProfile.timelinePath(), toPath: input)
+        for format in Exporters.all.map(\.exporter) {
+            let result = try coldstart(["export", input, "--format", format.name])
+            XCTAssertEqual(result.status, 0, "\(format.name): \(result.stderr)")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: directory.appendingPathComponent("launch" + format.suffix).path),
+                          "\(format.name) writes FILE\(format.suffix) by default")
+            XCTAssertTrue(try coldstart(["export", "--help"]).stdout.contains("  " + format.name + " "), "\(format.name) is in --help")
+        }
+        // Beside a timeline, a file with every registered ending that is no
+        // timeline at all: a directory of runs still holds one run.
+        for suffix in Exporters.suffixes {
+            try Data("not a timeline".utf8).write(to: directory.appendingPathComponent("other" + suffix))
+        }
+        XCTAssertEqual(try RunSet(path: directory.path, exportSuffixes: Exporters.suffixes).runs.map(\.label), ["launch"])
+        let compare = try coldstart(["compare", directory.path, directory.path])
+        XCTAssertTrue(compare.stderr.contains("has a single completed run"), "only the timeline is read: \(compare.stderr)")
+    }
+
     func testFoldedStacksRoundTrip() throws {
         for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
             let stacks = try sampledStacks(timeline)
-            let text = FoldedExporter.export(stacks)
+            let text = String(decoding: FoldedExporter.export(stacks), as: UTF8.self)
             XCTAssertEqual(text.filter { $0 == "\n" }.count, Set(expectedTotals(stacks).keys).count, "one line per distinct stack")
             XCTAssertEqual(try parseFolded(text), expectedTotals(stacks))
         }
         let stacks = try sampledStacks(try awkwardTimeline())
-        XCTAssertTrue(FoldedExporter.export(stacks).contains("main;operator\\x3b(a\\\\b)\\nnext;Store.open(recordCount: Int) -> Store 7\n"))
+        XCTAssertTrue(String(decoding: FoldedExporter.export(stacks), as: UTF8.self).contains("main;operator\\x3b(a\\\\b)\\nnext;Store.open(recordCount: Int) -> Store 7\n"))
 
         // Through the CLI, to a file named after the input.
         let directory = try makeTemporaryDirectory(for: self)

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 import XCTest
 
@@ -36,7 +37,7 @@ final class RunCompareTests: XCTestCase {
         }
         XCTAssertTrue(result.stdout.contains("start: exact for 10 (spawn-env"), result.stdout)
 
-        let set = try RunSet(path: dir)
+        let set = try RunSet(path: dir, exportSuffixes: Exporters.suffixes)
         XCTAssertEqual(set.runs.map(\.label), (1...10).map { "run-\($0)" })
         XCTAssertEqual(set.completed.count, 10)
         let lower = UInt64(before.tv_sec) * 1_000_000_000 + UInt64(before.tv_nsec)
@@ -49,7 +50,7 @@ final class RunCompareTests: XCTestCase {
             let boottime = launch.startNs + (launch.bootMinusMonotonicNs ?? 0)
             XCTAssertTrue((lower...upper).contains(boottime), "\(run.label): start \(boottime) outside [\(lower), \(upper)]")
         }
-        XCTAssertEqual(try RunSet(path: dir + "/warmup").runs.count, 1, "the warm-up's timeline is kept apart")
+        XCTAssertEqual(try RunSet(path: dir + "/warmup", exportSuffixes: Exporters.suffixes).runs.count, 1, "the warm-up's timeline is kept apart")
 
         // Reusing the directory without --append would mix builds: refused.
         let again = try coldstart(["run", "-n", "1", "--out", dir, "--", app])
@@ -82,7 +83,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("completed: 0 of 2"), result.stdout)
         XCTAssertEqual(result.stdout.components(separatedBy: "ended before ready: exited with status 3").count - 1, 2, result.stdout)
         XCTAssertTrue(result.stdout.contains("no statistics: no launch completed"), result.stdout)
-        XCTAssertEqual(try RunSet(path: dir).runs.filter { !$0.timeline.launch.completed }.count, 2)
+        XCTAssertEqual(try RunSet(path: dir, exportSuffixes: Exporters.suffixes).runs.filter { !$0.timeline.launch.completed }.count, 2)
     }
 
     func testCrashingLaunchesAreCountedNotLost() throws {
@@ -95,7 +96,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("completed: 0 of 2"), result.stdout)
         XCTAssertTrue(result.stdout.contains("run-3: killed by SIG"), result.stdout)
         XCTAssertTrue(result.stdout.contains("run-4: killed by SIG"), result.stdout)
-        XCTAssertEqual(try RunSet(path: dir).runs.count, 2, "a crash leaves no timeline; the earlier runs stay")
+        XCTAssertEqual(try RunSet(path: dir, exportSuffixes: Exporters.suffixes).runs.count, 2, "a crash leaves no timeline; the earlier runs stay")
     }
 
     func testLaunchStoppedBeforeReadyIsCounted() throws {
@@ -106,7 +107,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(
             result.stdout.components(separatedBy: "ended before ready: stopped by SIGTERM in 'store opened → SIGTERM' (killed by --timeout (0.5 s))").count - 1, 2,
             result.stdout)
-        let set = try RunSet(path: dir)
+        let set = try RunSet(path: dir, exportSuffixes: Exporters.suffixes)
         XCTAssertEqual(set.runs.map(\.timeline.launch.endReason), ["signal", "signal"])
         XCTAssertEqual(set.completed.count, 0)
     }
@@ -135,7 +136,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(report["phasesOnly"] as? Bool, true)
         let estimate = try XCTUnwrap(report["withoutProfiling"] as? [String: Any])
         XCTAssertEqual(estimate["count"] as? Int, 2, "a launch that was not profiled has an estimate: its wall time less its set-up")
-        for run in try RunSet(path: plain).runs {
+        for run in try RunSet(path: plain, exportSuffixes: Exporters.suffixes).runs {
             let timeline = run.timeline
             XCTAssertNil(timeline.sampling, "\(run.label): nothing sampled")
             XCTAssertNil(timeline.watch, "\(run.label): nothing watched")
@@ -224,7 +225,7 @@ final class RunCompareTests: XCTestCase {
         }
 
         func preMainMajorFaults(_ dir: String) throws -> [Double] {
-            try RunSet(path: dir).runs.compactMap { $0.timeline.preMainMajorFaults }.map { Double($0) }
+            try RunSet(path: dir, exportSuffixes: Exporters.suffixes).runs.compactMap { $0.timeline.preMainMajorFaults }.map { Double($0) }
         }
         let warmFaults = try preMainMajorFaults(base.appendingPathComponent("warm").path)
         let coldFaults = try preMainMajorFaults(base.appendingPathComponent("cold").path)

@@ -34,16 +34,13 @@ package struct RunSet: Sendable {
     /// How early the recorded start may be, at worst over the runs, in ns.
     package var startPrecisionNs: UInt64 { runs.map(\.timeline.launch.startPrecisionNs).max() ?? 0 }
 
-    /// The endings of what `coldstart export` (speedscope, otlp) and `coldstart
-    /// push` write beside a timeline by default: JSON, but not timelines.
-    package static let speedscopeSuffix = ".speedscope.json", otlpSuffix = ".otlp.json"
-    static let exportSuffixes = [speedscopeSuffix, otlpSuffix]
-
     /// Loads a timeline file, or every `*.json` file directly inside a
-    /// directory but the exports beside them (sub-directories, such as
-    /// `coldstart run`'s warm-ups, are not read). Every file must be a
-    /// timeline of the same executable.
-    package init(path: String) throws {
+    /// directory but the exports beside them: the files ending in one of
+    /// `exportSuffixes` (ColdstartExport's `Exporters.suffixes`; some are
+    /// JSON, none is a timeline). Sub-directories, such as `coldstart run`'s
+    /// warm-ups, are not read. Every file must be a timeline of the same
+    /// executable.
+    package init(path: String, exportSuffixes: [String]) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw RunSetError(path: path, problem: "no such file or directory")
@@ -56,7 +53,7 @@ package struct RunSet: Sendable {
             } catch {
                 throw RunSetError(path: path, problem: "cannot list the directory")
             }
-            for name in names where name.hasSuffix(".json") && !Self.exportSuffixes.contains(where: name.hasSuffix) {
+            for name in names where name.hasSuffix(".json") && !exportSuffixes.contains(where: name.hasSuffix) {
                 let file = (path as NSString).appendingPathComponent(name)
                 var fileIsDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: file, isDirectory: &fileIsDirectory), !fileIsDirectory.boolValue
