@@ -117,7 +117,7 @@ final class AsyncLaunchTests: XCTestCase {
         let span = try XCTUnwrap(run.timeline.spans.first { $0.name == "load config" })
         XCTAssertEqual(span.tid, run.timeline.process.pid, "begun on the main thread")
         XCTAssertNotEqual(span.endTid, span.tid, "ended where the continuation resumed")
-        let row = try XCTUnwrap(LaunchReport(run.timeline).spans.first { $0.name == "load config" })
+        let row = try XCTUnwrap(try LaunchAnalysis(timeline: run.timeline).report.spans.first { $0.name == "load config" })
         XCTAssertEqual(row.ranOn?.first?.tid, span.tid)
         XCTAssertEqual(row.ranOn?.last?.tid, span.endTid)
     }

@@ -234,7 +234,7 @@ final class BlockedTimeTests: XCTestCase {
         let phase = try XCTUnwrap(LaunchReport.BlockedTime(timeline)?.phases.first)
         XCTAssertEqual(phase.runQueueMs, 60, accuracy: 1e-9)
         XCTAssertEqual(try XCTUnwrap(phase.runnableThreads), 3, accuracy: 1e-9, "half the time 1, half the time 5")
-        let text = LaunchReport(timeline).text()
+        let text = try LaunchAnalysis(timeline: timeline).report.text()
         XCTAssertTrue(text.contains("60.00 (60%), 3.0 runnable/2 CPUs"), text)
     }
 
@@ -284,7 +284,7 @@ final class BlockedTimeTests: XCTestCase {
         XCTAssertEqual(functions["App.waitForLock()"]?.ms ?? 0, 30, accuracy: 1e-9)
         XCTAssertEqual(functions["App.waitForLock()"]?.module, "App")
         XCTAssertEqual(blocked.offCPUFunctions.first?.name, "App_main")
-        let text = LaunchReport(timeline).text()
+        let text = try LaunchAnalysis(timeline: timeline).report.text()
         XCTAssertTrue(text.contains("lock wait (futex 0x5000) in App.waitForLock()"), text)
         XCTAssertTrue(text.contains("not CPU time"), "off-CPU time is labelled as such")
     }

@@ -80,7 +80,7 @@ final class LaunchReportTests: XCTestCase {
 
     func testPhaseRowsCarryTheTimelinesFiguresInMilliseconds() throws {
         let timeline = try Fixtures.timeline("ready.json")
-        let report = LaunchReport(timeline)
+        let report = try LaunchAnalysis(timeline: timeline).report
         XCTAssertEqual(report.phases.map(\.name), timeline.phases.map(\.name))
         XCTAssertEqual(report.phases.map(\.name), [
             "kernel exec + loader", "library initializers", "main → config loaded",
@@ -186,7 +186,7 @@ final class LaunchReportTests: XCTestCase {
             ],
             spans: [span("opens app phase", from: 12_000_000, to: 20_000_000)]
         )
-        let report = LaunchReport(timeline)
+        let report = try LaunchAnalysis(timeline: timeline).report
         XCTAssertEqual(report.marks.map(\.phase), ["kernel exec + loader", "library initializers", nil])
         XCTAssertEqual(report.spans[0].phase, "main → ready", "a span starting on a boundary is in the phase it opens")
         XCTAssertNil(report.phases[0].usage, "no snapshots: no figures rather than zeros")
@@ -194,11 +194,11 @@ final class LaunchReportTests: XCTestCase {
 
     func testMarksAreListedInTimeOrder() throws {
         let timeline = try syntheticTimeline(marks: [mark("second", at: 50_000_000), mark("first", at: 20_000_000)])
-        XCTAssertEqual(LaunchReport(timeline).marks.map(\.name), ["first", "second"])
+        XCTAssertEqual(try LaunchAnalysis(timeline: timeline).report.marks.map(\.name), ["first", "second"])
     }
 
     func testAZeroLengthOrHostileLaunchStillReports() throws {
-        let empty = LaunchReport(try syntheticTimeline(endNs: 0, phases: [("kernel exec + loader", 0, 0)]))
+        let empty = try LaunchAnalysis(timeline: syntheticTimeline(endNs: 0, phases: [("kernel exec + loader", 0, 0)])).report
         XCTAssertEqual(empty.phases[0].sharePercent, 0)
         XCTAssertNoThrow(try empty.jsonData())
         XCTAssertFalse(empty.text().isEmpty)
@@ -219,7 +219,7 @@ final class LaunchReportTests: XCTestCase {
     }
 
     func testAnUnknownEndReasonIsReportedAsItIs() throws {
-        let report = LaunchReport(try syntheticTimeline(launch: ["endReason": "watchdog", "completed": false]))
+        let report = try LaunchAnalysis(timeline: syntheticTimeline(launch: ["endReason": "watchdog", "completed": false])).report
         XCTAssertTrue(report.launch.completion.hasPrefix("NOT completed (end: watchdog)"), report.launch.completion)
     }
 
@@ -275,25 +275,25 @@ final class LaunchReportTextTests: XCTestCase {
 
     func testSpansBeyondTheLimitAreCountedNotListed() throws {
         let spans = (0..<15).map { span("span \($0)", from: 12_000_000, to: 12_000_000 + Int64($0 + 1) * 1_000_000) }
-        let text = LaunchReport(try syntheticTimeline(spans: spans)).text()
+        let text = try LaunchAnalysis(timeline: syntheticTimeline(spans: spans)).report.text()
         XCTAssertTrue(text.contains("Slowest spans (top 10 of 15; ms)"))
         XCTAssertTrue(text.contains("span 14"))
         XCTAssertFalse(text.contains("span 4 "), "the five fastest are left out")
     }
 
     func testDroppedEventsAndUnfinishedSpansAreSaid() throws {
-        let text = LaunchReport(try syntheticTimeline(
+        let text = try LaunchAnalysis(timeline: syntheticTimeline(
             spans: [span("still open", from: 20_000_000, to: 100_000_000, unfinished: true)],
             dropped: ["events": 3, "nameBytes": 120]
-        )).text()
+        )).report.text()
         XCTAssertTrue(text.contains("Dropped: 3 events and 120 name bytes"))
         XCTAssertTrue(text.contains("UNFINISHED"))
     }
 
     func testNamesCannotBreakTheLayout() throws {
-        let text = LaunchReport(try syntheticTimeline(
+        let text = try LaunchAnalysis(timeline: syntheticTimeline(
             marks: [mark("line\nbreak\u{1b}[31m", at: 20_000_000), mark(String(repeating: "x", count: 255), at: 30_000_000)]
-        )).text()
+        )).report.text()
         XCTAssertFalse(text.contains("\u{1b}"))
         let markLine = try XCTUnwrap(text.split(separator: "\n").first { $0.contains("line?break") })
         XCTAssertTrue(markLine.contains("20.00"))

@@ -181,7 +181,10 @@ final class WatcherTests: XCTestCase {
 
     func testThePageFaultFindingCountsTheLaunchsFaultsFromTheRusage() throws {
         let run = try shared()
-        let inputs = FindingInputs(report: run.report, timeline: run.timeline, analysis: nil)
+        let report = run.report
+        let inputs = FindingInputs(
+            launch: report.launch, phases: report.phases, profile: nil, blockedTime: report.blockedTime, beforeMain: report.beforeMain,
+            loaderStatistics: report.loaderStatistics, timeline: run.timeline, analysis: nil)
         let faults = try XCTUnwrap(inputs.pageFaults)
         // Counts since exec, process-wide: at least the fixture's own cold pages.
         XCTAssertGreaterThanOrEqual(faults.major, UInt64(run.measured.majorFaults))
@@ -214,8 +217,8 @@ final class WatcherTests: XCTestCase {
         let symbolized = try run.timeline.symbolized()
         let timeline = try Timeline(data: symbolized.data)
         XCTAssertTrue(timeline.isSymbolized)
-        // No binary needed any more: LaunchReport.init uses the file's names.
-        let sites = try XCTUnwrap(LaunchReport(timeline).blockedTime).callSites
+        // No binary needed any more: the analysis uses the file's names.
+        let sites = try XCTUnwrap(try LaunchAnalysis(timeline: timeline).report.blockedTime).callSites
         XCTAssertTrue(sites.contains { $0.function?.contains("waitForLock") == true }, "\(sites.map(\.function))")
     }
 

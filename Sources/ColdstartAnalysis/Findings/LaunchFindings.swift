@@ -121,26 +121,28 @@ extension ProfileAnalysis {
 }
 
 extension FindingInputs {
-    /// The findings' inputs from one analysed launch: the report's figures,
-    /// and for a sampled launch the critical path's functions and runtime costs.
-    init(report: LaunchReport, timeline: Timeline, analysis: ProfileAnalysis?) {
-        self.init(launchMs: report.launch.totalMs)
-        endsAtReady = report.launch.endReason != "exit"
+    /// The findings' inputs from one analysed launch: the report's
+    /// sections, all of them made, and for a sampled launch the critical
+    /// path's functions and runtime costs.
+    init(launch: LaunchReport.Summary, phases: [LaunchReport.PhaseRow], profile: ProfileReport?, blockedTime: LaunchReport.BlockedTime?,
+         beforeMain: BeforeMain?, loaderStatistics: LoaderStatistics?, timeline: Timeline, analysis: ProfileAnalysis?) {
+        self.init(launchMs: launch.totalMs)
+        endsAtReady = launch.endReason != "exit"
         let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
-        if let phase = report.phases.first(where: { $0.kind == "loader" }) {
-            let statistics = report.loaderStatistics
+        if let phase = phases.first(where: { $0.kind == "loader" }) {
+            let statistics = loaderStatistics
             func isLibrary(_ name: String) -> Bool { name.contains(".so") && !name.hasPrefix("ld-linux") && !name.hasPrefix("linux-vdso") }
             loader = Loader(
                 ms: phase.durationMs,
                 // The objects loaded before main when known: the modules at the end also hold what was dlopen'ed later.
                 libraryCount: (statistics?.objects.map(\.name) ?? modules).filter(isLibrary).count,
                 relocations: statistics?.symbolic, lookups: statistics?.lookups,
-                heaviest: statistics.flatMap { Loader.heaviest($0.objects, relocation: report.beforeMain?.relocation ?? []) },
+                heaviest: statistics.flatMap { Loader.heaviest($0.objects, relocation: beforeMain?.relocation ?? []) },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
                 usesFoundation: modules.contains { $0.hasPrefix("libFoundation") },
-                startPrecisionMs: report.launch.startPrecisionMs)
+                startPrecisionMs: launch.startPrecisionMs)
         }
-        if let profile = report.profile {
+        if let profile {
             lazyGlobals = profile.lazyGlobals.map {
                 NamedCost(name: $0.name, module: $0.name.split(separator: ".").first.map(String.init) ?? "", ms: $0.ms,
                           samples: $0.samples, phase: $0.phases.first)
@@ -150,14 +152,14 @@ extension FindingInputs {
             }
         }
         if let analysis {
-            let critical = analysis.criticalPathSamples(path: report.blockedTime?.path ?? [])
+            let critical = analysis.criticalPathSamples(path: blockedTime?.path ?? [])
             functions = analysis.slowFunctions(critical.samples, limit: Finding.limit)
             runtimeCosts = analysis.runtimeCosts(critical.samples)
             runtimeCosts?.scope = critical.scope.rawValue
         }
         // Waits for a page are the page-fault finding's, not a blocking wait's.
         let pageFault = Timeline.Cause.pageFault.rawValue
-        if let blocked = report.blockedTime {
+        if let blocked = blockedTime {
             blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" && $0.cause != pageFault }.map {
                 BlockingWait(cause: $0.cause, what: $0.what, ms: $0.ms)
             }
@@ -167,18 +169,18 @@ extension FindingInputs {
         // phases' own.
         let atEnd = (timeline.rusage.first { $0.at == "ready" } ?? timeline.rusage.first { $0.at == "end" }).map(\.usage)
         let counts = atEnd.map { [($0.minorFaults, $0.majorFaults)] }
-            ?? report.phases.compactMap { $0.usage.map { ($0.minorFaults, $0.majorFaults) } }
+            ?? phases.compactMap { $0.usage.map { ($0.minorFaults, $0.majorFaults) } }
         if !counts.isEmpty {
-            let watched = report.blockedTime.map { $0.launch.blocked.filter { $0.cause == pageFault }.map(\.ms).reduce(0, +) }
+            let watched = blockedTime.map { $0.launch.blocked.filter { $0.cause == pageFault }.map(\.ms).reduce(0, +) }
             pageFaults = PageFaults(counts: counts.reduce((0, 0)) { ($0.0 &+ $1.0, $0.1 &+ $1.1) },
                                     watchedMajorMs: watched.flatMap { $0 > 0 ? $0 : nil })
         }
         // What Coldstart cost the critical path (the estimate without profiling).
-        let setup = report.launch.profilerSetupMs
-        let running = report.launch.withoutProfiling.map { $0.subtractedMs - (setup ?? 0) - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
+        let setup = launch.profilerSetupMs
+        let running = launch.withoutProfiling.map { $0.subtractedMs - (setup ?? 0) - ($0.parts.first { $0.name == "start time" }?.ms ?? 0) } ?? 0
         if (setup ?? 0) + running > 0 {
             profilerCost = ProfilerCost(setupMs: setup, samplingMs: max(running, 0),
-                                        leftOutOfEstimate: report.launch.withoutProfiling?.ms != nil)
+                                        leftOutOfEstimate: launch.withoutProfiling?.ms != nil)
         }
     }
 }

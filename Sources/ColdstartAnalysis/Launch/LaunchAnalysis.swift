@@ -25,39 +25,17 @@ package struct LaunchAnalysis {
     package init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
                 symbolizer: Symbolizer? = nil) throws {
         let naming = timeline.frameNames(symbolizer ?? Symbolizer(modules: timeline.modules))
-        var profile: ProfileReport?
+        let profile: ProfileReport?
         let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path)
         if let analysis {
             let selected = try analysis.select(options, path: path)
             profile = analysis.report(selected, options: options, warnings: naming.warnings)
             stacks = SampledStacks(analysis, selected: selected, warnings: naming.warnings)
         } else {
+            profile = nil
             stacks = nil
         }
-        var report = LaunchReport(timeline, profile: profile) { naming.symbols[$0.key]?.name }
-        report.beforeMain = BeforeMain(timeline, symbols: naming.symbols)
-        report.loaderStatistics = LoaderStatistics(timeline)
-        if analysis == nil, let sampling = timeline.sampling { report.noSamples = Self.noSamples(sampling) }
-        // The findings and runtime costs are the whole launch's, whatever
-        // phase or thread `options` select for the evidence.
-        let inputs = FindingInputs(report: report, timeline: timeline, analysis: analysis)
-        report.findings = Finding.ranked(inputs)
-        report.runtimeCosts = inputs.runtimeCosts
-        self.report = report
-    }
-}
-
-extension LaunchAnalysis {
-    /// Why `sampling` took no sample: on a perf clock that never ran, the
-    /// kernel's first perf event (10–18 ms on a kernel with none open)
-    /// outlasted the launch; otherwise the launch ended within a period.
-    static func noSamples(_ sampling: Timeline.Sampling) -> String {
-        let advice = "profile with coldstart run (it keeps the kernel ready and samples from exec), or pool launches with coldstart run -n N"
-        if sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil {
-            return "No samples: the sampling clock never ran before the launch ended (a kernel with no perf event open "
-                + "makes the first one wait 10–18 ms). → \(advice)"
-        }
-        return "No samples: the launch ended before the first sampling period (\(Figure.format(sampling.requestedHz, decimals: 0)) Hz). → \(advice)"
+        report = LaunchReport(timeline, profile: profile, analysis: analysis, symbols: naming.symbols)
     }
 }
 

@@ -150,17 +150,21 @@ package struct LaunchReport: Codable, Sendable {
 }
 
 extension LaunchReport {
-    /// The report of one launch with its sampled-stacks sections (made by
-    /// `LaunchAnalysis`); `frameName` names the blocked stacks' frames.
-    init(_ timeline: Timeline, profile: ProfileReport? = nil, frameName: ((Timeline.Frame) -> String?)? = nil) {
-        reportVersion = 1
+    /// The report of one launch, every section computed before it is made
+    /// (by `LaunchAnalysis`): `profile` is the sampled-stacks sections of
+    /// `analysis`'s selection (nil, with `analysis`, when the launch has no
+    /// samples); `symbols` names the frames, those of the blocked stacks and
+    /// the loader's. The findings and runtime costs are the whole launch's,
+    /// whatever phase or thread `profile` selects for the evidence.
+    init(_ timeline: Timeline, profile: ProfileReport?, analysis: ProfileAnalysis?, symbols: [String: Timeline.Symbol]) {
+        let frameName: (Timeline.Frame) -> String? = { symbols[$0.key]?.name }
         let total = Self.milliseconds(timeline.launch.endNs)
         let phases = timeline.phases
         let threadNames = ThreadNames(timeline, frameName: frameName)
         let path = CriticalPath(timeline)
 
         let kernelShares = KernelShare.phases(timeline)
-        self.phases = zip(phases, kernelShares).map { phase, kernel in
+        let phaseRows = zip(phases, kernelShares).map { phase, kernel in
             let duration = Self.milliseconds(from: phase.startNs, to: phase.endNs)
             return PhaseRow(
                 name: phase.name,
@@ -173,7 +177,7 @@ extension LaunchReport {
             )
         }
 
-        marks = timeline.marks.enumerated()
+        let marks = timeline.marks.enumerated()
             .sorted { ($0.element.ns, $0.offset) < ($1.element.ns, $1.offset) }
             .map(\.element)
             .map { mark in
@@ -188,7 +192,7 @@ extension LaunchReport {
                 )
             }
 
-        spans = timeline.spans
+        let spans = timeline.spans
             .map { span in
                 SpanRow(
                     name: span.name,
@@ -212,10 +216,30 @@ extension LaunchReport {
             }
             .map(\.element)
 
-        launch = Summary(timeline, totalMs: total)
-        self.profile = profile
-        blockedTime = BlockedTime(timeline, frameName: frameName)
-        launch.withoutProfiling = UnprofiledEstimate(timeline, blocked: blockedTime)
+        let blockedTime = BlockedTime(timeline, frameName: frameName)
+        let launch = Summary(timeline, totalMs: total, withoutProfiling: UnprofiledEstimate(timeline, blocked: blockedTime))
+        let beforeMain = BeforeMain(timeline, symbols: symbols)
+        let loaderStatistics = LoaderStatistics(timeline)
+        let inputs = FindingInputs(
+            launch: launch, phases: phaseRows, profile: profile, blockedTime: blockedTime, beforeMain: beforeMain,
+            loaderStatistics: loaderStatistics, timeline: timeline, analysis: analysis)
+        self.init(
+            reportVersion: 1, launch: launch, findings: Finding.ranked(inputs), runtimeCosts: inputs.runtimeCosts,
+            phases: phaseRows, marks: marks, spans: spans, profile: profile, blockedTime: blockedTime,
+            beforeMain: beforeMain, loaderStatistics: loaderStatistics,
+            noSamples: analysis == nil ? timeline.sampling.map(Self.noSamples) : nil)
+    }
+
+    /// Why `sampling` took no sample: on a perf clock that never ran, the
+    /// kernel's first perf event (10–18 ms on a kernel with none open)
+    /// outlasted the launch; otherwise the launch ended within a period.
+    static func noSamples(_ sampling: Timeline.Sampling) -> String {
+        let advice = "profile with coldstart run (it keeps the kernel ready and samples from exec), or pool launches with coldstart run -n N"
+        if sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil {
+            return "No samples: the sampling clock never ran before the launch ended (a kernel with no perf event open "
+                + "makes the first one wait 10–18 ms). → \(advice)"
+        }
+        return "No samples: the launch ended before the first sampling period (\(Figure.format(sampling.requestedHz, decimals: 0)) Hz). → \(advice)"
     }
 
     /// The phase holding `ns`. A time on a boundary belongs to the phase that
@@ -249,7 +273,7 @@ extension LaunchReport.Usage {
 }
 
 extension LaunchReport.Summary {
-    init(_ timeline: Timeline, totalMs: Double) {
+    init(_ timeline: Timeline, totalMs: Double, withoutProfiling: UnprofiledEstimate?) {
         let launch = timeline.launch
         mode = LaunchMode(timeline)
         modeDescription = mode.description(startSource: launch.startSource)
@@ -259,6 +283,7 @@ extension LaunchReport.Summary {
         swiftVersion = timeline.process.swiftVersion
         clock = "CLOCK_MONOTONIC"
         self.totalMs = totalMs
+        self.withoutProfiling = withoutProfiling
         profilerSetupMs = timeline.phases.first { $0.kind == "profiler" }.map { LaunchReport.milliseconds($0.durationNs) }
         earliestInitMs = launch.earliestInitNs.map(LaunchReport.milliseconds)
         mainMs = LaunchReport.milliseconds(launch.mainNs)

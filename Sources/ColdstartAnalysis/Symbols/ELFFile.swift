@@ -174,13 +174,6 @@ struct ELFFile {
     }
 }
 
-/// Closes the descriptor when the last copy of the `ELFFile` goes away.
-final class FileHandleBox {
-    let descriptor: Int32
-    init(_ descriptor: Int32) { self.descriptor = descriptor }
-    deinit { close(descriptor) }
-}
-
 extension Array where Element == UInt8 {
     // Callers check bounds (whole tables are read and indexed in entry steps).
     func u16(_ at: Int) -> UInt16 { UInt16(self[at]) | UInt16(self[at + 1]) << 8 }

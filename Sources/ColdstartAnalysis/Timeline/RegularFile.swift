@@ -64,3 +64,11 @@ struct RegularFile {
         return Data(bytes)
     }
 }
+
+/// Closes the descriptor when the last copy of the `RegularFile` (or of
+/// the `ELFFile` reading through it) goes away.
+final class FileHandleBox {
+    let descriptor: Int32
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+    deinit { close(descriptor) }
+}
