@@ -182,6 +182,10 @@ extension LaunchReport {
             lines.append("Dropped: \(launch.droppedEvents) events and \(launch.droppedNameBytes) name bytes"
                 + " (the recorder was full; marks and spans are missing)")
         }
+        if launch.notUtf8Bytes > 0 {
+            lines.append("Not UTF-8: \(launch.notUtf8Bytes) byte\(launch.notUtf8Bytes == 1 ? "" : "s") of names or paths, "
+                + "each shown as \u{FFFD} (a path so changed names no file: its frames stay unnamed)")
+        }
         return lines
     }
 

@@ -152,6 +152,49 @@ final class HostileTimelineTests: XCTestCase {
         }
     }
 
+    /// Issue 23 item 3: one string that was not UTF-8 (a Latin-1 thread
+    /// name, a mark cut inside a character, a module under a Latin-1
+    /// directory, as older recorders wrote them; an unpaired surrogate's
+    /// `\u` escape) made the whole file
+    /// "not JSON". Now each bad byte reads as U+FFFD, the rest of the file as
+    /// it is, and the report says how many bytes were replaced.
+    func testStringsThatAreNotUTF8ReadWithEachBadByteReplaced() throws {
+        var builder = SampledTimelineBuilder()
+        builder.threads = [["tid": 4242, "name": "main"], ["tid": 4243, "name": "cafLATIN1"], ["tid": 4244, "name": "aSURROGATE"]]
+        builder.sample(at: 21, [.init(module: builder.module("/opt/binLATIN1/App"), name: "main")])
+        var document = builder.document
+        var section = document["coldstart"] as! [String: Any]
+        section["marks"] = [["name": "config CUT", "ns": 30_000_000, "tid": 4242, "phaseBoundary": false, "extended": false]]
+        document["coldstart"] = section
+        var bytes = try JSONSerialization.data(withJSONObject: document)
+        for (placeholder, raw) in [("LATIN1", [UInt8(0xE9)]), (" CUT", [0x20, 0xC3]), ("SURROGATE", Array(#"\ud800b\ud83d\ude00"#.utf8))] {
+            while let range = bytes.range(of: Data(placeholder.utf8)) { bytes.replaceSubrange(range, with: raw) }
+        }
+        XCTAssertThrowsError(try JSONSerialization.jsonObject(with: bytes), "the bytes are not UTF-8")
+
+        let timeline = try Timeline(data: bytes, path: "latin1.json")
+        XCTAssertEqual(timeline.threads.map(\.name), ["main", "caf\u{FFFD}", "a\u{FFFD}b\u{1F600}"])
+        XCTAssertEqual(timeline.marks.map(\.name), ["config \u{FFFD}"])
+        XCTAssertEqual(timeline.modules.map(\.path), ["/opt/bin\u{FFFD}/App"])
+        XCTAssertEqual(timeline.samples.count, 1, "the samples around them read as before")
+        XCTAssertEqual(timeline.dropped.notUtf8Bytes, 4)
+
+        let directory = try makeTemporaryDirectory(for: self)
+        let path = directory.appendingPathComponent("latin1.json").path
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let report = try coldstart(["report", path, "--full"], environment: ["COLUMNS": "200"])
+        XCTAssertEqual(report.status, 0, report.stderr)
+        XCTAssertTrue(report.stdout.contains("config \u{FFFD}"), report.stdout)
+        XCTAssertTrue(report.stdout.contains("Not UTF-8: 4 bytes of names or paths, each shown as \u{FFFD}"), report.stdout)
+        let json = try coldstart(["report", path, "--json"])
+        let launch = try XCTUnwrap((JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["launch"] as? [String: Any])
+        XCTAssertEqual(launch["notUtf8Bytes"] as? Int, 4)
+        // Rewritten (`symbolize`), the file is UTF-8 and keeps the count.
+        XCTAssertEqual(try coldstart(["symbolize", path]).status, 0)
+        XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))))
+        XCTAssertEqual(try Timeline(contentsOf: path).dropped.notUtf8Bytes, 4)
+    }
+
     /// The typed sections are decoded in one pass over the file; a bad one
     /// is still named by its key, with the path inside it.
     func testABadSectionIsNamedWithThePathInsideIt() throws {

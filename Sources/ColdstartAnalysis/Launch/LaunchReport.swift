@@ -87,6 +87,9 @@ package struct LaunchReport: Codable, Sendable {
         /// Events and name bytes the recorder had no room for.
         package var droppedEvents: UInt64
         package var droppedNameBytes: UInt64
+        /// Bytes of the file's strings that were not UTF-8, shown as U+FFFD
+        /// (recorded by the writer or replaced by the reader).
+        package var notUtf8Bytes: UInt64
     }
 
     /// Resource use over an interval, process-wide (every thread).
@@ -300,6 +303,7 @@ extension LaunchReport.Summary {
         extensionMs = launch.extendNs.flatMap { $0 > 0 ? LaunchReport.milliseconds($0) : nil }
         droppedEvents = timeline.dropped.events
         droppedNameBytes = timeline.dropped.nameBytes
+        notUtf8Bytes = timeline.dropped.notUtf8Bytes ?? 0
         completion = Self.describeCompletion(
             reason: launch.endReason, completed: launch.completed, totalMs: totalMs, exitStatus: launch.exitStatus,
             signal: launch.signalName ?? launch.signal.map { "signal \($0)" }, endPhase: endPhase

@@ -146,6 +146,10 @@ package struct Timeline: Sendable {
     package struct Dropped: Codable, Sendable {
         package var events: UInt64
         package var nameBytes: UInt64
+        /// Bytes of strings that were not UTF-8, each shown as U+FFFD: those
+        /// the recorder replaced (absent in older files) plus those the
+        /// reader replaced in a file written without that care.
+        package var notUtf8Bytes: UInt64?
     }
 
     package struct Sampling: Codable, Sendable {
@@ -336,11 +340,15 @@ extension Timeline {
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw fail("empty file")
         }
+        // JSON must be UTF-8, and one byte that is not (a Latin-1 file name
+        // from an older recorder) made JSONSerialization refuse the whole
+        // file: each such byte becomes U+FFFD, as the recorder writes it now.
+        let (text, replaced) = UTF8Repair.replacingInvalidBytes(data)
         let scanned: (samples: [Sample], rest: Data)
         do {
-            scanned = try TimelineScanner.scan(data)
+            scanned = try TimelineScanner.scan(text)
         } catch {
-            throw fail(TimelineScanner.problem(error, data: data))
+            throw fail(TimelineScanner.problem(error, data: text))
         }
         let object: Any
         do {
@@ -384,6 +392,16 @@ extension Timeline {
         spans = try decode(typed.spans, "spans")!
         threads = try decode(typed.threads, "threads") ?? []
         dropped = try decode(typed.dropped, "dropped", required: false) ?? Dropped(events: 0, nameBytes: 0)
+        var kept = root
+        if replaced > 0 {
+            dropped.notUtf8Bytes = (dropped.notUtf8Bytes ?? 0) + replaced
+            // A rewrite (`symbolize`) keeps the count with the replaced strings.
+            var section = section, counts = section["dropped"] as? [String: Any] ?? [:]
+            (counts["events"], counts["nameBytes"]) = (dropped.events, dropped.nameBytes)
+            counts["notUtf8Bytes"] = dropped.notUtf8Bytes
+            section["dropped"] = counts
+            kept["coldstart"] = section
+        }
         sampling = try decode(typed.sampling, "sampling", required: false)
         modules = try decode(typed.modules, "modules", required: false) ?? []
         symbols = try decode(typed.symbols, "symbols", required: false) ?? [:]
@@ -398,7 +416,7 @@ extension Timeline {
         }
         samples = scanned.samples
         watch = try Watch.parse(section["watch"], moduleCount: modules.count, fail: fail)
-        documentBox = DocumentBox(root)
+        documentBox = DocumentBox(kept)
         if phases.isEmpty { throw fail("malformed timeline: no phases") }
         try validate(TimelineValidator(fail: fail))
     }

@@ -84,6 +84,7 @@ extension Timeline {
         try check.duration(launch.startRealtimeUs, "launch.startRealtimeUs")
         try check.count(dropped.events, "dropped.events")
         try check.count(dropped.nameBytes, "dropped.nameBytes")
+        try check.count(dropped.notUtf8Bytes ?? 0, "dropped.notUtf8Bytes")
         for (index, snapshot) in rusage.enumerated() {
             try check.offset(snapshot.ns, "rusage[\(index)].ns")
             try check.rusage(snapshot.usage, "rusage[\(index)]")
