@@ -111,7 +111,7 @@ check-c:
 	  cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only \
 	     $(foreach d,. base sampler watcher writer,-ICSupport/CColdstart/$(d)) \
 	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include \
-	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include $$f || exit 1; \
+	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include -ICSupport/CHTTP/include $$f || exit 1; \
 	done
 
 # The HTML report and exports on a 100,000-sample profile: sizes, CLI times,

@@ -48,7 +48,9 @@ let package = Package(
         // The launcher's perf events (fork, attach, exec; ring buffers): CLI only.
         .target(name: "CLauncher", path: "CSupport/CLauncher", cSettings: [.define("_GNU_SOURCE")]),
         .target(name: "ColdstartAudit", path: "CSupport/ColdstartAudit", cSettings: [.define("_GNU_SOURCE")]),
-        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartText", "ColdstartExport", "CLauncher", "ColdstartBuildInfo"]),
+        // `coldstart push`'s HTTP, libcurl loaded at run time: CLI only.
+        .target(name: "CHTTP", path: "CSupport/CHTTP", cSettings: [.define("_GNU_SOURCE")], linkerSettings: [.linkedLibrary("dl")]),
+        .executableTarget(name: "coldstart", dependencies: ["ColdstartAnalysis", "ColdstartText", "ColdstartExport", "CLauncher", "CHTTP", "ColdstartBuildInfo"]),
         .executableTarget(
             name: "ServiceStartup",
             dependencies: ["Coldstart"],

@@ -1,9 +1,6 @@
 import ColdstartAnalysis
 import ColdstartExport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// `coldstart push --otlp URL FILE…`: launches as traces to an OpenTelemetry
 /// backend over OTLP/HTTP.
@@ -31,8 +28,12 @@ enum PushCommand: Command {
       --otlp URL           The OTLP/HTTP endpoint (required).
       --batch N            Launches per request (default 100).
       --header 'N: V'      An extra request header (authentication); repeatable.
-      --timeout SECONDS    Per request (default 10). 429, 502, 503 and 504 are
+      --timeout SECONDS    Each request whole, connecting to the response's last
+                           byte (default 10). 429, 502, 503 and 504 are
                            retried twice, after Retry-After or 1 s and 2 s.
+    Redirects are not followed (one would drop the body or carry --header
+    credentials to another host): give the final URL. At most 1 MiB of a
+    response is read; what the server says is shown escaped.
       --help               Show this text.
 
     Exit status: 0 every launch sent and accepted; 1 a file was skipped, the
@@ -68,7 +69,7 @@ enum PushCommand: Command {
             let response = try post(body, to: url, headers: headers, timeout: timeout)
             if let rejection = OTLPExporter.rejection(inResponse: response) {
                 rejected += rejection.spans
-                printError("coldstart push: \(url.absoluteString) refused \(rejection.spans) span\(rejection.spans == 1 ? "" : "s"): \(rejection.message)")
+                printError("coldstart push: \(url.absoluteString) refused \(rejection.spans) span\(rejection.spans == 1 ? "" : "s"): \(BoundedRequest.escaped(Array(rejection.message.utf8)))")
             }
             requests += 1
             sent += batchLaunches
@@ -118,38 +119,35 @@ enum PushCommand: Command {
         return URL(string: (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/v1/traces")
     }
 
-    /// POSTs one request, retrying what OTLP calls retryable; the response body.
+    /// A response body is read up to this (an OTLP response is a few bytes;
+    /// a 1 GiB one was held whole in memory).
+    static let maxResponseBytes = 1 << 20
+
+    /// POSTs one request, retrying what OTLP calls retryable; the response
+    /// body. Each attempt ends within `timeout` seconds, whole.
     private static func post(_ body: [UInt8], to url: URL, headers: [(String, String)], timeout: Double) throws -> [UInt8] {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.setValue("application/x-protobuf", forHTTPHeaderField: "Content-Type")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        request.httpBody = Data(body)
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
+        let request = BoundedRequest(url: url.absoluteString, headers: [("Content-Type", "application/x-protobuf")] + headers, body: body)
         for attempt in 0..<3 {
-            let semaphore = DispatchSemaphore(value: 0)
-            nonisolated(unsafe) var result: (Data?, URLResponse?, Error?)
-            session.dataTask(with: request) { data, response, error in
-                result = (data, response, error)
-                semaphore.signal()
-            }.resume()
-            semaphore.wait()
-            if let error = result.2 {
-                throw CommandError(message: "\(url.absoluteString): \(error.localizedDescription)")
+            let response: BoundedRequest.Response
+            do {
+                response = try request.send(timeout: timeout, maxBody: maxResponseBytes)
+            } catch {
+                throw CommandError(message: "\(url.absoluteString): \(error)")
             }
-            guard let response = result.1 as? HTTPURLResponse else {
-                throw CommandError(message: "\(url.absoluteString): no HTTP response")
+            if (200..<300).contains(response.status) {
+                if response.truncated {
+                    printError("coldstart push: warning: \(url.absoluteString): response longer than \(maxResponseBytes >> 20) MiB; the rest was not read")
+                    return []
+                }
+                return response.body
             }
-            let data = result.0 ?? Data()
-            if (200..<300).contains(response.statusCode) { return [UInt8](data) }
-            if [429, 502, 503, 504].contains(response.statusCode) && attempt < 2 {
-                let after = response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init) ?? Double(1 << attempt)
-                Thread.sleep(forTimeInterval: min(after, 30))
+            if [429, 502, 503, 504].contains(response.status) && attempt < 2 {
+                let after = response.retryAfter.flatMap(Double.init).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+                Thread.sleep(forTimeInterval: min(after ?? Double(1 << attempt), 30))
                 continue
             }
-            let text = String(decoding: data.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw CommandError(message: "\(url.absoluteString): HTTP \(response.statusCode)" + (text.isEmpty ? "" : " (\(text))"))
+            let text = BoundedRequest.escaped(response.body)
+            throw CommandError(message: "\(url.absoluteString): HTTP \(response.status)" + (text.isEmpty ? "" : " (\(text))"))
         }
         throw CommandError(message: "\(url.absoluteString): still refused after 3 attempts")
     }
