@@ -195,6 +195,63 @@ final class HostileTimelineTests: XCTestCase {
         XCTAssertEqual(try Timeline(contentsOf: path).dropped.notUtf8Bytes, 4)
     }
 
+    /// Issue 23 item 7: a sparse ELF file (8 KiB on disk) with extended
+    /// section numbering claiming every 64 bytes of 2 GiB as a section
+    /// header made `report` take 9 GB for 45 s (libelf, then the symbol
+    /// reader, allocated per claimed section); an 8 GiB one aborted.
+    func testAHugeSparseModuleFileIsRefusedWithinAStatedMemoryCap() throws {
+        let directory = try makeTemporaryDirectory(for: self)
+        func sparseELF(_ name: String, gibibytes: UInt64) throws -> String {
+            let path = directory.appendingPathComponent(name).path
+            var header = [UInt8](repeating: 0, count: 128)
+            header.replaceSubrange(0..<6, with: [0x7F, 0x45, 0x4C, 0x46, 2, 1])  // ELF64, little-endian
+            header[6] = 1
+            header[16] = 3  // ET_DYN
+            header[18] = 0x3E  // x86-64
+            func put(_ value: UInt64, at offset: Int, bytes: Int) {
+                for index in 0..<bytes { header[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
+            }
+            put(64, at: 40, bytes: 8)  // e_shoff: right after the header
+            put(64, at: 52, bytes: 2)  // e_ehsize
+            put(64, at: 58, bytes: 2)  // e_shentsize; e_shnum 0: the count is section 0's size
+            put((gibibytes << 30 - 64) / 64, at: 64 + 32, bytes: 8)
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(header)))
+            XCTAssertEqual(truncate(path, off_t(gibibytes << 30)), 0)
+            return path
+        }
+        let two = try sparseELF("two.so", gibibytes: 2), eight = try sparseELF("eight.so", gibibytes: 8)
+        XCTAssertThrowsError(try ELFImage(path: two, debugDirectory: nil)) { error in
+            XCTAssertEqual("\(error)", "\(two): claims 33554431 section headers; coldstart reads at most 1048576")
+        }
+
+        var builder = SampledTimelineBuilder()
+        builder.symbolized = false
+        builder.sample(at: 21, [.init(module: builder.module(two), name: "f"), .init(module: builder.module(eight), name: "g")])
+        let timeline = directory.appendingPathComponent("hostile.json").path
+        try builder.data().write(to: URL(fileURLWithPath: timeline))
+        let started = Date()
+        let report = try runMeasuringMemory(try Products.path("coldstart"), ["report", timeline, "--full"], timeout: 60)
+        XCTAssertEqual(report.status, 0, report.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
+        XCTAssertLessThan(report.maxResidentMiB, 300, "the CLI's own ~50 MiB, no allocation per claimed section")
+        XCTAssertTrue(report.stderr.isEmpty, report.stderr)
+
+        let analysis = try LaunchAnalysis(timeline: Timeline(contentsOf: timeline))
+        let warnings = analysis.report.profile?.warnings ?? []
+        XCTAssertTrue(warnings.contains { $0.hasPrefix("\(two): claims 33554431 section headers; coldstart reads at most 1048576") }, "\(warnings)")
+        XCTAssertTrue(warnings.contains { $0.hasPrefix("\(eight): claims 134217727 section headers") }, "\(warnings)")
+
+        // A count the file cannot hold is refused whatever the cap.
+        let short = directory.appendingPathComponent("short.so").path
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: two)).prefix(128)
+        bytes[64 + 32] = 3
+        for index in 1..<8 { bytes[64 + 32 + index] = 0 }
+        try bytes.write(to: URL(fileURLWithPath: short))
+        XCTAssertThrowsError(try ELFImage(path: short, debugDirectory: nil)) { error in
+            XCTAssertEqual("\(error)", "\(short): claims 3 section headers; the file holds at most 1")
+        }
+    }
+
     /// The typed sections are decoded in one pass over the file; a bad one
     /// is still named by its key, with the path inside it.
     func testABadSectionIsNamedWithThePathInsideIt() throws {

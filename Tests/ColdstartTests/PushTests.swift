@@ -73,7 +73,7 @@ final class PushTests: XCTestCase {
     func testAHugeResponseIsReadOnlyUpToTheBound() throws {
         for mode in ["huge", "huge-chunked"] {
             let huge = try server("127.0.0.1", [mode, "1024"])
-            let push = try measured(try Products.path("coldstart"), ["push", "--otlp", huge, "--timeout", "60", timeline])
+            let push = try runMeasuringMemory(try Products.path("coldstart"), ["push", "--otlp", huge, "--timeout", "60", timeline])
             XCTAssertEqual(push.status, 0, "\(mode): \(push.stderr)")
             XCTAssertTrue(push.stderr.contains("response longer than 1 MiB; the rest was not read"), "\(mode): \(push.stderr)")
             XCTAssertLessThan(push.maxResidentMiB, 200, "\(mode): the CLI's own ~50 MiB and at most a few MiB of response")
@@ -84,44 +84,10 @@ final class PushTests: XCTestCase {
     /// sequences included.
     func testServerTextIsShownEscaped() throws {
         let hostile = try server("127.0.0.1", ["hostile"])
-        let push = try measured(try Products.path("coldstart"), ["push", "--otlp", hostile, timeline])
+        let push = try runMeasuringMemory(try Products.path("coldstart"), ["push", "--otlp", hostile, timeline])
         XCTAssertEqual(push.status, 1, push.stderr)
         XCTAssertTrue(push.stderr.contains(#"HTTP 500 (bad\x00news \x1B[31mred\x1B[0m\r\x1B]0;title\x07 caf\#u{FFFD} \u{202E}evil)"#), push.stderr)
         XCTAssertFalse(push.rawStderr.contains(0x00) || push.rawStderr.contains(0x1B) || push.rawStderr.contains(0x0D)
             || push.rawStderr.contains(0x07), "no control byte reaches the terminal")
-    }
-
-    /// The child's exit status, stderr and peak resident memory (`wait4`'s
-    /// own rusage of that child).
-    private func measured(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stderr: String, rawStderr: [UInt8], maxResidentMiB: Int) {
-        let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString)").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let variables: [String] = ["SWIFT_BACKTRACE=enable=no", "PATH=/usr/bin:/bin"]
-        let environment: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
-        defer { environment.forEach { free($0) } }
-        var pid: pid_t = 0
-        XCTAssertEqual(posix_spawn(&pid, executable, &actions, nil, argv, environment), 0)
-        var status: Int32 = 0
-        var usage = rusage()
-        let deadline = Date().addingTimeInterval(120)
-        while wait4(pid, &status, WNOHANG, &usage) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = wait4(pid, &status, 0, &usage)
-                XCTFail("\(arguments) did not finish in 120 s")
-                break
-            }
-            usleep(20_000)
-        }
-        let raw = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: errors))) ?? Data())
-        let exited = status & 0x7F == 0
-        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: raw, as: UTF8.self), raw,
-                usage.ru_maxrss / 1024)
     }
 }

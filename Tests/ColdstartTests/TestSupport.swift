@@ -152,3 +152,47 @@ enum FixturePrograms {
         return path
     }
 }
+
+/// Runs `executable` with stdout to /dev/null: its exit status (128 + the
+/// signal when killed), its stderr, and its peak resident memory: the
+/// largest `VmHWM` of /proc/PID/status read every 10 ms (the high-water mark
+/// of its own memory after `exec`; `wait4`'s `ru_maxrss` would also count
+/// the test process's, which a spawned child shares until its `exec`).
+func runMeasuringMemory(_ executable: String, _ arguments: [String], timeout: TimeInterval = 120) throws
+    -> (status: Int32, stderr: String, rawStderr: [UInt8], maxResidentMiB: Int) {
+    let errors = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-stderr-\(UUID().uuidString)").path
+    defer { unlink(errors) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let variables: [String] = ["SWIFT_BACKTRACE=enable=no", "PATH=/usr/bin:/bin"]
+    let environment: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
+    defer { environment.forEach { free($0) } }
+    var pid: pid_t = 0
+    XCTAssertEqual(posix_spawn(&pid, executable, &actions, nil, argv, environment), 0)
+    var status: Int32 = 0
+    var highWaterKiB = 0
+    let deadline = Date().addingTimeInterval(timeout)
+    while waitpid(pid, &status, WNOHANG) == 0 {
+        if let line = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+            .split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kib = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") {
+            highWaterKiB = max(highWaterKiB, kib)
+        }
+        if Date() > deadline {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+            XCTFail("\(arguments) did not finish in \(timeout) s")
+            break
+        }
+        usleep(10_000)
+    }
+    let raw = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: errors))) ?? Data())
+    let exited = status & 0x7F == 0
+    return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: raw, as: UTF8.self), raw,
+            highWaterKiB / 1024)
+}

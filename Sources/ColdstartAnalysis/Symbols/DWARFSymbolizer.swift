@@ -274,7 +274,9 @@ final class DebugFileSearch {
         let buildID = length > 0 && bits != nil
             ? Array(UnsafeBufferPointer(start: bits, count: Int(length))) : nil
         for candidate in candidates(buildID: buildID, fileName: fileName, debuglink: debuglink) {
-            guard let descriptor = try? DWARFModule.openRegularFile(candidate) else { continue }
+            // A debug file is as untrusted as the module (a debuglink names any file).
+            guard (try? ELFFile(path: candidate).checkForLibdw()) != nil,
+                  let descriptor = try? DWARFModule.openRegularFile(candidate) else { continue }
             // An absolute debuglink is a dwz alternate file, with its own build-id.
             if let buildID, !(debuglink?.hasPrefix("/") ?? false) || candidate != debuglink,
                Self.buildID(of: descriptor) != buildID {

@@ -2,8 +2,22 @@ import Foundation
 
 /// Bounds-checked reads of one ELF64 little-endian file: every table is read
 /// whole with `pread` and checked against the file size, so a truncated or
-/// hostile file throws instead of crashing.
+/// hostile file throws instead of crashing. What one file can make the CLI
+/// read and hold is capped too (`maxReadBytes`, `maxSections`): a sparse
+/// file costs nothing on disk, so "fits in the file" alone let a 2 GiB file
+/// of 8 KiB on disk claim 33 million section headers (9 GB resident; an
+/// 8 GiB one aborted).
 struct ELFFile {
+    /// Bytes read from one file, all tables together: the largest modules
+    /// seen (sourcekit-lsp, liblldb) read about 40 MiB of symbol and string
+    /// tables. What is held for them is at most about twice this.
+    static let maxReadBytes: UInt64 = 512 << 20
+    /// Section headers (64 bytes each): linked modules have tens; extended
+    /// numbering starts at 65,280.
+    static let maxSections = 1 << 20
+    /// `SHF_COMPRESSED`: libelf inflates such a section to its stated size.
+    static let compressedFlag: UInt64 = 0x800
+
     static let symtabType: UInt32 = 2
     static let strtabType: UInt32 = 3
     static let noteType: UInt32 = 7
@@ -48,6 +62,7 @@ struct ELFFile {
     let path: String
     let size: UInt64
     private let handle: FileHandleBox
+    private let budget = ReadBudget(ELFFile.maxReadBytes)
 
     init(path: String) throws {
         self.path = path
@@ -65,6 +80,11 @@ struct ELFFile {
         guard offset <= size, count <= size - offset else {
             throw ELFError(path: path, problem: "truncated ELF file (needs bytes \(offset)..<\(offset &+ count) of \(size))")
         }
+        guard count <= budget.remaining else {
+            throw ELFError(path: path, problem: "tables larger than coldstart reads from one file "
+                + "(\(ELFFile.maxReadBytes >> 20) MiB; \(count) more bytes asked at offset \(offset))")
+        }
+        budget.remaining -= count
         var bytes = [UInt8](repeating: 0, count: Int(count))
         var done = 0
         while done < bytes.count {
@@ -101,11 +121,19 @@ struct ELFFile {
                 throw ELFError(path: path, problem: "section headers of \(header.sectionHeaderSize) bytes (expected 64)")
             }
             // Extended numbering: more than 0xFF00 sections keep the count in
-            // section 0's size field.
-            if header.sectionHeaderCount == 0 {
-                let first = try read(offset: header.sectionHeaderOffset, count: 64)
-                header.sectionHeaderCount = Int(min(first.u64(32), size / 64))
+            // section 0's size field, any 64-bit number.
+            var count = UInt64(header.sectionHeaderCount)
+            if count == 0 {
+                count = try read(offset: header.sectionHeaderOffset, count: 64).u64(32)
             }
+            let room = header.sectionHeaderOffset <= size ? (size - header.sectionHeaderOffset) / 64 : 0
+            guard count <= room else {
+                throw ELFError(path: path, problem: "claims \(count) section headers; the file holds at most \(room)")
+            }
+            guard count <= UInt64(ELFFile.maxSections) else {
+                throw ELFError(path: path, problem: "claims \(count) section headers; coldstart reads at most \(ELFFile.maxSections)")
+            }
+            header.sectionHeaderCount = Int(count)
         } else {
             header.sectionHeaderCount = 0
         }
@@ -131,6 +159,21 @@ struct ELFFile {
                 link: bytes.u32(base + 40),
                 entrySize: bytes.u64(base + 56)
             )
+        }
+    }
+
+    /// Checks what libelf and libdw would allocate for this file before they
+    /// are given it: its section table (`header`, `sections`) and the
+    /// inflated size of its compressed sections, each within the caps.
+    func checkForLibdw() throws {
+        let sections = try sections(try header())
+        var inflated: UInt64 = 0
+        for section in sections where section.flags & ELFFile.compressedFlag != 0 && section.size >= 24 {
+            // Elf64_Chdr: type, reserved, then the uncompressed size.
+            inflated = inflated.addingReportingOverflow(try read(offset: section.offset, count: 24).u64(8)).partialValue
+            guard inflated <= ELFFile.maxReadBytes else {
+                throw ELFError(path: path, problem: "compressed sections that inflate past \(ELFFile.maxReadBytes >> 20) MiB")
+            }
         }
     }
 
@@ -172,6 +215,12 @@ struct ELFFile {
         }
         return nil
     }
+}
+
+/// What is left of one file's `ELFFile.maxReadBytes`, shared by its copies.
+final class ReadBudget {
+    var remaining: UInt64
+    init(_ bytes: UInt64) { remaining = bytes }
 }
 
 extension Array where Element == UInt8 {

@@ -64,6 +64,7 @@ final class ELFImage {
     /// `debugDirectory`, or by `.gnu_debuglink`); nil `debugDirectory` reads
     /// the file alone.
     convenience init(path: String, debugDirectory: String? = "/usr/lib/debug") throws {
+        try ELFFile(path: path).checkForLibdw()
         let debugFile = debugDirectory == nil ? nil : (try? DWARFModule(path: path, debugDirectory: debugDirectory))?.separateDebugFile
         try self.init(path: path, debugFile: debugFile)
     }

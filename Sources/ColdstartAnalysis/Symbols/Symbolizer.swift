@@ -162,6 +162,9 @@ package final class Symbolizer {
         let entry = modules[module]
         let loaded: ModuleFile
         do {
+            // The bounded reader looks first: libelf allocates per section
+            // and inflates compressed ones, whatever the file claims.
+            try ELFFile(path: entry.path).checkForLibdw()
             // libdw finds the debug file (build-id, .gnu_debuglink) for both readers.
             let dwarf = try? DWARFModule(path: entry.path, debugDirectory: debugDirectory)
             let image = try ELFImage(path: entry.path, debugFile: dwarf?.separateDebugFile)
