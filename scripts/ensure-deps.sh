@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Coldstart needs when run as root; otherwise says
 # which command to run. Usage: scripts/ensure-deps.sh [extra-package …]
+# Checked on a fresh Debian 12 with only the Swift toolchain and the
+# libraries it runs with (README.md, "On a fresh machine"): gcc brings the
+# linker, the C library's files and crt objects that swiftc links with, and
+# the `cc` the Makefile's C checks use.
 set -euo pipefail
-packages=(libunwind-dev zlib1g-dev libdw-dev "$@")
+packages=(gcc libunwind-dev zlib1g-dev libdw-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
