@@ -4,9 +4,10 @@
 # Checked on a fresh Debian 12 with only the Swift toolchain and the
 # libraries it runs with (README.md, "On a fresh machine"): gcc brings the
 # linker, the C library's files and crt objects that swiftc links with, and
-# the `cc` the Makefile's C checks use.
+# the `cc` the Makefile's C checks use; libstdc++-12-dev the C++ library that
+# the static Swift runtime (`make install`) and the C++ test fixture need.
 set -euo pipefail
-packages=(gcc libunwind-dev zlib1g-dev libdw-dev "$@")
+packages=(gcc libstdc++-12-dev libunwind-dev zlib1g-dev libdw-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
