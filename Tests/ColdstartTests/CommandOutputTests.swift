@@ -31,6 +31,9 @@ final class CommandOutputTests: XCTestCase {
         ]
         for arguments in commands {
             for redirection in [">&-", ">/dev/full"] {
+                // `run` records its launches under --out (by default a new directory in the current one).
+                let arguments = arguments.first == "run"
+                    ? ["run", "--out", directory.appendingPathComponent("run-\(redirection.count)").path] + arguments.dropFirst() : arguments
                 let result = try redirected(arguments, stdout: redirection)
                 let lines = result.stderr.split(separator: "\n")
                 XCTAssertEqual(result.status, 1, "\(arguments) \(redirection): \(result.stderr)")
