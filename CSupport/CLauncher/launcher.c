@@ -52,6 +52,15 @@ int cs_launch_keep_perf_warm(void) {
     return (int)perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+int cs_launch_perf_errno(void) {
+    int fd = cs_launch_keep_perf_warm();
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    return errno;
+}
+
 static void base_attr(struct perf_event_attr *a, int inherit) {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
@@ -114,6 +123,7 @@ static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned
             fd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         }
         if (fd < 0) {
+            if (!l->perf_errno) l->perf_errno = errno;
             snprintf(l->error, sizeof l->error, "perf_event_open(task-clock, cpu %d): %s", cpu, strerror(errno));
             return -1;
         }
@@ -147,9 +157,13 @@ static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned
 }
 
 int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *const envp[],
-                    char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period) {
+                    char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period, unsigned flags) {
     for (int i = 0; i < CS_LAUNCH_MAX_CPUS; i++) l->clock_fds[i] = l->fault_fds[i] = -1;
     l->error[0] = 0;
+    l->perf_error[0] = 0;
+    l->perf_errno = 0;
+    l->tracing = 0;
+    l->trace = NULL;
     int go[2], failed[2];
     if (pipe2(go, O_CLOEXEC) < 0) return errno;
     if (pipe2(failed, O_CLOEXEC) < 0) {
@@ -215,6 +229,15 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
             l->sampling = 1;
         } else {
             close_events(l);
+            int refused = l->perf_errno == EPERM || l->perf_errno == EACCES || l->perf_errno == ENOSYS;
+            if ((flags & CS_LAUNCH_TRACE_IF_REFUSED) && refused) {
+                memcpy(l->perf_error, l->error, sizeof l->error);
+                if (cs_trace_attach(l, hz) == 0) {
+                    l->tracing = 1;
+                    l->sampling = 1;
+                    l->error[0] = 0;
+                }
+            }
         }
     }
     char c = 1;
@@ -228,6 +251,7 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
     close(failed[0]);
     if (n == (ssize_t)sizeof child_errno) {
         int status;
+        /* A traced child's exit is still reaped; the tracer goes with it. */
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         cs_launch_close(l);
         return child_errno ? child_errno : ENOEXEC;
@@ -297,6 +321,9 @@ void cs_launch_stop_sampling(cs_launch *l) {
 }
 
 void cs_launch_close(cs_launch *l) {
+    cs_trace_free(l->trace);
+    l->trace = NULL;
+    l->tracing = 0;
     for (int i = 0; i < l->ncpus; i++) {
         if (l->clock_fds[i] >= 0) ioctl(l->clock_fds[i], PERF_EVENT_IOC_DISABLE, 0);
         if (l->fault_fds[i] >= 0) ioctl(l->fault_fds[i], PERF_EVENT_IOC_DISABLE, 0);

@@ -5,7 +5,8 @@ extension BeforeMain {
     /// The section as text; `statistics` adds each library's relocation counts.
     package func text(statistics: LoaderStatistics? = nil) -> String {
         func ms(_ v: Double) -> String { String(format: "%.2f", v) }
-        var lines = ["Before main (launcher: perf events from exec\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
+        let how = traced ? "ptrace samples from exec, perf refused" : "perf events from exec"
+        var lines = ["Before main (launcher: \(how)\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
             + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
         if let split = beforeMainKernel {

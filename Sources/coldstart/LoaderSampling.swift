@@ -26,11 +26,27 @@ struct LoaderSampling {
 
     /// The executable carries Coldstart (checked once: the file can be large).
     var linked: Bool
+    /// Why perf events are refused here (then the launcher traces the
+    /// program instead), nil when they open.
+    let perfRefusal: PerfRefusal?
+    /// The lines said once per `coldstart run`, not once per launch.
+    private let said = Said()
+    private final class Said { var lines: Set<String> = [] }
 
     init(hz: Int?, executable: String) {
         self.hz = hz
         linked = Self.linksColdstart(executable)
         auditModule = Self.findAuditModule()
+        perfRefusal = PerfAccess.refusal()
+    }
+
+    /// Where perf is refused the launcher samples by tracing: a stop per
+    /// sample costs the program more than a perf sample, so the default is
+    /// lower (measured in docs/containers.md).
+    static let tracedHz = 4000
+
+    private func sayOnce(_ line: String) {
+        if said.lines.insert(line).inserted { printError(line) }
     }
 
     /// In `../lib/coldstart/` (an installed layout, or the plain-C build
@@ -57,12 +73,15 @@ struct LoaderSampling {
     /// completed) from what the launcher saw.
     func launch(_ launcher: Launcher, label: String, timeline: String, stopAfterReady: Bool, timeout: Double?) throws -> RunRecord {
         let linked = self.linked
-        let hz = self.hz ?? (linked ? Self.linkedHz : 10_000)
+        let hz = self.hz ?? (perfRefusal != nil ? Self.tracedHz : linked ? Self.linkedHz : 10_000)
         let auditFile = (timeline as NSString).deletingLastPathComponent + "/.\(label).audit.\(getpid())"
         try? FileManager.default.removeItem(atPath: auditFile)
         defer { try? FileManager.default.removeItem(atPath: auditFile) }
         var environment = launcher.environment
         environment["COLDSTART"] = timeline
+        // Traced, the launcher samples the whole launch; the app's own
+        // fallback (POSIX timers at the kernel tick) would only add signals.
+        if perfRefusal != nil && linked && environment["COLDSTART_SAMPLER"] == nil { environment["COLDSTART_SAMPLER"] = "off" }
         // An LD_AUDIT of the user's own is left alone: two would both see every library.
         let audited = auditModule != nil && (environment["LD_AUDIT"] ?? "").isEmpty
         if audited {
@@ -80,11 +99,13 @@ struct LoaderSampling {
         cStrings += envp
         var launch = cs_launch()
         let rc = cs_launch_start(&launch, launcher.path, argv, envp + [nil], envp.last!, launcher.stdoutToStderr ? STDERR_FILENO : -1,
-                                 UInt32(hz), UInt32(faultPeriod))
+                                 UInt32(hz), UInt32(faultPeriod), UInt32(CS_LAUNCH_TRACE_IF_REFUSED))
         guard rc == 0 else { throw CommandError(message: "cannot launch \(launcher.path): \(String(cString: strerror(rc)))") }
+        func text<T>(_ tuple: T) -> String { withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } }
         if launch.sampling == 0 {
-            let reason = withUnsafeBytes(of: launch.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            printError("coldstart run: loader not sampled (\(reason))")
+            sayOnce("coldstart run: loader not sampled (\(text(launch.error)))")
+        } else if launch.tracing != 0 {
+            sayOnce("coldstart run: \(text(launch.perf_error)); sampling by tracing the program instead (ptrace, \(hz) Hz of its CPU time, loader included; `coldstart report` says why perf is refused and what to do)")
         }
         var records = cs_records()
         defer { cs_records_free(&records); cs_launch_close(&launch) }
@@ -94,7 +115,7 @@ struct LoaderSampling {
         _ = cs_launch_drain(&launch, &records)
 
         if launch.sampling != 0 {
-            let capture = LauncherCapture(
+            var capture = LauncherCapture(
                 pid: Int(launch.pid), executable: launcher.path, hz: Double(hz), faultPeriod: launch.faults != 0 ? faultPeriod : 0,
                 perCPU: launch.per_cpu != 0, kernelSampling: launch.kernel_samples != 0, releaseNs: launch.release_ns, endNs: endNs,
                 bootMinusMonotonicNs: cs_launch_boottime_ns() &- cs_launch_monotonic_ns(), waitStatus: status, rusage: usage,
@@ -103,6 +124,16 @@ struct LoaderSampling {
                 faultIDs: launch.faults != 0 ? Self.ids(launch.fault_ids, count: Int(launch.ncpus)) : [],
                 auditText: audited ? try? String(contentsOfFile: auditFile, encoding: .utf8) : nil,
                 kernelRelease: Self.kernelRelease(), realtimeMinusMonotonicNs: Self.realtimeMinusMonotonicNs())
+            if launch.tracing != 0 {
+                var samples: UInt64 = 0, failures: UInt64 = 0, stopped: UInt64 = 0
+                cs_trace_counts(&launch, &samples, &failures, &stopped)
+                capture.tracing = true
+                capture.clockIDs = [UInt64(CS_TRACE_SAMPLE_ID)]
+                capture.perCPU = true
+                capture.tracerStoppedNs = stopped
+                capture.unwindFailures = Int(failures)
+            }
+            capture.perfRefusal = launch.perf_errno != 0 ? PerfAccess.refusal(errno: launch.perf_errno) : nil
             try write(capture, linked: linked, to: timeline)
         }
         return Launcher.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
@@ -148,13 +179,17 @@ struct LoaderSampling {
         var termSent: Date?
         var timedOut = false, stopped = false, samplingStopped = false
         while true {
-            let r = wait4(launch.pid, &status, WNOHANG, &usage)
-            if r == launch.pid || (r < 0 && errno != EINTR) { break }
-            if cs_launch_drain(&launch, &records) < 0 {
+            if launch.tracing != 0 {
+                if cs_trace_wait(&launch, &records, 1, &status, &usage) != 0 { break }
+            } else {
+                let r = wait4(launch.pid, &status, WNOHANG, &usage)
+                if r == launch.pid || (r < 0 && errno != EINTR) { break }
+            }
+            if launch.tracing == 0 && cs_launch_drain(&launch, &records) < 0 {
                 printError("coldstart run: out of memory for the launcher's samples; sampling stopped")
                 cs_launch_stop_sampling(&launch)
             }
-            if linked && !samplingStopped, let auditFile,
+            if linked && !samplingStopped && launch.tracing == 0, let auditFile,
                let text = try? String(contentsOfFile: auditFile, encoding: .utf8), text.contains("\nP ") {
                 cs_launch_stop_sampling(&launch)
                 samplingStopped = true
@@ -170,7 +205,7 @@ struct LoaderSampling {
                 termSent = Date()
                 kill(launch.pid, SIGTERM)
             }
-            cs_launch_poll(&launch, 1)
+            if launch.tracing == 0 { cs_launch_poll(&launch, 1) }
         }
         func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1000 }
         let total = Timeline.Rusage.launcher(

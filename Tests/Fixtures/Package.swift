@@ -34,6 +34,9 @@ let package = Package(
         // Spawns a program with its stdout on a pseudo-terminal, for launch timings.
         .target(name: "BenchSupport"),
         .executableTarget(name: "SamplerBench", dependencies: ["BenchSupport"]),
+        // Runs a command under a seccomp filter refusing perf_event_open, as a
+        // container's default profile does (issue 27: profiling where perf is refused).
+        .executableTarget(name: "NoPerf"),
         // The off-CPU watcher's: a main thread blocked in known ways, a host that
         // closes every descriptor, and parked threads for its cost benchmark.
         .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),

@@ -13,9 +13,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #define CS_LAUNCH_MAX_CPUS 64
+
+/* The sample identifier the tracer's records carry (PERF_SAMPLE_IDENTIFIER). */
+#define CS_TRACE_SAMPLE_ID 1
+
+/* cs_launch_start's flags. */
+#define CS_LAUNCH_TRACE_IF_REFUSED 1  /* perf refused: sample by tracing the child instead */
+
+typedef struct cs_trace cs_trace;
 
 /* One launch. Zero it, then cs_launch_start; cs_launch_close frees it. */
 typedef struct cs_launch {
@@ -32,6 +41,10 @@ typedef struct cs_launch {
     int faults;                         /* 1: page-fault events attached */
     int kernel_samples;                 /* 1: the task clock samples kernel mode too */
     uint64_t release_ns;                /* CLOCK_MONOTONIC just before the child was let exec */
+    int perf_errno;                     /* errno of the refused perf_event_open, 0 when it opened */
+    int tracing;                        /* 1: sampled by tracing (perf refused), l->trace set */
+    cs_trace *trace;
+    char perf_error[256];               /* the perf refusal, when tracing replaced it */
     char error[256];                    /* why sampling is off, when it is */
 } cs_launch;
 
@@ -50,13 +63,16 @@ typedef struct cs_records {
  * cannot be opened the program still runs, unsampled, and `l->error` says why.
  * `spawn_slot`, when not NULL, is an `envp` entry whose digits (after the
  * `=`) the child overwrites with CLOCK_BOOTTIME ns just before exec.
- * `stdout_fd` >= 0 becomes the child's stdout. Returns 0, or an errno when
+ * `stdout_fd` >= 0 becomes the child's stdout. With CS_LAUNCH_TRACE_IF_REFUSED
+ * in `flags`, a refused perf_event_open (`l->perf_errno`) makes the launcher
+ * trace the child instead (`l->tracing`, "Tracing" below): then wait with
+ * cs_trace_wait, not waitpid. Returns 0, or an errno when
  * the program could not be started at all (then no child exists).
  * Not async-signal-safe (the parent side allocates nothing, the child side
  * only calls read, clock_gettime, dup2, sigprocmask, execve, _exit).
  */
 int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *const envp[],
-                    char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period);
+                    char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period, unsigned flags);
 
 /*
  * Moves every complete record out of the rings into `out` (records keep
@@ -99,6 +115,39 @@ int cs_file_contains(const char *path, const char *needle);
  * system call), though only the CLI and the tests call it.
  */
 int cs_launch_keep_perf_warm(void);
+
+/* 0 when this process may open a task-clock event on itself, else the errno
+ * perf_event_open gave (EPERM from a seccomp filter or perf_event_paranoid,
+ * EACCES, ENOSYS). Async-signal-safe (perf_event_open, close). */
+int cs_launch_perf_errno(void);
+
+/*
+ * Tracing (trace.c): where perf_event_open is refused (a container's seccomp
+ * profile, perf_event_paranoid 3/4 without CAP_PERFMON), the launcher, as
+ * the program's parent, traces it (PTRACE_SEIZE before exec, every thread
+ * from its clone) and interrupts each running thread once per 1/hz of wall
+ * time, taking a sample when the thread ran at least half a period of CPU
+ * since its last one: registers and 16 KiB of stack, unwound with
+ * libunwind's DWARF CFI (libunwind-x86_64.so.8, loaded at run time) while
+ * the thread runs on. Samples and mappings land in the records as the perf
+ * path's do (PERF_RECORD_SAMPLE with CS_TRACE_SAMPLE_ID, PERF_RECORD_MMAP).
+ * Signals are given back at their delivery stop, group stops kept, and a
+ * system call an interrupt ended with EINTR restarted. x86_64 only.
+ * None of these is async-signal-safe (malloc, stdio).
+ */
+int cs_trace_supported(void);
+/* Seizes `l->pid` (forked, not yet released): 0, or -1 with `l->error` set. */
+int cs_trace_attach(cs_launch *l, unsigned hz);
+/* Samples and serves the child for up to `timeout_ms`, appending records to
+ * `out`. 1: the program ended (`status` as waitpid's, `usage` wait4's);
+ * 0: still running; -1: not tracing. */
+int cs_trace_wait(cs_launch *l, cs_records *out, int timeout_ms, int *status, struct rusage *usage);
+/* No more samples; signals are still given back until the program ends. */
+void cs_trace_stop_sampling(cs_launch *l);
+/* Samples taken, samples whose unwind failed at the leaf, and the time the
+ * program's threads spent stopped for samples (ns). */
+void cs_trace_counts(const cs_launch *l, uint64_t *samples, uint64_t *unwind_failures, uint64_t *stopped_ns);
+void cs_trace_free(cs_trace *t);
 
 /* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns, as the rest of the launcher reads
  * them. Async-signal-safe (clock_gettime). */

@@ -19,6 +19,8 @@ package struct BeforeMain: Codable, Sendable {
     }
 
     package var mode: String
+    /// Sampled by tracing (ptrace) because perf was refused: no page faults.
+    package var traced: Bool
     package var loaderMs: Double
     package var loaderSamples: Int
     package var loaderFunctions: [Entry]
@@ -49,6 +51,7 @@ package struct BeforeMain: Codable, Sendable {
     package init?(_ timeline: Timeline, symbols known: [String: Timeline.Symbol] = [:]) {
         guard let section = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
         mode = section["mode"] as? String ?? "?"
+        traced = section["threads"] as? String == "ptrace"
         let period = (section["faultPeriod"] as? NSNumber)?.intValue ?? 0
         faultPeriod = period
         lostRecords = (section["lostRecords"] as? NSNumber)?.intValue ?? 0

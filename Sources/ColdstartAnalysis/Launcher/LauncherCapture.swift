@@ -32,6 +32,15 @@ package struct LauncherCapture {
     /// The audit module's file (coldstart_audit.h), nil when it did not run.
     package var auditText: String?
     package var kernelRelease: String
+    /// Sampled by tracing the program (ptrace interrupts, DWARF-unwound
+    /// stack copies) because the kernel refused perf events.
+    package var tracing = false
+    /// Why perf_event_open was refused, when it was.
+    package var perfRefusal: PerfRefusal?
+    /// Tracing only: the time the program's threads spent stopped for
+    /// samples, and samples whose unwind failed at the interrupted frame.
+    package var tracerStoppedNs: UInt64 = 0
+    package var unwindFailures = 0
 
     package init(
         pid: Int, executable: String, hz: Double, faultPeriod: Int, perCPU: Bool, kernelSampling: Bool, releaseNs: UInt64, endNs: UInt64,
@@ -44,6 +53,40 @@ package struct LauncherCapture {
         self.bootMinusMonotonicNs = bootMinusMonotonicNs; self.waitStatus = waitStatus; self.rusage = rusage
         self.records = records; self.clockIDs = clockIDs; self.faultIDs = faultIDs; self.auditText = auditText
         self.kernelRelease = kernelRelease
+    }
+}
+
+/// Why the kernel refused `perf_event_open` (docs/timeline-format.md,
+/// "perfRefused"), as the process that was refused saw itself.
+package struct PerfRefusal: Codable, Sendable, Equatable {
+    /// The errno's name: EPERM, EACCES, ENOSYS.
+    package var errno: String
+    /// `/proc/sys/kernel/perf_event_paranoid`, nil when unreadable.
+    package var paranoid: Int?
+    /// `Seccomp:` of `/proc/self/status`: 0 none, 1 strict, 2 filter.
+    package var seccomp: Int?
+    /// The effective capabilities: CAP_PERFMON (38), CAP_SYS_ADMIN (21).
+    package var capPerfmon: Bool?
+    package var capSysAdmin: Bool?
+
+    package init(errno: String, paranoid: Int?, seccomp: Int?, capPerfmon: Bool?, capSysAdmin: Bool?) {
+        self.errno = errno; self.paranoid = paranoid; self.seccomp = seccomp
+        self.capPerfmon = capPerfmon; self.capSysAdmin = capSysAdmin
+    }
+
+    package init?(json: Any?) {
+        guard let d = json as? [String: Any], let name = d["errno"] as? String else { return nil }
+        self.init(errno: name, paranoid: (d["paranoid"] as? NSNumber)?.intValue, seccomp: (d["seccomp"] as? NSNumber)?.intValue,
+                  capPerfmon: (d["capPerfmon"] as? NSNumber)?.boolValue, capSysAdmin: (d["capSysAdmin"] as? NSNumber)?.boolValue)
+    }
+
+    package var json: [String: Any] {
+        var d: [String: Any] = ["errno": errno]
+        if let paranoid { d["paranoid"] = paranoid }
+        if let seccomp { d["seccomp"] = seccomp }
+        if let capPerfmon { d["capPerfmon"] = capPerfmon }
+        if let capSysAdmin { d["capSysAdmin"] = capSysAdmin }
+        return d
     }
 }
 

@@ -82,9 +82,14 @@ package struct LauncherTimeline {
     func launcherSection(mode: String, startNs: UInt64, encoder: FrameEncoder, samplesWritten: Int,
                          boundaries: Boundaries?, kernelCut: Int64 = .max) -> [String: Any] {
         var section: [String: Any] = [
-            "mode": mode, "requestedHz": capture.hz, "threads": capture.perCPU ? "per-cpu-inherit" : "exec-thread",
+            "mode": mode, "requestedHz": capture.hz,
+            "threads": capture.tracing ? "ptrace" : capture.perCPU ? "per-cpu-inherit" : "exec-thread",
             "samples": samplesWritten, "lostRecords": Int(records.lost), "faultPeriod": capture.faultPeriod,
         ]
+        if let refusal = capture.perfRefusal { section["perfRefused"] = refusal.json }
+        if capture.tracing {
+            section["tracer"] = ["stoppedNs": capture.tracerStoppedNs, "unwindFailures": capture.unwindFailures] as [String: Any]
+        }
         if let boundaries {
             section["loaderEndSource"] = boundaries.loaderEndSource
             section["mainSource"] = boundaries.mainSource
@@ -131,6 +136,7 @@ package struct LauncherTimeline {
     /// launcher section. Its module table is extended with modules it no
     /// longer had mapped when it wrote the file.
     package func merged(into timeline: Timeline) -> [String: Any] {
+        if capture.tracing { return tracedMerge(into: timeline) }
         var root = timeline.document
         var section = root["coldstart"] as? [String: Any] ?? [:]
         let startNs = timeline.launch.startNs
@@ -167,6 +173,44 @@ package struct LauncherTimeline {
         }
         section["launcher"] = launcherSection(mode: "linked", startNs: startNs, encoder: encoder, samplesWritten: early.count,
                                               boundaries: nil, kernelCut: cut)
+        root["coldstart"] = section
+        return root
+    }
+
+    /// The sampling section of a traced capture (`clock` "ptrace"): every
+    /// sample stands for 1/effectiveHz of CPU time, user and kernel mode
+    /// (an interrupted system call's time is its caller's).
+    func tracedSampling(startNs: Int64, stopNs: Int64) -> [String: Any] {
+        let tids = Set(records.samples.map(\.tid))
+        let cpuNs = capture.rusage.cpuNs
+        return [
+            "clock": "ptrace", "unwinder": "libunwind", "requestedHz": capture.hz,
+            "effectiveHz": cpuNs > 0 ? Double(records.samples.count) / (Double(cpuNs) / 1e9) : 0,
+            "startNs": startNs, "stopNs": stopNs, "cpuNs": cpuNs, "userNs": capture.rusage.userNs,
+            "systemNs": capture.rusage.systemNs, "coldstartCpuNs": 0, "samples": records.samples.count, "dropped": 0,
+            "threads": "per-thread", "threadsSampled": tids.count, "threadsMissed": 0, "unwindFailures": capture.unwindFailures,
+            "perfRefused": capture.perfRefusal?.json ?? NSNull(),
+        ]
+    }
+
+    /// A program linked with Coldstart, traced because perf was refused: its
+    /// own sampler was off (COLDSTART_SAMPLER=off), so every sample of the
+    /// file is the launcher's, from exec to the end.
+    func tracedMerge(into timeline: Timeline) -> [String: Any] {
+        var root = timeline.document
+        var section = root["coldstart"] as? [String: Any] ?? [:]
+        let startNs = timeline.launch.startNs
+        let own = FrameEncoder(mappings: records.mappings)
+        var modules = timeline.modules
+        for module in own.modules where !modules.contains(where: { $0.path == module.path }) { modules.append(module) }
+        let encoder = FrameEncoder(modules: modules)
+        section["modules"] = modules.map { module -> [String: Any] in
+            ["path": module.path, "buildId": module.buildId ?? NSNull(), "base": module.base, "start": module.start, "end": module.end]
+        }
+        section["samples"] = Self.sampleRows(records.samples, startNs: startNs, encoder: encoder)
+        section["sampling"] = tracedSampling(startNs: 0, stopNs: offset(capture.endNs, from: startNs))
+        section["launcher"] = launcherSection(mode: "linked", startNs: startNs, encoder: encoder, samplesWritten: records.samples.count,
+                                              boundaries: nil)
         root["coldstart"] = section
         return root
     }
@@ -227,7 +271,7 @@ package struct LauncherTimeline {
         snapshots.append(usage(capture.rusage).merging(["at": "end", "ns": endNs]) { a, _ in a })
         let tids = Set(records.samples.map(\.tid))
         let cpuNs = capture.rusage.cpuNs
-        let sampling: [String: Any] = [
+        let sampling: [String: Any] = capture.tracing ? tracedSampling(startNs: 0, stopNs: endNs) : [
             "clock": "perf-task-clock", "unwinder": "frame-pointer", "requestedHz": capture.hz,
             "effectiveHz": cpuNs > 0 ? Double(records.samples.count) / (Double(cpuNs) / 1e9) : 0,
             "startNs": 0, "stopNs": endNs, "cpuNs": cpuNs, "userNs": capture.rusage.userNs,

@@ -24,9 +24,12 @@ package enum LaunchMode: String, Codable, Sendable {
         }
     }
 
-    /// One line for the report's header; `startSource` as in the timeline.
-    func description(startSource: String) -> String {
+    /// One line for the report's header; `startSource` as in the timeline,
+    /// `traced` when the launcher sampled by ptrace (perf refused).
+    func description(startSource: String, traced: Bool = false) -> String {
         switch self {
+        case .runLinked where traced: "linked with Coldstart, under `coldstart run`: every thread sampled from exec by ptrace (perf refused)"
+        case .runUnlinked where traced: "not linked with Coldstart, under `coldstart run`: every thread sampled from exec by ptrace (perf refused)"
         case .runLinked: "linked with Coldstart, under `coldstart run`: loader sampled from exec, the rest by the app"
         case .runUnlinked: "not linked with Coldstart, under `coldstart run`: sampled from exec by its perf events"
         case .linked where startSource == "spawn-env": "linked with Coldstart, launcher-stamped start (exact); loader not sampled"
