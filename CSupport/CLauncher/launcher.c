@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -50,6 +51,26 @@ int cs_launch_keep_perf_warm(void) {
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     return (int)perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int cs_launch_secure_execution(void) { return getauxval(AT_SECURE) != 0; }
+
+long cs_launch_original_environment(char *buf, size_t cap) {
+    char stat[4096];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    stat[n] = 0;
+    char *p = strrchr(stat, ')');
+    /* Fields 50 and 51 (env_start, env_end); p is at the end of field 2. */
+    for (int field = 2; p && field < 50; field++) p = strchr(p + 1, ' ');
+    unsigned long long start, end;
+    if (!p || sscanf(p, " %llu %llu", &start, &end) != 2 || end <= start) return -1;
+    size_t size = (size_t)(end - start);
+    if (buf) memcpy(buf, (const void *)(uintptr_t)start, size < cap ? size : cap);
+    return (long)size;
 }
 
 int cs_launch_perf_errno(void) {
@@ -259,7 +280,7 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
     return 0;
 }
 
-static int grow(cs_records *out, size_t more) {
+int cs_records_reserve(cs_records *out, size_t more) {
     if (out->count + more <= out->capacity) return 0;
     size_t cap = out->capacity ? out->capacity : 1 << 20;
     while (cap < out->count + more) cap *= 2;
@@ -280,7 +301,7 @@ long cs_launch_drain(cs_launch *l, cs_records *out) {
         uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
         uint64_t tail = meta->data_tail;
         if (head - tail > size) return -1;
-        if (grow(out, (size_t)(head - tail)) < 0) return -1;
+        if (cs_records_reserve(out, (size_t)(head - tail)) < 0) return -1;
         while (tail + sizeof(struct perf_event_header) <= head) {
             struct perf_event_header h;
             for (size_t k = 0; k < sizeof h; k++) ((uint8_t *)&h)[k] = data[(tail + k) % size];

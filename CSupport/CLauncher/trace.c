@@ -50,6 +50,9 @@
  * mode copies 8 KiB by default; Swift's frames are larger than C's). */
 #define STACK_COPY 16384
 #define MAX_FRAMES 128
+/* A sample stands for at most this many periods (64 ms at 4 kHz: a tracer
+ * descheduled longer than that on a loaded machine loses the rest). */
+#define MAX_COPIES 256
 #define ERESTARTNOHAND_ 514
 
 #if CS_TRACE_SUPPORTED
@@ -77,7 +80,7 @@ typedef struct {
 typedef struct {
     pid_t tid;
     int stat_fd, sched_fd;
-    uint64_t last_cpu_ns;  /* CPU time at the last sample */
+    uint64_t credited_ns;  /* CPU time the samples so far stand for */
     int interrupted;       /* PTRACE_INTERRUPT sent, its stop not seen */
     int started;           /* its first stop was seen and let go */
 } trace_thread;
@@ -123,14 +126,7 @@ static uint64_t now_ns(void) { return cs_launch_monotonic_ns(); }
 /* ---- records: the perf path's layout (linux/perf_event.h) ---- */
 
 static int records_append(cs_records *out, const void *bytes, size_t n) {
-    if (out->count + n > out->capacity) {
-        size_t cap = out->capacity ? out->capacity : 1 << 20;
-        while (cap < out->count + n) cap *= 2;
-        uint8_t *grown = realloc(out->bytes, cap);
-        if (!grown) return -1;
-        out->bytes = grown;
-        out->capacity = cap;
-    }
+    if (cs_records_reserve(out, n) < 0) return -1;
     memcpy(out->bytes + out->count, bytes, n);
     out->count += n;
     return 0;
@@ -528,7 +524,8 @@ static uint64_t thread_cpu_ns(const trace_thread *th) {
 
 /* ---- one sample of a stopped thread ---- */
 
-/* Returns 1 when a sample was taken: registers and stack copied, to be unwound. */
+/* Returns how many periods of CPU the sample stands for (0: none taken):
+ * registers and stack copied, to be unwound. */
 static int sample_stopped(cs_trace *t, trace_thread *th) {
     struct iovec regs = {&t->regs, sizeof t->regs};
     if (ptrace(PTRACE_GETREGSET, th->tid, (void *)NT_PRSTATUS, &regs) != 0) return 0;
@@ -541,10 +538,13 @@ static int sample_stopped(cs_trace *t, trace_thread *th) {
         t->regs.rax = (unsigned long long)-EINTR;
     }
     uint64_t cpu = thread_cpu_ns(th);
-    /* A thread runnable but waiting for a CPU is in state R too: a sample
-     * stands for at least half a period of its CPU time, or is not taken. */
-    if (!t->sampling || !t->execed || cpu < th->last_cpu_ns + t->period_ns / 2) return 0;
-    th->last_cpu_ns = cpu;
+    /* One sample per period of the thread's CPU time, as a CPU clock would
+     * take them: a thread that waited for a CPU (state R too) is not due
+     * yet; one whose tracer was late by k periods gets its sample k times. */
+    if (!t->sampling || !t->execed || cpu < th->credited_ns + t->period_ns) return 0;
+    uint64_t periods = (cpu - th->credited_ns) / t->period_ns;
+    if (periods > MAX_COPIES) periods = MAX_COPIES;
+    th->credited_ns = cpu - (cpu - th->credited_ns) % t->period_ns;
     /* The stack copy, page by page so that the stack's top ends it. */
     uint64_t sp = t->regs.rsp;
     struct iovec local = {t->stack, STACK_COPY};
@@ -562,11 +562,11 @@ static int sample_stopped(cs_trace *t, trace_thread *th) {
     ssize_t got = process_vm_readv(t->pid, &local, 1, remote, (unsigned long)nremote, 0);
     t->stack_start = sp;
     t->stack_len = got > 0 ? (size_t)got : 0;
-    t->samples++;
-    return 1;
+    t->samples += periods;
+    return (int)periods;
 }
 
-static void unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns) {
+static void unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns, int copies) {
     uint64_t ips[MAX_FRAMES];
     int n = 0;
     ips[n++] = t->regs.rip;
@@ -580,12 +580,21 @@ static void unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns) {
             }
             unw_word_t ip;
             if (t->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+            /* A return address outside any code mapping is no frame: a
+             * value read beyond the stack copy, which the thread has since
+             * overwritten. The walk ends there. */
+            trace_map *m = map_at(t, ip - 1);
+            if (!m || !m->executable) {
+                refresh_maps(t);
+                m = map_at(t, ip - 1);
+                if (!m || !m->executable) break;
+            }
             ips[n++] = ip;
         }
     } else {
         t->unwind_failures++;
     }
-    emit_sample(t, tid, ns, ips, n);
+    for (int i = 0; i < copies; i++) emit_sample(t, tid, ns, ips, n);
 }
 
 /* ---- events ---- */
@@ -622,7 +631,10 @@ static int handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) {
         if (t->as) t->flush_cache(t->as, 0, 0);
         t->execed = 1;
         refresh_maps(t);
-        if (th) th->started = 1;
+        if (th) {
+            th->started = 1;
+            th->credited_ns = thread_cpu_ns(th);  /* the fork child's time is not the program's */
+        }
         ptrace(PTRACE_CONT, tid, 0, 0);
         return 0;
     case PTRACE_EVENT_STOP:
@@ -640,7 +652,7 @@ static int handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) {
             th->interrupted = 0;
             ptrace(PTRACE_CONT, tid, 0, 0);
             t->stopped_ns += now_ns() - ns;
-            if (took) unwind_and_emit(t, tid, ns);
+            if (took) unwind_and_emit(t, tid, ns, took);
             return 1;
         }
         if (th) th->started = 1;

@@ -18,6 +18,7 @@ extension LaunchReport {
         // rest is the evidence.
         let header = headerLines()
         lines += header.prefix(2)
+        if let perfAdvice { lines += [""] + Finding.wrapped(perfAdvice.lines, width: width ?? Finding.defaultWidth) }
         if let findings { lines += [""] + Finding.lines(findings, width: width) }
         if let noSamples { lines += [""] + Finding.wrapped(noSamples, width: width ?? Finding.defaultWidth, continuation: "  ") }
         if let notice = profile?.precision.noticeLines, !notice.isEmpty {

@@ -174,6 +174,7 @@ private struct Session {
         }
         firstIndex = (existing.max() ?? 0) + 1
         var environment = ProcessInfo.processInfo.environment
+        environment.merge(SecureExecution.removedVariables(from: environment)) { kept, _ in kept }
         for key in ["COLDSTART", "COLDSTART_DIR", "COLDSTART_SPAWN_NS", "COLDSTART_HZ"] { environment[key] = nil }
         if let hz = options.hz { environment["COLDSTART_HZ"] = String(hz) }
         if options.phasesOnly {

@@ -19,9 +19,11 @@ let package = Package(
     targets: [
         // throw/catch of C++ exceptions, to check the host's unwinder is untouched.
         .target(name: "CxxThrow"),
+        // epoll, which Swift's Glibc module does not export.
+        .target(name: "HostWaits"),
         .executableTarget(
             name: "SamplerHost",
-            dependencies: [.product(name: "Coldstart", package: rootIdentity), "CxxThrow"]
+            dependencies: [.product(name: "Coldstart", package: rootIdentity), "CxxThrow", "HostWaits"]
         ),
         .executableTarget(
             name: "KnownCosts",

@@ -169,6 +169,30 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
 
 // ---- configuration ----
 
+// Why perf_event_open refused the task clock, for the timeline
+// ("perfRefused", written by smpjson.c from these fields): the errno,
+// perf_event_paranoid, the seccomp mode and the effective capabilities, read
+// now, on the scan thread, once. Not async-signal-safe in spirit (it reads
+// files) and never called from a handler.
+static void note_refusal(int e) {
+    char buf[4096];
+    S->perf_errno = e;
+    S->perf_paranoid = -1;
+    S->perf_seccomp = -1;
+    int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    uint64_t v;
+    if (n > 0 && cs_scan_dec(buf, buf + n, &v)) S->perf_paranoid = (int)v;  // a negative setting stays -1: no restriction
+    fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n > 0) {
+        S->perf_seccomp = (int)cs_status_mask(buf, (size_t)n, "Seccomp");
+        S->perf_caps = cs_status_mask(buf, (size_t)n, "CapEff");
+    }
+}
+
 static bool open_clock(enum cs_smp_clock clock) {
     S->clock = clock;
     struct cs_smp_thread *t = cs_sampler_thread(S->main_tid, true);
@@ -179,6 +203,7 @@ static bool open_clock(enum cs_smp_clock clock) {
     if (clock == CS_CLOCK_PERF && (e == EMFILE || e == ENFILE)) {
         cs_warn("no descriptor left under RLIMIT_NOFILE for the task clock; sampling with POSIX CPU timers instead (at most the kernel tick rate)", NULL);
     } else if (clock == CS_CLOCK_PERF) {
+        note_refusal(e);
         cs_warn("perf_event_open refused the task clock, sampling with POSIX CPU timers instead (at most the kernel tick rate): ",
                 errno_name(e));
     } else {

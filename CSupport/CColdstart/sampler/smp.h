@@ -104,6 +104,11 @@ struct cs_sampler {
     // ---- configuration, fixed before sampling starts ----
     enum cs_smp_clock clock;
     enum cs_smp_clock want;           // asked for (the scan thread opens it)
+    // perf_event_open's refusal, when the POSIX timers replaced it (0: none),
+    // and what refused it (sampler.c note_refusal; -1: unread).
+    int perf_errno;
+    int perf_paranoid, perf_seccomp;
+    uint64_t perf_caps;               // CapEff
     enum cs_smp_unwinder unwinder;
     uint32_t requested_hz;
     uint64_t period_ns;

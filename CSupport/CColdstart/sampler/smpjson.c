@@ -41,6 +41,21 @@ static uint64_t file_hz(void) {
     return S->boost_hz && S->boost_end_ns == 0 ? S->boost_hz : S->requested_hz;
 }
 
+// Why perf_event_open was refused, when the POSIX timers replaced it
+// (docs/timeline-format.md, "perfRefused"): what a report needs to name the
+// cause and the remedy, as sampler.c read it at the refusal.
+static void write_perf_refusal(struct cs_jw *w) {
+    if (!S->perf_errno) return;
+    cs_jw_raw(w, ",\"perfRefused\":{\"errno\":"); cs_jw_u64(w, (uint64_t)S->perf_errno);
+    if (S->perf_paranoid >= 0) { cs_jw_raw(w, ",\"paranoid\":"); cs_jw_u64(w, (uint64_t)S->perf_paranoid); }
+    if (S->perf_seccomp >= 0) {
+        cs_jw_raw(w, ",\"seccomp\":"); cs_jw_u64(w, (uint64_t)S->perf_seccomp);
+        cs_jw_raw(w, ",\"capPerfmon\":"); cs_jw_raw(w, S->perf_caps >> 38 & 1 ? "true" : "false");
+        cs_jw_raw(w, ",\"capSysAdmin\":"); cs_jw_raw(w, S->perf_caps >> 21 & 1 ? "true" : "false");
+    }
+    cs_jw_raw(w, "}");
+}
+
 static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
     memset(S->cost_hist, 0, sizeof S->cost_hist);
     uint64_t recorded = 0, by_kernel = 0, max_cost = 0, total_cost = 0;
@@ -76,6 +91,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     if (atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
         cs_jw_raw(w, ",\"unwinderReadyNs\":"); cs_jw_i64(w, (int64_t)S->unw_ready_ns - (int64_t)start_ns);
     }
+    write_perf_refusal(w);
     cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, file_hz());
     if (S->boost_hz) {
         cs_jw_raw(w, ",\"boost\":{\"hz\":"); cs_jw_u64(w, S->boost_hz);

@@ -94,6 +94,10 @@ void cs_launch_stop_sampling(cs_launch *l);
  * Async-signal-safe (ioctl, munmap, close). */
 void cs_launch_close(cs_launch *l);
 
+/* Makes room for `more` bytes after `out->count`: 0, or -1 when out of
+ * memory (`out` unchanged). Not async-signal-safe (realloc). */
+int cs_records_reserve(cs_records *out, size_t more);
+
 /* Frees the drained records. Not async-signal-safe (free). */
 void cs_records_free(cs_records *r);
 
@@ -121,13 +125,27 @@ int cs_launch_keep_perf_warm(void);
  * EACCES, ENOSYS). Async-signal-safe (perf_event_open, close). */
 int cs_launch_perf_errno(void);
 
+/* 1 when this process runs in secure-execution mode (AT_SECURE: it gained
+ * privilege at exec, e.g. a file capability), 0 otherwise.
+ * Async-signal-safe (getauxval reads memory only). */
+int cs_launch_secure_execution(void);
+
+/* The environment strings the kernel put on this process's stack at exec
+ * (`NAME=value\0` each), which glibc's secure-execution clean-up leaves in
+ * place while it removes their pointers from `environ`; /proc/self/environ
+ * would show them too, but a process raised by a file capability may not
+ * open its own. Copies up to `cap` bytes into `buf` (none when NULL) and
+ * returns their full size, or -1. Not async-signal-safe (sscanf). */
+long cs_launch_original_environment(char *buf, size_t cap);
+
 /*
  * Tracing (trace.c): where perf_event_open is refused (a container's seccomp
  * profile, perf_event_paranoid 3/4 without CAP_PERFMON), the launcher, as
  * the program's parent, traces it (PTRACE_SEIZE before exec, every thread
  * from its clone) and interrupts each running thread once per 1/hz of wall
- * time, taking a sample when the thread ran at least half a period of CPU
- * since its last one: registers and 16 KiB of stack, unwound with
+ * time, taking one sample per 1/hz of the thread's CPU time (schedstat, exact
+ * while it is stopped; a late tracer's sample counts for each period it
+ * covers, up to 256): registers and 16 KiB of stack, unwound with
  * libunwind's DWARF CFI (libunwind-x86_64.so.8, loaded at run time) while
  * the thread runs on. Samples and mappings land in the records as the perf
  * path's do (PERF_RECORD_SAMPLE with CS_TRACE_SAMPLE_ID, PERF_RECORD_MMAP).

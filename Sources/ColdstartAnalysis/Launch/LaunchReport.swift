@@ -35,6 +35,9 @@ package struct LaunchReport: Codable, Sendable {
     /// Relocations of every object loaded before `main`, read from the
     /// files; absent when none could be read.
     package var loaderStatistics: LoaderStatistics?
+    /// Why perf events were refused, how the launch was sampled instead and
+    /// the remedy for the machine; absent when perf was not refused.
+    package var perfAdvice: PerfAdvice?
     /// Why a launch that was to be sampled has no sample, and what to do;
     /// absent when it has samples or was not to be sampled.
     package var noSamples: String?
@@ -229,7 +232,7 @@ extension LaunchReport {
         self.init(
             reportVersion: 1, launch: launch, findings: Finding.ranked(inputs), runtimeCosts: inputs.runtimeCosts,
             phases: phaseRows, marks: marks, spans: spans, profile: profile, blockedTime: blockedTime,
-            beforeMain: beforeMain, loaderStatistics: loaderStatistics,
+            beforeMain: beforeMain, loaderStatistics: loaderStatistics, perfAdvice: PerfAdvice(timeline),
             noSamples: analysis == nil ? timeline.sampling.map(Self.noSamples) : nil)
     }
 
@@ -241,6 +244,13 @@ extension LaunchReport {
         if sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil {
             return "No samples: the sampling clock never ran before the launch ended (a kernel with no perf event open "
                 + "makes the first one wait 10–18 ms). → \(advice)"
+        }
+        if sampling.clock == "posix-cpu-timer" {
+            // The POSIX timers fire at the kernel tick, whatever the rate asked.
+            let cpu = sampling.cpuNs.map { " of its " + Figure.format(Double($0) / 1e6, decimals: 1) + " ms of CPU" } ?? ""
+            return "No samples: POSIX CPU-time timers fire at most at the kernel tick (CONFIG_HZ, commonly 250 Hz: one sample per "
+                + "4 ms of CPU), not the \(Figure.format(sampling.requestedHz, decimals: 0)) Hz asked, and none fired\(cpu). "
+                + "→ profile with coldstart run, which samples by ptrace at ≥ 1 kHz where perf is refused, or pool launches with coldstart run -n N"
         }
         return "No samples: the launch ended before the first sampling period (\(Figure.format(sampling.requestedHz, decimals: 0)) Hz). → \(advice)"
     }
@@ -279,7 +289,8 @@ extension LaunchReport.Summary {
     init(_ timeline: Timeline, totalMs: Double, withoutProfiling: UnprofiledEstimate?) {
         let launch = timeline.launch
         mode = LaunchMode(timeline)
-        modeDescription = mode.description(startSource: launch.startSource)
+        let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        modeDescription = mode.description(startSource: launch.startSource, traced: launcher?["threads"] as? String == "ptrace")
         executable = timeline.process.executable
         pid = timeline.process.pid
         kernelRelease = timeline.process.kernelRelease

@@ -59,8 +59,8 @@ package struct LauncherCapture {
 /// Why the kernel refused `perf_event_open` (docs/timeline-format.md,
 /// "perfRefused"), as the process that was refused saw itself.
 package struct PerfRefusal: Codable, Sendable, Equatable {
-    /// The errno's name: EPERM, EACCES, ENOSYS.
-    package var errno: String
+    /// perf_event_open's errno (Linux numbering: EPERM 1, EACCES 13, ENOSYS 38).
+    package var errno: Int
     /// `/proc/sys/kernel/perf_event_paranoid`, nil when unreadable.
     package var paranoid: Int?
     /// `Seccomp:` of `/proc/self/status`: 0 none, 1 strict, 2 filter.
@@ -69,15 +69,20 @@ package struct PerfRefusal: Codable, Sendable, Equatable {
     package var capPerfmon: Bool?
     package var capSysAdmin: Bool?
 
-    package init(errno: String, paranoid: Int?, seccomp: Int?, capPerfmon: Bool?, capSysAdmin: Bool?) {
+    package init(errno: Int, paranoid: Int?, seccomp: Int?, capPerfmon: Bool?, capSysAdmin: Bool?) {
         self.errno = errno; self.paranoid = paranoid; self.seccomp = seccomp
         self.capPerfmon = capPerfmon; self.capSysAdmin = capSysAdmin
     }
 
     package init?(json: Any?) {
-        guard let d = json as? [String: Any], let name = d["errno"] as? String else { return nil }
-        self.init(errno: name, paranoid: (d["paranoid"] as? NSNumber)?.intValue, seccomp: (d["seccomp"] as? NSNumber)?.intValue,
+        guard let d = json as? [String: Any], let number = (d["errno"] as? NSNumber)?.intValue else { return nil }
+        self.init(errno: number, paranoid: (d["paranoid"] as? NSNumber)?.intValue, seccomp: (d["seccomp"] as? NSNumber)?.intValue,
                   capPerfmon: (d["capPerfmon"] as? NSNumber)?.boolValue, capSysAdmin: (d["capSysAdmin"] as? NSNumber)?.boolValue)
+    }
+
+    /// The errno's name, as `perf_event_open(2)` lists them.
+    package var errnoName: String {
+        [1: "EPERM", 2: "ENOENT", 13: "EACCES", 19: "ENODEV", 22: "EINVAL", 24: "EMFILE", 38: "ENOSYS"][errno] ?? "errno \(errno)"
     }
 
     package var json: [String: Any] {

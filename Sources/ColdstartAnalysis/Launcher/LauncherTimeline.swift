@@ -200,9 +200,12 @@ package struct LauncherTimeline {
         var root = timeline.document
         var section = root["coldstart"] as? [String: Any] ?? [:]
         let startNs = timeline.launch.startNs
+        // Every load of a path: the LD_AUDIT module's namespace has a libc of its own.
         let own = FrameEncoder(mappings: records.mappings)
         var modules = timeline.modules
-        for module in own.modules where !modules.contains(where: { $0.path == module.path }) { modules.append(module) }
+        for module in own.modules where !modules.contains(where: { $0.path == module.path && $0.base == module.base }) {
+            modules.append(module)
+        }
         let encoder = FrameEncoder(modules: modules)
         section["modules"] = modules.map { module -> [String: Any] in
             ["path": module.path, "buildId": module.buildId ?? NSNull(), "base": module.base, "start": module.start, "end": module.end]

@@ -135,7 +135,8 @@ struct ProfileAnalysis {
                 requestedHz: sampling.requestedHz, samplingStartMs: Double(timeline.launch.earliestInitNs ?? sampling.startNs) / 1e6,
                 // Under coldstart run the launcher's samples cover the main
                 // thread until the app's clock starts (LauncherTimeline.merged).
-                clockArmedMs: LaunchMode(timeline) == .linked ? sampling.clockArmedNs.map { Double($0) / 1e6 } : nil),
+                // Only a perf clock waits for the kernel's first event; the POSIX timers' first tick is not late.
+                clockArmedMs: LaunchMode(timeline) == .linked && sampling.clock == "perf-task-clock" ? sampling.clockArmedNs.map { Double($0) / 1e6 } : nil),
             selection: .init(
                 phase: options.phase, thread: options.thread, minMs: options.minMs, minPercent: options.minPercent,
                 top: options.top, treeDepth: options.treeDepth, treeMinPercent: treeMinPercent,

@@ -3,6 +3,7 @@
 //
 //     SamplerHost burn MS [DEPTH]   burn MS ms of CPU DEPTH frames deep, then ready()
 //     SamplerHost sleep             usleep(50 ms) and a blocking read while another thread burns
+//     SamplerHost waits             poll and epoll_wait with 50 ms timeouts, and one a pipe ends, while another thread burns
 //     SamplerHost exception N       throw and catch N C++ exceptions and N Swift errors
 //     SamplerHost threads           three threads, started one after another, each burning 100 ms
 //     SamplerHost stress SECONDS    dlopen/dlclose, dl_iterate_phdr, malloc/free, throwing, thread churn
@@ -11,6 +12,7 @@
 //     SamplerHost exit CODE         print a line and exit(CODE) before ready()
 import Coldstart
 import CxxThrow
+import HostWaits
 import Glibc
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -48,6 +50,39 @@ case "sleep":
     pthread_join(burner, nil)
     Coldstart.ready()
     print("{\"sleptUs\":[\(slept.joined(separator: ","))],\"read\":\(got),\"readErrno\":\(readErrno),\"byte\":\(byte)}")
+
+case "waits":
+    // What a service's event loop does: each wait must last its timeout and
+    // never return EINTR, whatever samples the profiler takes meanwhile.
+    let burner = startThread { burnCPU(milliseconds: 400) }
+    burnCPU(milliseconds: 20)
+    var fds: [Int32] = [0, 0]
+    pipe(&fds)
+    let epoll = host_epoll_on(fds[0])
+    var results: [String] = []
+    func timed(_ name: String, _ wait: () -> Int32) {
+        let start = monotonicNanoseconds()
+        let got = wait()
+        let failure = got < 0 ? errno : 0
+        results.append("{\"call\":\"\(name)\",\"us\":\((monotonicNanoseconds() - start) / 1_000),\"result\":\(got),\"errno\":\(failure)}")
+    }
+    for _ in 0..<3 {
+        var entry = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        timed("poll") { poll(&entry, 1, 50) }
+        timed("epoll_wait") { host_epoll_wait(epoll, 50) }
+    }
+    // And a wait that data ends: the byte arrives after 60 ms.
+    let writer = fds[1]
+    let feeder = startThread {
+        usleep(60_000)
+        var byte: UInt8 = 42
+        _ = write(writer, &byte, 1)
+    }
+    timed("epoll_wait-data") { host_epoll_wait(epoll, 5_000) }
+    pthread_join(feeder, nil)
+    pthread_join(burner, nil)
+    Coldstart.ready()
+    print("[" + results.joined(separator: ",") + "]")
 
 case "exception":
     let count = argument(1, default: 1000)
@@ -152,7 +187,7 @@ case "exit":
     exit(Int32(argument(1, default: 3)))
 
 default:
-    fputs("usage: SamplerHost burn|sleep|exception|threads|stress|maps|exit …\n", stderr)
+    fputs("usage: SamplerHost burn|sleep|waits|exception|threads|stress|maps|exit …\n", stderr)
     exit(64)
 }
 
