@@ -15,7 +15,7 @@ package enum SpeedscopeExporter: StacksExporter {
         "speedscope's JSON: one profile per thread in time order,",
         "plus the launch phases on the wall clock.",
     ]
-    package static let schema = "https://www.speedscope.app/file-format-schema.json"
+    static let schema = "https://www.speedscope.app/file-format-schema.json"
 
     package static func export(_ stacks: SampledStacks) -> [UInt8] {
         let weight = Int64(stacks.nsPerSample.rounded())

@@ -1,4 +1,4 @@
-import ColdstartAnalysis
+@testable import ColdstartAnalysis
 import XCTest
 
 /// Reference values come from SciPy 1.17 (`numpy.percentile`,

@@ -80,7 +80,7 @@ extension LaunchReport {
             /// suspended: near zero means it awaited something outside the process.
             package var othersCPUWhileSuspendedMs: Double
             /// The main thread's time parked in `dispatch_main()`.
-            package var mainParkedMs: Double
+            fileprivate var mainParkedMs: Double
             /// The threads on the path, and for how long.
             package var onPath: [PathShare]
             /// Before the watcher's first look or after its last.
@@ -145,7 +145,7 @@ extension LaunchReport {
             /// Readable: "main thread", "dispatch worker (default QoS)", … (`ThreadLabel`).
             package var name: String
             /// As the kernel has it (15 bytes).
-            package var kernelName: String
+            fileprivate var kernelName: String
             /// Time on the launch's critical path.
             package var onPathMs: Double
             /// From the thread's creation to the launch's end: on a CPU, waiting

@@ -10,7 +10,7 @@ import Foundation
 /// has no data for them, and skipped by the text renderer.
 package struct LaunchReport: Codable, Sendable {
     /// The layout of this report; raised only when a key changes meaning or goes.
-    package var reportVersion: Int
+    var reportVersion: Int
     package var launch: Summary
     /// What made the launch slow and what to try, most time first (3–7);
     /// everything after is the evidence.

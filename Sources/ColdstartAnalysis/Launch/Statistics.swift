@@ -25,7 +25,7 @@ package enum Statistics {
 
     /// The median absolute deviation from the median (unscaled); nil for no
     /// values.
-    package static func medianAbsoluteDeviation(_ values: [Double]) -> Double? {
+    static func medianAbsoluteDeviation(_ values: [Double]) -> Double? {
         guard let center = median(values) else { return nil }
         return median(values.map { abs($0 - center) })
     }
@@ -33,7 +33,7 @@ package enum Statistics {
     /// Indices of the values whose modified z-score, 0.6745 (x − median) / MAD,
     /// exceeds 3.5 in magnitude (Iglewicz and Hoaglin). With a MAD of 0 (half
     /// the values equal) no scale exists and nothing is flagged.
-    package static func outlierIndices(_ values: [Double]) -> [Int] {
+    static func outlierIndices(_ values: [Double]) -> [Int] {
         guard let center = median(values), let mad = medianAbsoluteDeviation(values), mad > 0 else { return [] }
         return values.indices.filter { abs(0.6745 * (values[$0] - center) / mad) > outlierThreshold }
     }

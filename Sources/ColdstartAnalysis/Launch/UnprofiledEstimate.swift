@@ -49,7 +49,7 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         package var ms: Double
         package var uncertaintyMs: Double
         /// How it was obtained, in a few words.
-        package var basis: String
+        var basis: String
     }
 
     /// The kernel's part of one sample during a launch, and how far off it

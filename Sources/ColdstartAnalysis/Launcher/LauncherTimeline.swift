@@ -26,14 +26,14 @@ package struct LauncherTimeline {
         /// mapped: a main-thread sample or page fault whose instruction is
         /// outside ld.so, libc and libm (the last two hold the IFUNC
         /// resolvers relocation calls). Good to one sampling period.
-        package var loaderEndNs: Int64
-        package var loaderEndSource: String
+        fileprivate var loaderEndNs: Int64
+        var loaderEndSource: String
         /// la_preinit, which glibc calls from `__libc_start_main` after every
         /// constructor, right before `main` (measured 0.1–0.2 ms after a
         /// linked app's own constructor). Without the audit module: the first
         /// main-thread sample in the executable not called by the loader.
         package var mainNs: Int64?
-        package var mainSource: String
+        var mainSource: String
     }
 
     func offset(_ ns: UInt64, from start: UInt64) -> Int64 { Int64(bitPattern: ns &- start) }

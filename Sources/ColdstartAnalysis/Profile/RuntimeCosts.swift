@@ -114,14 +114,14 @@ package enum FramePattern: Sendable {
 /// One row of the table.
 package struct RuntimeCostRule: Sendable {
     package var kind: RuntimeCostKind
-    package var patterns: [FramePattern]
+    var patterns: [FramePattern]
     /// Matches only the sampled frame itself (the loader's own code, which
     /// also sits at the root of every stack through `_dl_init`).
-    package var leafOnly = false
+    fileprivate var leafOnly = false
     /// The frame that names the cost is the innermost match (a global's own
     /// initializer, inside `swift_once`), not the outermost (the runtime
     /// entry point the app called).
-    package var innermostNamesIt = false
+    fileprivate var innermostNamesIt = false
 }
 
 /// Classifies a sample's stack by the table `rules`: the sample is the
@@ -241,7 +241,7 @@ package enum RuntimeCostClassifier {
     /// or above it (towards the root) in one of the app's own modules that
     /// is not itself runtime work (`__swift_instantiateConcreteTypeFromMangledName`
     /// is emitted into every binary).
-    package static func appFrame(in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool) -> NamedFrame? {
+    static func appFrame(in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool) -> NamedFrame? {
         var cache: [FrameKey: Int] = [:]
         return appFrame(in: stack, from: depth, isAppModule: isAppModule, cache: &cache)
     }

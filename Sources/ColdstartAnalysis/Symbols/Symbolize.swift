@@ -16,7 +16,7 @@ extension Timeline {
     /// The track the flame chart is drawn on: a tid above Linux's largest
     /// possible pid_max (2^22), so it cannot be a real thread, and the
     /// main thread's own spans keep their track.
-    package static let flameChartTid = 4_194_305
+    static let flameChartTid = 4_194_305
     static let flameChartTrackName = "main thread (samples)"
 
     /// Names every frame from the modules on disk and returns the file with

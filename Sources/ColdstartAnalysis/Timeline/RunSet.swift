@@ -121,11 +121,11 @@ package struct Measure: Sendable {
     }
 
     /// The whole launch's measure name when the launches end at `ready()`.
-    package static let launchName = "launch (start → ready)"
+    static let launchName = "launch (start → ready)"
 
     /// The whole launch's name for launches that ended this way: at
     /// `ready()`, at a normal exit (a tool that never calls it), or some of each.
-    package static func launchName(endReasons: Set<String>) -> String {
+    static func launchName(endReasons: Set<String>) -> String {
         switch endReasons {
         case ["exit"]: return "launch (start → exit)"
         case ["ready", "exit"]: return "launch (start → ready or exit)"

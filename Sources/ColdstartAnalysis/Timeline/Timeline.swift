@@ -490,7 +490,7 @@ private struct TypedSections: Decodable {
 /// (docs/security.md, "The coldstart CLI").
 package enum TimelineLimits {
     /// The file itself: a million 128-frame samples take ~500 MB.
-    package static let maxFileBytes: UInt64 = 1 << 30
+    static let maxFileBytes: UInt64 = 1 << 30
     /// The recorder's own maximum (`COLDSTART_MAX_SAMPLES`).
     package static let maxSamples = 1_000_000
     /// Frames of one sample or blocked stack (the recorder keeps 128 and 64).

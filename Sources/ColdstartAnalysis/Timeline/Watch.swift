@@ -15,7 +15,7 @@ extension Timeline {
         /// "writer" (the launch ended), "time-limit" (2 minutes) or "buffer-full".
         package var stopReason: String
         package var ticks: Int
-        package var missedTicks: Int
+        var missedTicks: Int
         /// CPU time of the watcher thread itself over [startNs, stopNs].
         package var cpuNs: UInt64
         var tickMedianNs: UInt64
