@@ -55,8 +55,10 @@ enum RunCommand: Command {
                           then goes to stderr
       --no-sample-loader  do not sample from exec (by default perf events attached
                           before exec and an LD_AUDIT module show the loader, each
-                          library and page faults: docs/before-main.md); a program
-                          not linked with Coldstart is then refused
+                          library and page faults: docs/before-main.md; where perf
+                          is refused, the program is traced instead, every thread
+                          sampled by ptrace at 4 kHz: docs/containers.md); a
+                          program not linked with Coldstart is then refused
       -h, --help          show this text
 
     Exit status: the app's, when a launch failed (the first non-zero status,

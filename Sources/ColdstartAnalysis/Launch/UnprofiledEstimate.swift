@@ -112,10 +112,10 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
             }
         }
         if !linked {
-            unknown.append("the program ran under coldstart run's perf events and LD_AUDIT module, whose cost the launch "
+            unknown.append("the program ran under coldstart run's perf events (or ptrace, where perf is refused) and LD_AUDIT module, whose cost the launch "
                 + "cannot time; time it without coldstart run to know")
         } else if Self.loaderWasSampled(timeline) {
-            unknown.append("coldstart run sampled the loader (an LD_AUDIT module and perf events from exec), "
+            unknown.append("coldstart run sampled the loader (an LD_AUDIT module and perf events, or ptrace where perf is refused, from exec), "
                 + "which slows the time before main by an amount the launch cannot time; run with --no-sample-loader")
         }
 
