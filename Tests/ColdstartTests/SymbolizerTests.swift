@@ -207,6 +207,30 @@ final class SymbolizerTests: XCTestCase {
         XCTAssertEqual(symbolizer.symbol(for: frame, isReturnAddress: false).0.name, Demangler.displayName(pair.1.name))
     }
 
+    /// A bad unwind's "return address" in a module's data (relocations, the
+    /// ELF header) named no function in the report, yet read as a caller
+    /// (`math+0xbf70`, `__ehdr_start`): a frame outside code says so.
+    func testFramesOutsideCodeAreNamedAsNotCode() throws {
+        let image = try ELFImage(path: Self.libc)
+        // Relocated data: the writable segment (GOT, .data.rel.ro).
+        let data = try XCTUnwrap(image.segments.last { !$0.isExecutable })
+        let offset = data.virtualAddress + data.memorySize / 2
+        XCTAssertFalse(image.isCode(offset), "libc's data is not code")
+        XCTAssertNil(image.symbol(containing: offset))
+        let header = try XCTUnwrap(image.segments.first).virtualAddress + 0x10
+        XCTAssertFalse(image.isCode(header), "the ELF header is not code")
+        let qsort = try XCTUnwrap(image.allSymbols.first { $0.name == "qsort" })
+        XCTAssertTrue(image.isCode(qsort.value + 1))
+        let modules = [Timeline.Module(path: Self.libc, buildId: image.buildID, base: 0, start: 0, end: 0)]
+        let symbolizer = Symbolizer(modules: modules)
+        for address in [offset, header] {
+            let (symbol, found) = symbolizer.symbol(for: Timeline.Frame(module: 0, address: address + 1), isReturnAddress: true)
+            XCTAssertEqual(symbol.name, "libc.so.6+0x\(String(address + 1, radix: 16)) (not code)")
+            XCTAssertFalse(found)
+        }
+        XCTAssertEqual(symbolizer.symbol(for: Timeline.Frame(module: 0, address: qsort.value + 1), isReturnAddress: true).0.name, "qsort")
+    }
+
     func testBuildIDMismatchAndMissingFilesLeaveCountedPlaceholders() throws {
         let image = try ELFImage(path: Self.libc)
         let qsort = try XCTUnwrap(image.allSymbols.first { $0.name == "qsort" })

@@ -103,8 +103,18 @@ final class ELFImage {
         finishTable()
     }
 
+    /// True when `address` (an ELF virtual address) lies in a code section,
+    /// or in an executable segment when the file has no section headers.
+    func isCode(_ address: UInt64) -> Bool {
+        (codeSections.isEmpty ? segments.filter(\.isExecutable) : codeSections).contains { $0.contains(address) }
+    }
+
     /// The function containing `address` (an ELF virtual address), or nil.
+    /// Only code is named: an address in data (a bad unwind's "return
+    /// address" in relocations, the ELF header) has no function, whatever
+    /// symbol precedes it.
     func symbol(containing address: UInt64) -> Symbol? {
+        guard isCode(address) else { return nil }
         // The last entry starting at or below the address.
         let low = entries.partitionPoint { $0.value <= address }
         guard low > 0 else { return nil }

@@ -10,7 +10,8 @@ package struct Symbolization: Sendable {
     package var warnings: [String]
     /// Frames in a module whose build-id differs from the one that ran.
     package var mismatchedFrames: Int
-    /// Frames left with a `module+0xoffset` (or `0xaddress`) name.
+    /// Frames left with a `module+0xoffset` (or `0xaddress`) name; one
+    /// outside the module's code reads `module+0xoffset (not code)`.
     package var unnamedFrames: Int
 }
 
@@ -107,6 +108,11 @@ package final class Symbolizer {
         switch file(for: frame.module) {
         case .usable(let image, let dwarf):
             let lookup = isReturnAddress && frame.address > 0 ? frame.address - 1 : frame.address
+            // No function runs outside code: such a frame is a bad unwind,
+            // and the name says so rather than borrow a data symbol's.
+            guard image.isCode(lookup) else {
+                return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules) + " (not code)"), false)
+            }
             // The symbol table names the function (its plainest alias);
             // DWARF adds what it inlined there, the source line, and names
             // the functions the symbol tables lack.
