@@ -71,7 +71,7 @@ enum AggregateCommand: Command {
         try arguments.finish()
         guard !paths.isEmpty else { throw UsageError(message: "missing DIR (a directory of timelines, or files)") }
 
-        let aggregate = LaunchAggregate(reading: paths, groupLabel: by, slowestCount: slowest, profileTop: top,
+        let aggregate = LaunchAggregate(reading: paths, exportSuffixes: Exporters.suffixes, groupLabel: by, slowestCount: slowest, profileTop: top,
                                         threads: ProcessInfo.processInfo.activeProcessorCount)
         let summary = aggregate.summary
         if summary.skippedCount > 0 {

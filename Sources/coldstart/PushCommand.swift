@@ -78,7 +78,7 @@ enum PushCommand: Command {
             batchLaunches = 0
             batchSpans = 0
         }
-        for entry in TimelineFiles(paths) {
+        for entry in TimelineFiles(paths, exportSuffixes: Exporters.suffixes) {
             switch entry {
             case .file(let path):
                 do {

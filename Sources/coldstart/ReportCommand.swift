@@ -142,7 +142,7 @@ enum ReportCommand: Command {
 
     /// `report DIR`: the pooled profile of the directory's launches.
     private static func pool(_ directory: String, top: Int, json: Bool) throws -> Int32 {
-        let pooled = PooledLaunches(directory: directory, top: top)
+        let pooled = PooledLaunches(directory: directory, exportSuffixes: Exporters.suffixes, top: top)
         guard pooled.profile.launches > 0 else {
             let why = pooled.profile.unsampledLaunches > 0
                 ? "\(pooled.profile.unsampledLaunches) launch\(pooled.profile.unsampledLaunches == 1 ? " was" : "es were") not sampled"

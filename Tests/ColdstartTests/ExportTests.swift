@@ -194,6 +194,13 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(try RunSet(path: directory.path, exportSuffixes: Exporters.suffixes).runs.map(\.label), ["launch"])
         let compare = try coldstart(["compare", directory.path, directory.path])
         XCTAssertTrue(compare.stderr.contains("has a single completed run"), "only the timeline is read: \(compare.stderr)")
+        // report DIR, aggregate and push list directories the same way.
+        for command in [["report", directory.path], ["aggregate", directory.path]] {
+            let result = try coldstart(command)
+            XCTAssertEqual(result.status, 0, "\(command[0]): \(result.stderr)")
+            XCTAssertFalse((result.stdout + result.stderr).contains("other."), "\(command[0]) reads no export as a timeline: \(result.stdout)")
+        }
+        XCTAssertEqual(Array(TimelineFiles([directory.path], exportSuffixes: Exporters.suffixes)), [.file(directory.appendingPathComponent("launch.json").path)])
     }
 
     func testFoldedStacksRoundTrip() throws {

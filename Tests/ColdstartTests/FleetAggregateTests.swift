@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 import XCTest
 
@@ -154,8 +155,8 @@ final class FleetAggregateTests: XCTestCase {
         let directory = try makeFleet()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let one = LaunchAggregate(reading: [directory.path], groupLabel: "version", slowestCount: 3, threads: 1)
-        let four = LaunchAggregate(reading: [directory.path], groupLabel: "version", slowestCount: 3, threads: 4)
+        let one = LaunchAggregate(reading: [directory.path], exportSuffixes: Exporters.suffixes, groupLabel: "version", slowestCount: 3, threads: 1)
+        let four = LaunchAggregate(reading: [directory.path], exportSuffixes: Exporters.suffixes, groupLabel: "version", slowestCount: 3, threads: 4)
         XCTAssertEqual(one.summary.launches, 32)
         XCTAssertEqual(String(decoding: try encoder.encode(four.summary), as: UTF8.self),
                        String(decoding: try encoder.encode(one.summary), as: UTF8.self))
@@ -175,7 +176,7 @@ final class FleetAggregateTests: XCTestCase {
     func testTimelineFilesWalksSubdirectoriesOneEntryAtATime() throws {
         let directory = try makeFleet()
         var files: [String] = []
-        for entry in TimelineFiles([directory.path]) {
+        for entry in TimelineFiles([directory.path], exportSuffixes: Exporters.suffixes) {
             guard case .file(let path) = entry else { return XCTFail("\(entry)") }
             files.append(String(path.dropFirst(directory.path.count + 1)))
         }

@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+import ColdstartExport
 import Foundation
 import XCTest
 
@@ -198,8 +199,8 @@ final class AggregatePooledProfileTests: XCTestCase {
                 + profile.initializers.libraries.map { "\($0.module) \($0.samples) \($0.launches)" }
                 + profile.lazyGlobals.map { "\($0.name) \($0.samples) \($0.launches)" }
         }
-        let one = LaunchAggregate(reading: [directory], threads: 1).summary.groups.first?.profile
-        let three = LaunchAggregate(reading: [directory], threads: 3).summary.groups.first?.profile
+        let one = LaunchAggregate(reading: [directory], exportSuffixes: Exporters.suffixes, threads: 1).summary.groups.first?.profile
+        let three = LaunchAggregate(reading: [directory], exportSuffixes: Exporters.suffixes, threads: 3).summary.groups.first?.profile
         XCTAssertEqual(counts(one), counts(three))
         XCTAssertEqual(counts(one), counts(profile))
         XCTAssertEqual(one?.msPerLaunch ?? 0, three?.msPerLaunch ?? -1, accuracy: 1e-9)

@@ -38,7 +38,8 @@ extension Timeline {
 
 /// The timeline files under some paths, one at a time: a named file as it
 /// is, and every `*.json` file in a named directory and its sub-directories
-/// (hidden entries and symbolic links to directories skipped). Nothing is
+/// (hidden entries, symbolic links to directories, and files ending in one of
+/// `exportSuffixes` — an export written beside its timeline — skipped). Nothing is
 /// listed ahead: memory holds one directory handle per level being read.
 package final class TimelineFiles: Sequence, IteratorProtocol {
     package enum Entry: Equatable {
@@ -49,8 +50,13 @@ package final class TimelineFiles: Sequence, IteratorProtocol {
 
     private var pending: [String]
     private var open: [(path: String, handle: OpaquePointer)] = []
+    private let exportSuffixes: [String]
 
-    package init(_ paths: [String]) { pending = paths.reversed() }
+    /// `exportSuffixes`: ColdstartExport's `Exporters.suffixes`.
+    package init(_ paths: [String], exportSuffixes: [String]) {
+        pending = paths.reversed()
+        self.exportSuffixes = exportSuffixes
+    }
 
     deinit { for directory in open { closedir(directory.handle) } }
 
@@ -78,7 +84,7 @@ package final class TimelineFiles: Sequence, IteratorProtocol {
                 }
                 if kind == Int32(DT_DIR) {
                     if let entry = openDirectory(path) { return entry }
-                } else if name.hasSuffix(".json") {
+                } else if name.hasSuffix(".json") && !exportSuffixes.contains(where: name.hasSuffix) {
                     return .file(path)
                 }
                 continue
@@ -109,9 +115,11 @@ extension LaunchAggregate {
     /// threads, each folding its files into an aggregate of its own, merged
     /// at the end: memory is one timeline, one aggregate and one symbol
     /// cache per thread.
-    /// Unreadable files are skipped with their reason.
-    package init(reading paths: [String], groupLabel: String? = nil, slowestCount: Int = 10, profileTop: Int = 10, threads: Int) {
-        let reader = ParallelReader(TimelineFiles(paths),
+    /// Unreadable files are skipped with their reason; exports beside them
+    /// (`exportSuffixes`) are not read.
+    package init(reading paths: [String], exportSuffixes: [String], groupLabel: String? = nil, slowestCount: Int = 10, profileTop: Int = 10,
+                 threads: Int) {
+        let reader = ParallelReader(TimelineFiles(paths, exportSuffixes: exportSuffixes),
                                     template: LaunchAggregate(groupLabel: groupLabel, slowestCount: slowestCount, profileTop: profileTop),
                                     threads: max(1, threads))
         DispatchQueue.concurrentPerform(iterations: reader.threads) { reader.work($0) }

@@ -21,12 +21,13 @@ package struct PooledLaunches: Codable, Sendable {
     /// Pools the timelines of one executable under `directory` and its
     /// sub-directories (as `coldstart aggregate` finds them), except a run
     /// directory's `warmup/` launches, which `coldstart run` does not
-    /// measure either. `debugDirectory` is where separate debug files live.
-    package init(directory: String, top: Int, debugDirectory: String? = "/usr/lib/debug") {
+    /// measure either, and exports beside them (`exportSuffixes`).
+    /// `debugDirectory` is where separate debug files live.
+    package init(directory: String, exportSuffixes: [String], top: Int, debugDirectory: String? = "/usr/lib/debug") {
         var files: [String] = []
         var skipped: [AggregateSummary.Skipped] = []
         let warmups = (directory.hasSuffix("/") ? directory : directory + "/") + "warmup/"
-        for entry in TimelineFiles([directory]) {
+        for entry in TimelineFiles([directory], exportSuffixes: exportSuffixes) {
             switch entry {
             case .file(let path) where !path.hasPrefix(warmups): files.append(path)
             case .file: continue
