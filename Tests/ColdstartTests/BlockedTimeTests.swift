@@ -238,6 +238,26 @@ final class BlockedTimeTests: XCTestCase {
         XCTAssertTrue(text.contains("60.00 (60%), 3.0 runnable/2 CPUs"), text)
     }
 
+    /// A newer Coldstart's cause, read by this one: shown as unknown, with
+    /// the name the file gives it, not counted as another cause.
+    func testAnUnknownCauseIsShownAsUnknownWithItsName() throws {
+        let timeline = try timeline(
+            phases: [("p", 0, 20_000_000)],
+            segments: [
+                [42, 0, 10_000_000, "S", "gpu-wait", "ioctl", 0, 0, 0, 0, 0, -1, noArgs],
+                [42, 10_000_000, 20_000_000, "S", "other", "syscall 999", 0, 0, 0, 0, -1, -1, noArgs],
+            ],
+            paths: ["/dev/dri/card0"]
+        )
+        XCTAssertEqual(timeline.watch?.segments.map(\.cause), [.unknown("gpu-wait"), .other])
+        let blocked = try XCTUnwrap(LaunchReport.BlockedTime(timeline))
+        let rows = try XCTUnwrap(blocked.phases.first).blocked
+        XCTAssertEqual(Set(rows.map { "\($0.cause): \($0.what)" }),
+                       ["unknown: unknown cause \"gpu-wait\" (ioctl /dev/dri/card0)", "other: syscall 999"])
+        let text = try LaunchAnalysis(timeline: timeline).report.text(full: true)
+        XCTAssertTrue(text.contains("unknown cause \"gpu-wait\""), text)
+    }
+
     func testCausesAreNamedForPeople() throws {
         let args = ["0x55e4c21bdb70", "0x80", "0x2", "0x0", "0x0", "0x0"]
         let timeline = try timeline(

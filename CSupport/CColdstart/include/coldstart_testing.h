@@ -1,6 +1,6 @@
-// Pure parsers and conversions of the capture layer, and one check of its
-// module table, exposed for its tests only (the host-facing API is
-// coldstart.h). All async-signal-safe but that check.
+// Pure parsers and conversions of the capture layer, the wait causes' names,
+// and one check of its module table, exposed for its tests (the host-facing
+// API is coldstart.h). All async-signal-safe but that check.
 #ifndef COLDSTART_TESTING_H
 #define COLDSTART_TESTING_H
 
@@ -64,6 +64,10 @@ size_t cs_json_string(const char *s, size_t n, char *out, size_t cap, uint64_t *
 
 /// The length of s[0, n) less a UTF-8 sequence the end cuts short.
 size_t cs_utf8_cut(const char *s, size_t n);
+
+/// The timeline's name of wait cause number `cause` (enum cs_cause, the
+/// number the watcher records), or NULL past the last. Async-signal-safe.
+const char *cs_watch_cause_name(int cause);
 
 /// Builds this process's module table both ways Coldstart can (one
 /// PROCMAP_QUERY per executable mapping, and the /proc/self/maps text) and

@@ -40,7 +40,8 @@
 // Blocked in a call we cannot know: the syscall file is not readable.
 #define CS_NR_UNKNOWN 1023
 
-/// Why a thread was not running. The JSON names are cs_watch_cause_names.
+/// Why a thread was not running. Its number is what the watcher records; the
+/// timeline has its name (cs_watch_cause_name, include/coldstart_testing.h).
 enum cs_cause {
     CS_CAUSE_RUNNING,      // runnable: on a CPU or waiting for one
     CS_CAUSE_FILE_READ,
@@ -183,8 +184,6 @@ struct cs_watch {
     int unwind_page_next;
 };
 
-/// The JSON names of enum cs_cause.
-extern const char *const cs_watch_cause_names[CS_CAUSE_COUNT];
 
 /// Which argument of a system call names what it waits on.
 enum cs_arg_kind { CS_ARG_NONE, CS_ARG_FD0, CS_ARG_PATH0, CS_ARG_PATH1 };

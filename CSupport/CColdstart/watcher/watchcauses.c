@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-const char *const cs_watch_cause_names[CS_CAUSE_COUNT] = {
+// The one table of the causes' names, by number (enum cs_cause, watch.h).
+// Swift's Timeline.Cause and docs/timeline-format.md's list follow it, in
+// this order (WaitCauseTests).
+static const char *const cause_names[CS_CAUSE_COUNT] = {
     [CS_CAUSE_RUNNING] = "running",       [CS_CAUSE_FILE_READ] = "file-read",
     [CS_CAUSE_FILE_WRITE] = "file-write", [CS_CAUSE_FILE_SYSTEM] = "file-system",
     [CS_CAUSE_LOCK] = "lock",             [CS_CAUSE_EVENTS] = "events",
@@ -17,6 +20,10 @@ const char *const cs_watch_cause_names[CS_CAUSE_COUNT] = {
     [CS_CAUSE_CHILD] = "child",           [CS_CAUSE_MEMORY] = "memory",
     [CS_CAUSE_STOPPED] = "stopped",       [CS_CAUSE_OTHER] = "other",
 };
+
+const char *cs_watch_cause_name(int cause) {
+    return cause >= 0 && cause < CS_CAUSE_COUNT ? cause_names[cause] : NULL;
+}
 
 
 // ---- syscalls ----

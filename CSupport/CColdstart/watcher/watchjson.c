@@ -102,7 +102,7 @@ void cs_watch_write_trace_events(struct cs_jw *w, int pid, uint64_t start) {
         cs_jw_raw(w, ",\"ts\":"); cs_jw_milli(w, (int64_t)(seg->start_ns - start));
         cs_jw_raw(w, ",\"dur\":"); cs_jw_milli(w, (int64_t)(seg->end_ns - seg->start_ns));
         cs_jw_raw(w, ",\"name\":"); write_label(w, seg);
-        cs_jw_raw(w, ",\"args\":{\"cause\":\""); cs_jw_raw(w, cs_watch_cause_names[seg->cause]);
+        cs_jw_raw(w, ",\"args\":{\"cause\":\""); cs_jw_raw(w, cs_watch_cause_name(seg->cause));
         cs_jw_raw(w, "\",\"cpuMs\":"); cs_jw_milli(w, (int64_t)(seg->run_ns / 1000));
         cs_jw_raw(w, ",\"runQueueMs\":"); cs_jw_milli(w, (int64_t)(seg->wait_ns / 1000));
         cs_jw_raw(w, ",\"majorFaults\":"); cs_jw_u64(w, seg->majflt);
@@ -221,7 +221,7 @@ void cs_watch_write_section(struct cs_jw *w, uint64_t start) {
         cs_jw_raw(w, ","); cs_jw_i64(w, (int64_t)(seg->end_ns - start));
         char state[2] = {(char)seg->state, 0};
         cs_jw_raw(w, ","); cs_jw_str(w, state, 1);
-        cs_jw_raw(w, ",\""); cs_jw_raw(w, cs_watch_cause_names[seg->cause]); cs_jw_raw(w, "\",");
+        cs_jw_raw(w, ",\""); cs_jw_raw(w, cs_watch_cause_name(seg->cause)); cs_jw_raw(w, "\",");
         const char *name = seg->nr >= 0 ? cs_watch_syscall_name(seg->nr) : NULL;
         if (name) cs_jw_cstr(w, name);
         else if (seg->nr >= 0 && seg->nr != CS_NR_UNKNOWN) { cs_jw_raw(w, "\"syscall "); cs_jw_u64(w, (uint64_t)seg->nr); cs_jw_raw(w, "\""); }

@@ -92,7 +92,8 @@ extension LaunchReport {
         }
 
         package struct BlockedRow: Codable, Sendable {
-            /// A `Timeline.Cause` raw value, or "short" (blocks shorter than a
+            /// A `Timeline.Cause` name ("unknown" for one this reader does not
+            /// know), or "short" (blocks shorter than a
             /// look, between two looks that saw the thread runnable).
             package var cause: String
             /// What a person reads: "file read /etc/app.conf", "lock wait (futex 0x55…)".
@@ -273,8 +274,15 @@ struct Splitter {
     /// major faults in it, they are the faults' disk waits, which are
     /// shorter than a look.
     static func rowCause(_ segment: Timeline.Segment) -> String {
-        guard segment.cause == .running else { return segment.cause.rawValue }
-        return segment.majorFaults > 0 ? Timeline.Cause.pageFault.rawValue : "short"
+        guard segment.cause == .running else { return causeName(segment.cause) }
+        return segment.majorFaults > 0 ? Timeline.Cause.pageFault.name : "short"
+    }
+
+    /// A cause as a row names it: "unknown" for one this reader does not
+    /// know (`what` says which).
+    static func causeName(_ cause: Timeline.Cause) -> String {
+        if case .unknown = cause { return "unknown" }
+        return cause.name
     }
 
     /// A short label of what the segment was blocked on.
@@ -301,6 +309,7 @@ struct Splitter {
         case .memory: return "memory map: \(call)"
         case .stopped: return "stopped (signal or debugger)"
         case .other: return segment.syscall.map { $0.hasPrefix("syscall ") ? $0 : "syscall \($0)" } ?? "blocked (unknown call)"
+        case .unknown(let name): return "unknown cause \"\(name)\" (\(call)" + (path.map { " " + $0 } ?? "") + ")"
         }
     }
 
@@ -356,7 +365,7 @@ struct Splitter {
         var sites: [Key: (cause: String, ns: Double, count: Int)] = [:]
         for (segment, blocked) in blocks where segment.cause != .running {
             let key = Key(what: what(segment), stack: segment.stack, tid: segment.tid)
-            sites[key, default: (segment.cause.rawValue, 0, 0)].ns += blocked
+            sites[key, default: (Self.causeName(segment.cause), 0, 0)].ns += blocked
             sites[key]!.count += 1
         }
         return sites.sorted { ($0.value.ns, $1.key.what) > ($1.value.ns, $0.key.what) }

@@ -158,7 +158,7 @@ extension FindingInputs {
             runtimeCosts?.scope = critical.scope.rawValue
         }
         // Waits for a page are the page-fault finding's, not a blocking wait's.
-        let pageFault = Timeline.Cause.pageFault.rawValue
+        let pageFault = Timeline.Cause.pageFault.name
         if let blocked = blockedTime {
             blockingWaits = blocked.launch.blocked.filter { $0.cause != "running" && $0.cause != "short" && $0.cause != pageFault }.map {
                 BlockingWait(cause: $0.cause, what: $0.what, ms: $0.ms)

@@ -57,21 +57,44 @@ extension Timeline {
 
     /// Why a thread was not running (or `running`: runnable, on a CPU or
     /// waiting for one).
-    package enum Cause: String, Sendable, CaseIterable, Codable {
-        case running
-        case fileRead = "file-read"
-        case fileWrite = "file-write"
-        case fileSystem = "file-system"
-        case lock
-        case events
-        case network
-        case pipe
-        case sleep
-        case pageFault = "page-fault"
-        case child
-        case memory
-        case stopped
-        case other
+    package enum Cause: Hashable, Sendable {
+        case running, fileRead, fileWrite, fileSystem, lock, events, network, pipe, sleep, pageFault, child, memory, stopped, other
+        /// A name this reader does not know (a newer Coldstart's), as the
+        /// timeline has it: shown as an unknown cause, never taken for another.
+        case unknown(String)
+
+        /// The known causes by number: the capture layer's table
+        /// (`cs_watch_cause_name`, watcher/watchcauses.c), in its order
+        /// (WaitCauseTests holds the two, and docs/timeline-format.md, to it).
+        package static let known: [Cause] = [
+            .running, .fileRead, .fileWrite, .fileSystem, .lock, .events, .network, .pipe, .sleep, .pageFault, .child, .memory,
+            .stopped, .other,
+        ]
+        private static let byName = Dictionary(uniqueKeysWithValues: known.map { ($0.name, $0) })
+
+        /// The cause the timeline names `name`.
+        package init(name: String) { self = Self.byName[name] ?? .unknown(name) }
+
+        /// Its name in the timeline.
+        package var name: String {
+            switch self {
+            case .running: return "running"
+            case .fileRead: return "file-read"
+            case .fileWrite: return "file-write"
+            case .fileSystem: return "file-system"
+            case .lock: return "lock"
+            case .events: return "events"
+            case .network: return "network"
+            case .pipe: return "pipe"
+            case .sleep: return "sleep"
+            case .pageFault: return "page-fault"
+            case .child: return "child"
+            case .memory: return "memory"
+            case .stopped: return "stopped"
+            case .other: return "other"
+            case .unknown(let name): return name
+            }
+        }
     }
 
     /// A stretch of one thread's time in which every look saw the same thing.
@@ -179,7 +202,7 @@ extension Timeline.Watch {
             else { throw bad("segment \(index) is not [tid, startNs, endNs, state, cause, syscall, runNs, waitNs, minorFaults, majorFaults, path, stack, args]") }
             return Timeline.Segment(
                 tid: tid, startNs: start, endNs: end, state: state,
-                cause: Timeline.Cause(rawValue: causeName) ?? .other,
+                cause: Timeline.Cause(name: causeName),
                 syscall: row[5] as? String,
                 runNs: run, waitNs: wait, minorFaults: minor, majorFaults: major,
                 path: path >= 0 ? path : nil, stack: stack >= 0 ? stack : nil,
