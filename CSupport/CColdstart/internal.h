@@ -262,6 +262,8 @@ void cs_end_arm(void);
 /// over COLDSTART_MAX_BYTES (nothing is written then).
 int cs_write_timeline(void);
 #define CS_WRITE_TOO_BIG (-2)
+
+// ---- prepare.c ----
 /// Makes the timeline's file (cs_out_prepare), opens /proc/self/task for
 /// the writer's isolation (cs_cpu_prepare), reads what the plan needs that
 /// is final (process start, executable, uname) and faults in the

@@ -138,6 +138,32 @@ final class CallGraphTests: XCTestCase {
         XCTAssertEqual(problems, [], "docs/ARCHITECTURE.md, \"Allowed calls\":\n" + problems.joined(separator: "\n"))
     }
 
+    /// The C files of the `| folder | file | job |` table, as "folder/file.c"
+    /// ("file.c" for the top folder, `.`); an empty folder cell is the row above's.
+    static func tabledFiles(_ markdown: String) throws -> [String] {
+        let lines = markdown.components(separatedBy: "\n")
+        guard let header = lines.firstIndex(where: { $0.hasPrefix("| folder | file |") }) else { throw ListError("no `| folder | file | job |` table") }
+        var files: [String] = [], folder = ""
+        for row in lines[(header + 2)...].prefix(while: { $0.hasPrefix("|") }) {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false).dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 2 else { throw ListError("not a row of three cells: \(row)") }
+            if !cells[0].isEmpty { folder = cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`")) }
+            let file = cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            files.append(folder == "." ? file : folder + file)
+        }
+        return files
+    }
+
+    func testTheArchitectureNamesEveryCFileInItsFolder() throws {
+        let sources = Self.repository.appendingPathComponent("CSupport/CColdstart")
+        let onDisk = try FileManager.default.subpathsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".c") }.sorted()
+        let tabled = try Self.tabledFiles(String(contentsOf: Self.repository.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
+        XCTAssertEqual(tabled.sorted(), onDisk, "docs/ARCHITECTURE.md's table of files by folder")
+        XCTAssertEqual(Set(tabled).count, tabled.count, "each file once")
+        XCTAssertEqual(try Self.tabledFiles("| folder | file | job |\n|---|---|---|\n| `.` | `a.c` | x |\n| `base/` | `b.c` | y |\n| | `c.c` | z |\n"),
+                       ["a.c", "base/b.c", "base/c.c"])
+    }
+
     /// "writer/outfile.c.o" or a path ending so → "outfile".
     static func fileName(_ path: String) -> String {
         var name = (path as NSString).lastPathComponent

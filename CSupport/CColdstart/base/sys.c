@@ -301,6 +301,15 @@ void cs_hex(const uint8_t *bytes, size_t n, char *out) {
     out[2 * n] = 0;
 }
 
+uint64_t cs_realtime_us(uint64_t mono_ns) {
+    struct timespec rt, mono;
+    if (clock_gettime(CLOCK_REALTIME, &rt) != 0 || clock_gettime(CLOCK_MONOTONIC, &mono) != 0) return 0;
+    uint64_t rt_now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    uint64_t mono_now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+    if (mono_now < mono_ns || rt_now < mono_now - mono_ns) return 0;
+    return (rt_now - (mono_now - mono_ns)) / 1000;
+}
+
 bool cs_append(char *dst, size_t cap, const char *s) {
     size_t n = strlen(dst), k = strlen(s);
     if (n + k + 1 > cap) return false;

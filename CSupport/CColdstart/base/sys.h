@@ -51,6 +51,10 @@ void cs_rusage_now(struct cs_rusage *out);
 /// `id` in nanoseconds, 0 if it cannot be read. Async-signal-safe (vDSO or
 /// syscall).
 uint64_t cs_clock_ns(clockid_t id);
+/// CLOCK_MONOTONIC `mono_ns` on CLOCK_REALTIME, in µs: the realtime clock
+/// now, less the monotonic time since. 0 when either cannot be read.
+/// Async-signal-safe (vDSO or syscall).
+uint64_t cs_realtime_us(uint64_t mono_ns);
 /// CPU time of thread `tid` of this process, from the kernel's per-thread
 /// CPU clock (glibc's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)); false for
 /// tid ≤ 0 or a thread that has ended. Async-signal-safe.

@@ -115,17 +115,6 @@ static void phase_name(struct cs_jw *w, const struct cs_boundary *b, size_t p) {
     }
 }
 
-// CLOCK_MONOTONIC `mono_ns` on CLOCK_REALTIME, in µs: the realtime clock
-// now, less the monotonic time since. 0 when either cannot be read.
-static uint64_t realtime_us(uint64_t mono_ns) {
-    struct timespec rt, mono;
-    if (clock_gettime(CLOCK_REALTIME, &rt) != 0 || clock_gettime(CLOCK_MONOTONIC, &mono) != 0) return 0;
-    uint64_t rt_now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
-    uint64_t mono_now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-    if (mono_now < mono_ns || rt_now < mono_now - mono_ns) return 0;
-    return (rt_now - (mono_now - mono_ns)) / 1000;
-}
-
 static void make_plan(struct cs_plan *pl) {
     struct cs_start st;
     const struct cs_out_early_facts *ef = &cs_g.out.facts;
@@ -156,7 +145,7 @@ static void make_plan(struct cs_plan *pl) {
     if (first != 0 && pl->start > first) pl->start = first;
     // Wall clock of the process start, for tools that want a date (pprof's
     // time_nanos).
-    pl->start_realtime_us = realtime_us(pl->start);
+    pl->start_realtime_us = cs_realtime_us(pl->start);
     pl->has_earliest = cs_g.launch.t_earliest != 0;
     pl->completed = cs_g.launch.end_reason == CS_END_READY || cs_g.launch.end_reason == CS_END_EXIT;
     uint32_t nev = atomic_load(&cs_g.log.next_event);
@@ -458,37 +447,6 @@ static void write_coldstart(struct cs_jw *w, const struct cs_plan *pl) {
     // Last: every string of the file is written by now.
     cs_jw_raw(w, ",\"notUtf8Bytes\":"); cs_jw_u64(w, w->not_utf8);
     cs_jw_raw(w, "}}");
-}
-
-void cs_timeline_prepare(void) {
-    cs_out_prepare();
-    cs_cpu_prepare();
-    // What the plan needs that cannot change before the end (the process
-    // start, the executable, uname's kernel release and host name): two /proc
-    // reads and a uname off the host's exit. Only the first caller fills it;
-    // the writer reads it once it is published.
-    struct cs_out_early_facts *ef = &cs_g.out.facts;
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&cs_g.out.facts_claimed, &expected, 1)) return;
-    ef->start_rc = cs_process_start(&ef->start, &ef->without_launcher, &ef->boot_off);
-    // A previous run's timeline at the destination goes now, not when this
-    // one replaces it at the end: freeing its blocks was a synchronous
-    // discard (~1 ms) on the host's exit on a file system mounted with
-    // `discard`.
-    // Older than the earliest the process can have started.
-    if (ef->start_rc == 0 && ef->start.ns > ef->start.precision_ns)
-        cs_out_remove_previous(realtime_us(ef->start.ns - ef->start.precision_ns));
-    ssize_t n = readlink("/proc/self/exe", ef->exe, sizeof ef->exe - 1);
-    ef->exe[n > 0 ? n : 0] = 0;
-    if (uname(&ef->uts) != 0) strcpy(ef->uts.release, "unknown");
-    atomic_store_explicit(&cs_g.out.facts_ready, true, memory_order_release);
-    // The writer's scratch: each first touch at the end was a page fault on
-    // the host's exit.
-    cs_prefault(&cs_g.out.plan, sizeof cs_g.out.plan);
-    cs_prefault(cs_g.out.span_end_of, sizeof cs_g.out.span_end_of);
-    cs_prefault(cs_g.out.thread_names, sizeof cs_g.out.thread_names);
-    cs_prefault(cs_g.out.jw.buf, sizeof cs_g.out.jw.buf);
-    cs_prefault(&cs_g.out.cpus, sizeof cs_g.out.cpus);
 }
 
 int cs_write_timeline(void) {
