@@ -55,16 +55,36 @@ package struct Table {
             for column in left.sorted(by: { widths[$0] > widths[$1] }) where column != flexible { shrink(column, floor: 12) }
             if let flexible { shrink(flexible, floor: 12) }
         }
-        func line(_ cells: [String]) -> String {
+        let cells = [columns.map(\.title)] + rows
+        let clippedColumns = columns.indices.map { index in Self.clipDistinct(cells.map { $0[index] }, to: widths[index]) }
+        func line(_ row: Int) -> String {
             let padded = shown.map { index in
-                let cell = cells[index]
-                let clipped = cell.count > widths[index] ? Self.clip(cell, to: widths[index]) : cell
+                let clipped = clippedColumns[index][row]
                 let fill = String(repeating: " ", count: widths[index] - clipped.count)
                 return columns[index].alignment == .left ? clipped + fill : fill + clipped
             }
             return ("  " + padded.joined(separator: "  ")).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
         }
-        return [line(columns.map(\.title))] + rows.map(line)
+        return cells.indices.map(line)
+    }
+
+    /// `cells` each in `width` characters, where two different cells never
+    /// read the same: clipping can make two functions one text (two
+    /// overloads whose arguments fold to `(…)`), and those are numbered in
+    /// the order they first appear (`… #1`, `… #2`), clipped a little more.
+    static func clipDistinct(_ cells: [String], to width: Int) -> [String] {
+        var clipped = cells.map { $0.count > width ? clip($0, to: width) : $0 }
+        var originals: [String: [String]] = [:]
+        for (cell, text) in zip(cells, clipped) where !(originals[text]?.contains(cell) ?? false) {
+            originals[text, default: []].append(cell)
+        }
+        for index in clipped.indices {
+            guard let sources = originals[clipped[index]], sources.count > 1,
+                  let number = sources.firstIndex(of: cells[index]) else { continue }
+            let suffix = " #\(number + 1)"
+            clipped[index] = clip(cells[index], to: max(width - suffix.count, 1)) + suffix
+        }
+        return clipped
     }
 
     /// `text` in `width` characters. A function name loses the contents of

@@ -29,6 +29,23 @@ final class NameClippingTests: XCTestCase {
         XCTAssertEqual(Table.clip(function, to: 60), "swift_conformsToProtocolMaybeInstantiateSuperclasses(…)")
     }
 
+    /// Two overloads clipped to the same text read as one function twice
+    /// (`…MaybeInstantiateSuperclasses(…` on two rows of one report).
+    func testTwoFunctionsClippedAlikeAreNumberedInATable() {
+        let one = "swift_conformsToProtocolMaybeInstantiateSuperclasses(swift::TargetMetadata<swift::InProcess> const*, bool)"
+        let two = "swift_conformsToProtocolMaybeInstantiateSuperclasses(swift::TargetMetadata<swift::InProcess> const*, int)"
+        XCTAssertEqual(Table.clip(one, to: 40), Table.clip(two, to: 40), "the bare clip cannot tell them apart")
+        var table = Table(columns: [.init("ms", .right), .init("function", .left)])
+        for (ms, name) in [("3.0", one), ("2.0", two), ("1.0", one), ("0.5", "main")] { table.add([ms, name]) }
+        let lines = table.render(width: 2 + 3 + 2 + 40)
+        let names = lines.dropFirst().map { String($0.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
+        XCTAssertEqual(names[0], names[2], "the same function reads the same: \(names)")
+        XCTAssertNotEqual(names[0], names[1], "\(names)")
+        XCTAssertTrue(names[0].hasSuffix(" #1") && names[1].hasSuffix(" #2"), "\(names)")
+        XCTAssertEqual(names[3], "main")
+        XCTAssertTrue(lines.allSatisfy { $0.count <= 47 }, "\(lines)")
+    }
+
     func testClosureKeepsTheFunctionItIsIn() {
         let closure = "closure #1 (Swift.Int) -> Swift.Bool in ServiceStartup.buildRoutingTable(count: Swift.Int) -> Swift.Array<Swift.UInt64>"
         XCTAssertEqual(Table.clip(closure, to: 70), "closure #1 (…) -> Swift.Bool in ServiceStartup.buildRoutingTable(…)")
