@@ -7,6 +7,7 @@ let commands: [any Command.Type] = [
     ReportCommand.self,
     RunCommand.self,
     CompareCommand.self,
+    InspectCommand.self,
     SymbolizeCommand.self,
     ExportCommand.self,
     CompletionCommand.self,

@@ -28,6 +28,8 @@ final class CommandOutputTests: XCTestCase {
             ["export", timeline, "--format", "speedscope", "-o", directory.appendingPathComponent("x.speedscope.json").path],
             ["compare", runs, runs], ["--help"], ["--version"], ["report", "--help"], ["help", "run"], ["man"],
             ["completion", "bash"], ["completion", "fish"], ["run", "--", "/bin/true"],
+            ["inspect", "/bin/true"], ["inspect", "/bin/true", "--json"], ["inspect", "/bin/true", "--write-allow", "-"],
+            ["inspect", "/bin/true", "--max-libraries", "100"],
         ]
         for arguments in commands {
             for redirection in [">&-", ">/dev/full"] {

@@ -1,5 +1,6 @@
 @testable import ColdstartAnalysis
 import ColdstartExport
+import ColdstartText
 import Foundation
 import XCTest
 
@@ -155,6 +156,12 @@ enum FuzzPipeline {
             }
         }
         _ = try? SharedLibraries(executable: path, libraryPath: nil)
+        // `coldstart inspect`: initializers, Swift sections, the allow-list.
+        if let inspection = try? StaticInspection(executable: path, libraryPath: nil) {
+            _ = inspection.text(style: TextStyle(width: 80, color: false))
+            _ = try? inspection.jsonData()
+            _ = AllowList.text(for: inspection, binaryName: "fuzz")
+        }
         if let timeline { render(timeline) }
     }
 

@@ -145,7 +145,7 @@ final class RelocationTests: XCTestCase {
         let dir = try makeTemporaryDirectory(for: self).path
         let lazy = try ObjectRelocations(path: try sharedObject(bindNow: false, in: dir), executable: "/bin/true")
         XCTAssertEqual(lazy, ObjectRelocations(name: "liblazy.so", relative: 2, packedRelative: 3, symbolic: 7, plt: 2,
-                                               lookups: 3, cachedLookups: 2, bindNow: false, isOwn: true))
+                                               lookups: 3, cachedLookups: 2, bindNow: false, isOwn: true, initializers: 0))
         // Bound now, the PLT slots are looked up at start-up as well.
         let now = try ObjectRelocations(path: try sharedObject(bindNow: true, in: dir), executable: "/bin/true")
         XCTAssertEqual([now.lookups, now.cachedLookups, now.plt, now.symbolic], [5, 2, 2, 7])

@@ -57,5 +57,9 @@ let package = Package(
             name: "CodableTool",
             dependencies: [.product(name: "Coldstart", package: rootIdentity), "InventoryWork"]
         ),
+        // `coldstart inspect`'s: 400 conforming Swift types and a C++ static
+        // constructor, with no Foundation and no Coldstart.
+        .target(name: "StaticConstructors"),
+        .executableTarget(name: "ManyConformances", dependencies: ["StaticConstructors"]),
     ]
 )

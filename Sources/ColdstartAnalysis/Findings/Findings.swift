@@ -103,8 +103,11 @@ package struct FindingInputs: Sendable {
         package var samples: Int
         /// The constructor with most samples.
         package var function: String?
-        package init(module: String, isExecutable: Bool, ms: Double, samples: Int, function: String? = nil) {
+        /// What its file says (`coldstart inspect`): "libFoo.so: 2 initializers, 6 symbolic relocations (…)".
+        package var staticFacts: String?
+        package init(module: String, isExecutable: Bool, ms: Double, samples: Int, function: String? = nil, staticFacts: String? = nil) {
             (self.module, self.isExecutable, self.ms, self.samples, self.function) = (module, isExecutable, ms, samples, function)
+            self.staticFacts = staticFacts
         }
     }
 
@@ -158,8 +161,9 @@ package struct FindingInputs: Sendable {
         static func heaviest(_ objects: [ObjectRelocations], relocation: [BeforeMain.Entry]) -> Library? {
             let timed = Dictionary(relocation.filter { $0.count >= minimumTimedSamples }.map { ($0.name, $0.ms) }) { first, _ in first }
             let slowest = objects.compactMap { object in timed[object.name].map { (object, $0) } }.max { $0.1 < $1.1 }
-            return (slowest?.0 ?? objects.first).map {
-                Library(name: $0.name, symbolic: $0.symbolic, lookups: $0.lookups, ms: timed[$0.name], isOwn: $0.isOwn)
+            return (slowest?.0 ?? objects.first).map { object in
+                Library(name: object.name, symbolic: object.symbolic, lookups: object.lookups, ms: timed[object.name], isOwn: object.isOwn,
+                        staticFacts: object.initializers == nil ? nil : StaticFacts.phrase(object))
             }
         }
 
@@ -172,8 +176,11 @@ package struct FindingInputs: Sendable {
             /// Built with the app (not the Swift toolchain's nor the system's):
             /// its relocations are the developer's to change.
             package var isOwn: Bool
-            package init(name: String, symbolic: Int, lookups: Int, ms: Double?, isOwn: Bool) {
+            /// What its file says (`coldstart inspect`): "2 initializers, 5,746 symbolic relocations (…)".
+            package var staticFacts: String?
+            package init(name: String, symbolic: Int, lookups: Int, ms: Double?, isOwn: Bool, staticFacts: String? = nil) {
                 (self.name, self.symbolic, self.lookups, self.ms, self.isOwn) = (name, symbolic, lookups, ms, isOwn)
+                self.staticFacts = staticFacts
             }
         }
     }
@@ -275,7 +282,8 @@ extension Finding {
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in
-                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) } ?? "; most in \(library.name) (\(library.symbolic))"
+                        library.ms.map { String(format: "; slowest \(library.name) %.1f ms", $0) + (library.staticFacts.map { " (\($0))" } ?? "") }
+                            ?? "; most in \(library.name) (\(library.staticFacts ?? "\(library.symbolic)"))"
                     } ?? "")
                     + (loader.isExact ? "" : String(format: "; start ±%.1f ms", loader.startPrecisionMs)),
                 certainty: loader.isExact ? .exact : .estimate, advice: loaderAdvice(loader)))
@@ -292,7 +300,8 @@ extension Finding {
             let title = initializer.isExecutable ? "the program's own constructors" : "slow library initializer \(initializer.module)"
             candidates.append(Finding(
                 kind: .slowInitializer, title: title, ms: initializer.ms, percent: percent(initializer.ms),
-                location: initializer.function ?? initializer.module, certainty: .samples(initializer.samples),
+                location: (initializer.function ?? initializer.module) + (initializer.staticFacts.map { "; \($0)" } ?? ""),
+                certainty: .samples(initializer.samples),
                 advice: initializer.isExecutable
                     ? "runs before main on every launch; move the work to first use"
                     : "runs before main whether the app uses the library or not; load it later (dlopen) or drop it"))

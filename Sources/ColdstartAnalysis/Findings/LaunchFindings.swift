@@ -129,6 +129,8 @@ extension FindingInputs {
         self.init(launchMs: launch.totalMs)
         endsAtReady = launch.endReason != "exit"
         let modules = timeline.modules.map { Symbolizer.moduleName($0.path) }
+        // The files' facts beside the measured times (the loader statistics').
+        let objects = Dictionary((loaderStatistics?.objects ?? []).map { ($0.name, $0) }) { first, _ in first }
         if let phase = phases.first(where: { $0.kind == "loader" }) {
             let statistics = loaderStatistics
             func isLibrary(_ name: String) -> Bool { name.contains(".so") && !name.hasPrefix("ld-linux") && !name.hasPrefix("linux-vdso") }
@@ -148,7 +150,8 @@ extension FindingInputs {
                           samples: $0.samples, phase: $0.phases.first)
             }
             initializers = profile.initializers.libraries.map {
-                Initializer(module: $0.module, isExecutable: $0.isExecutable, ms: $0.ms, samples: $0.samples, function: $0.constructors.first?.name)
+                Initializer(module: $0.module, isExecutable: $0.isExecutable, ms: $0.ms, samples: $0.samples, function: $0.constructors.first?.name,
+                            staticFacts: objects[$0.module].map { "\($0.name): " + StaticFacts.phrase($0) })
             }
         }
         if let analysis {

@@ -38,6 +38,8 @@ struct ELFFile {
     }
 
     struct Section {
+        /// Where the name starts in the section-name table (`e_shstrndx`).
+        var nameOffset: UInt32 = 0
         var type: UInt32
         /// `SHF_*`; `executableFlag` marks code.
         var flags: UInt64 = 0
@@ -150,6 +152,7 @@ struct ELFFile {
             let base = index * 64
             let type = bytes.u32(base + 4)
             return Section(
+                nameOffset: bytes.u32(base),
                 type: type,
                 flags: bytes.u64(base + 8),
                 address: bytes.u64(base + 16),
@@ -174,6 +177,20 @@ struct ELFFile {
             guard inflated <= ELFFile.maxReadBytes else {
                 throw ELFError(path: path, problem: "compressed sections that inflate past \(ELFFile.maxReadBytes >> 20) MiB")
             }
+        }
+    }
+
+    /// Each section's name, from the section-name table; empty names when
+    /// the file has none.
+    func sectionNames(_ header: Header, _ sections: [Section]) throws -> [String] {
+        guard header.sectionNamesIndex < sections.count, sections[header.sectionNamesIndex].type == ELFFile.strtabType,
+              sections[header.sectionNamesIndex].size < 1 << 24 else { return sections.map { _ in "" } }
+        let table = sections[header.sectionNamesIndex]
+        let strings = try read(offset: table.offset, count: table.size)
+        return sections.map { section in
+            let start = Int(section.nameOffset)
+            guard start < strings.count else { return "" }
+            return String(decoding: strings[start...].prefix { $0 != 0 }, as: UTF8.self)
         }
     }
 

@@ -35,15 +35,20 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
     package var cachedLookups: Int
     /// PLT slots are bound at start-up (`-z now`), not at their first call.
     package var bindNow: Bool
+    /// The functions the loader calls in it before `main`: its
+    /// `DT_PREINIT_ARRAY` and `DT_INIT_ARRAY` entries and its `DT_INIT`
+    /// (`coldstart inspect` names them). Nil in statistics an older
+    /// `coldstart symbolize` stored.
+    package var initializers: Int?
     /// Neither the system's (`/lib`, `/usr/lib`, `/lib64`) nor the Swift
     /// toolchain's (a `lib/swift/` directory), nor the executable itself:
     /// a library built with the app, whose relocations its developer can change.
     package var isOwn: Bool
 
     package init(name: String, relative: Int, packedRelative: Int = 0, symbolic: Int, plt: Int, lookups: Int, cachedLookups: Int,
-                 bindNow: Bool, isOwn: Bool = false) {
+                 bindNow: Bool, isOwn: Bool = false, initializers: Int? = nil) {
         (self.name, self.relative, self.packedRelative, self.symbolic, self.plt) = (name, relative, packedRelative, symbolic, plt)
-        (self.lookups, self.cachedLookups, self.bindNow, self.isOwn) = (lookups, cachedLookups, bindNow, isOwn)
+        (self.lookups, self.cachedLookups, self.bindNow, self.isOwn, self.initializers) = (lookups, cachedLookups, bindNow, isOwn, initializers)
     }
 
     /// Reads `path`; throws `ELFError` for a file that is not a readable
@@ -51,58 +56,32 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
     /// static executable) has no relocations.
     init(path: String, executable: String) throws {
         let file = try ELFFile(path: path)
-        let header = try file.header()
-        let programHeaders = try file.programHeaders(header)
         let canonical = SharedLibraries.canonicalPath(path)
         name = (canonical as NSString).lastPathComponent
         isOwn = canonical != SharedLibraries.canonicalPath(executable) && !canonical.contains("/lib/swift/")
             && !["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"].contains { canonical.hasPrefix($0) }
         (relative, packedRelative, symbolic, plt, lookups, cachedLookups, bindNow) = (0, 0, 0, 0, 0, 0, false)
-        guard let dynamic = programHeaders.first(where: { $0.type == 2 }), dynamic.filesz >= 16, dynamic.filesz < 1 << 20 else { return }
-        let entries = try file.read(offset: dynamic.offset, count: dynamic.filesz)
-        var tags: [UInt64: UInt64] = [:]
-        for base in stride(from: 0, through: entries.count - 16, by: 16) {
-            let tag = entries.u64(base)
-            if tag == 0 { break }
-            tags[tag] = entries.u64(base + 8)
-        }
-        // Some linkers make DT_RELASZ (DT_RELSZ) cover the PLT's entries too;
-        // glibc then leaves them out of the first range (dynamic-link.h).
-        for (address, size) in [(UInt64(7), UInt64(8)), (17, 18)] {
-            if let start = tags[address], let length = tags[size], let plt = tags[23], let pltLength = tags[2],
-               start &+ length == plt &+ pltLength, length >= pltLength {
-                tags[size] = length - pltLength
-            }
-        }
-        let kind = Machine(header.machine)
+        guard let dynamic = try DynamicSection(file) else { return }
+        initializers = ((dynamic[DynamicSection.preinitArraySize] ?? 0) / 8 + (dynamic[DynamicSection.initArraySize] ?? 0) / 8)
+            .clampedInt + (dynamic[DynamicSection.initFunction] == nil ? 0 : 1)
+        let kind = RelocationMachine(dynamic.header.machine)
         // DT_FLAGS & DF_BIND_NOW, DT_BIND_NOW, DT_FLAGS_1 & DF_1_NOW.
         // The loader relocates its own PLT at start-up too (rtld.c, lazy 0).
-        bindNow = (tags[30] ?? 0) & 0x8 != 0 || tags[24] != nil || (tags[0x6FFF_FFFB] ?? 0) & 1 != 0
-            || LauncherTimeline.isDynamicLoader(path)
+        bindNow = (dynamic[DynamicSection.flags] ?? 0) & 0x8 != 0 || dynamic[DynamicSection.bindNowTag] != nil
+            || (dynamic[DynamicSection.flags1] ?? 0) & 1 != 0 || LauncherTimeline.isDynamicLoader(path)
 
-        // Tables are virtual addresses: the file offset comes from the PT_LOAD holding them.
-        func table(_ addressTag: UInt64, _ sizeTag: UInt64) throws -> [UInt8] {
-            guard let address = tags[addressTag], let size = tags[sizeTag], size > 0 else { return [] }
-            // 256 MiB: ten million relocations, far past any real library.
-            guard size < 1 << 28, let segment = programHeaders.first(where: {
-                $0.type == 1 && address >= $0.vaddr && address - $0.vaddr < $0.filesz && size <= $0.filesz - (address - $0.vaddr)
-            }) else { throw ELFError(path: path, problem: "relocation table outside the file's segments") }
-            return try file.read(offset: segment.offset &+ (address - segment.vaddr), count: size)
-        }
-        let symbols = try Self.dynamicSymbols(file, header)
-        var cache: (symbol: UInt64, typeClass: Int)?
-        func count(_ bytes: [UInt8], entrySize: Int, lazy: Bool, isPLT: Bool) {
-            guard entrySize > 0 else { return }
-            for base in stride(from: 0, through: bytes.count - entrySize, by: entrySize) {
-                let info = bytes.u64(base + 8)
-                let type = UInt32(truncatingIfNeeded: info), symbol = info >> 32
+        let symbols = try Self.dynamicSymbols(file, dynamic.header)
+        var cache: (symbol: Int, typeClass: Int)?
+        func count(_ relocations: [DynamicSection.Relocation], lazy: Bool, isPLT: Bool) {
+            for relocation in relocations {
+                let (type, symbol) = (relocation.type, relocation.symbol)
                 if kind.isRelative(type) {
                     relative += 1
                     continue
                 }
                 if type == 0 { continue }  // R_*_NONE
                 if isPLT { plt += 1 } else if symbol != 0 { symbolic += 1 }
-                guard !lazy, symbol != 0, !symbols.bindsLocally(Int(symbol)) else { continue }
+                guard !lazy, symbol != 0, !symbols.bindsLocally(symbol) else { continue }
                 let typeClass = kind.typeClass(type)
                 if let cache, cache.symbol == symbol, cache.typeClass == typeClass {
                     cachedLookups += 1
@@ -114,18 +93,21 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
         }
         // glibc relocates DT_RELA (or DT_REL) first, then DT_JMPREL; the
         // look-up cache carries over from one to the next.
-        if tags[7] != nil {
-            count(try table(7, 8), entrySize: 24, lazy: false, isPLT: false)
-        } else {
-            count(try table(17, 18), entrySize: 16, lazy: false, isPLT: false)
-        }
-        count(try table(23, 2), entrySize: tags[20] == 17 ? 16 : 24, lazy: !bindNow, isPLT: true)
-        // DT_RELR: an address entry (even) is one relocation, a bitmap entry
-        // (odd) one per bit set after the first.
-        let relr = try table(36, 35)
-        for base in stride(from: 0, through: relr.count - 8, by: 8) {
-            let entry = relr.u64(base)
-            packedRelative += entry & 1 == 0 ? 1 : entry.nonzeroBitCount - 1
+        let tables = try dynamic.relocations()
+        count(tables.eager, lazy: false, isPLT: false)
+        count(tables.plt, lazy: !bindNow, isPLT: true)
+        packedRelative = try dynamic.packedRelativeAddresses().count
+    }
+
+    /// Every count of `objects` summed, under the name "total".
+    static func total(_ objects: [ObjectRelocations]) -> ObjectRelocations {
+        objects.reduce(into: ObjectRelocations(name: "total", relative: 0, symbolic: 0, plt: 0, lookups: 0, cachedLookups: 0, bindNow: false)) {
+            $0.relative += $1.relative
+            $0.packedRelative += $1.packedRelative
+            $0.symbolic += $1.symbolic
+            $0.plt += $1.plt
+            $0.lookups += $1.lookups
+            $0.cachedLookups += $1.cachedLookups
         }
     }
 
@@ -148,31 +130,6 @@ package struct ObjectRelocations: Codable, Sendable, Equatable {
             guard base + 24 <= bytes.count else { return false }
             return bytes[base + 4] >> 4 == 0 || (1...2).contains(bytes[base + 5] & 3)
         }
-    }
-
-    /// The relocation types that matter here, per machine.
-    private struct Machine {
-        var relativeTypes: Set<UInt32>
-        var pltClassTypes: Set<UInt32>
-        var copyType: UInt32
-
-        init(_ machine: UInt16) {
-            switch machine {
-            case 183:  // EM_AARCH64: RELATIVE; JUMP_SLOT, TLS_DTPMOD64, TLS_DTPREL64, TLS_TPREL64, TLSDESC; COPY
-                self.init(relativeTypes: [1027], pltClassTypes: [1026, 1028, 1029, 1030, 1031], copyType: 1024)
-            default:  // EM_X86_64: RELATIVE, RELATIVE64; JUMP_SLOT, DTPMOD64, DTPOFF64, TPOFF64, TLSDESC; COPY
-                self.init(relativeTypes: [8, 38], pltClassTypes: [7, 16, 17, 18, 36], copyType: 5)
-            }
-        }
-
-        private init(relativeTypes: Set<UInt32>, pltClassTypes: Set<UInt32>, copyType: UInt32) {
-            (self.relativeTypes, self.pltClassTypes, self.copyType) = (relativeTypes, pltClassTypes, copyType)
-        }
-
-        func isRelative(_ type: UInt32) -> Bool { relativeTypes.contains(type) }
-
-        /// `elf_machine_type_class`: PLT 1, copy 2, else 0.
-        func typeClass(_ type: UInt32) -> Int { pltClassTypes.contains(type) ? 1 : type == copyType ? 2 : 0 }
     }
 }
 
@@ -215,7 +172,7 @@ package struct LoaderStatistics: Codable, Sendable {
     private var isPlausible: Bool {
         let limit = 1 << 40
         let counts = [relative, packedRelative, symbolic, plt, lookups, cachedLookups]
-            + objects.flatMap { [$0.relative, $0.packedRelative, $0.symbolic, $0.plt, $0.lookups, $0.cachedLookups] }
+            + objects.flatMap { [$0.relative, $0.packedRelative, $0.symbolic, $0.plt, $0.lookups, $0.cachedLookups, $0.initializers ?? 0] }
         return objects.count <= 1 << 16 && counts.allSatisfy { (0...limit).contains($0) }
     }
 
@@ -254,17 +211,45 @@ package struct LoaderStatistics: Codable, Sendable {
         }
         guard !objects.isEmpty else { return nil }
         self.objects = objects.sorted { ($0.symbolic, $1.name) > ($1.symbolic, $0.name) }
-        relative = objects.reduce(0) { $0 + $1.relative }
-        packedRelative = objects.reduce(0) { $0 + $1.packedRelative }
-        symbolic = objects.reduce(0) { $0 + $1.symbolic }
-        plt = objects.reduce(0) { $0 + $1.plt }
-        lookups = objects.reduce(0) { $0 + $1.lookups }
-        cachedLookups = objects.reduce(0) { $0 + $1.cachedLookups }
+        let total = ObjectRelocations.total(objects)
+        (relative, packedRelative, symbolic, plt) = (total.relative, total.packedRelative, total.symbolic, total.plt)
+        (lookups, cachedLookups) = (total.lookups, total.cachedLookups)
     }
 
-    private static func buildID(_ path: String) -> String? {
+    /// The file's GNU build-id, read from its notes alone.
+    static func buildID(_ path: String) -> String? {
         guard let file = try? ELFFile(path: path), let header = try? file.header(),
               let headers = try? file.programHeaders(header) else { return nil }
         return (try? file.buildID(programHeaders: headers, sections: [])) ?? nil
     }
+}
+
+/// The relocation types that matter here, per machine.
+struct RelocationMachine {
+    var relativeTypes: Set<UInt32>
+    var pltClassTypes: Set<UInt32>
+    var copyType: UInt32
+
+    init(_ machine: UInt16) {
+        switch machine {
+        case 183:  // EM_AARCH64: RELATIVE; JUMP_SLOT, TLS_DTPMOD64, TLS_DTPREL64, TLS_TPREL64, TLSDESC; COPY
+            self.init(relativeTypes: [1027], pltClassTypes: [1026, 1028, 1029, 1030, 1031], copyType: 1024)
+        default:  // EM_X86_64: RELATIVE, RELATIVE64; JUMP_SLOT, DTPMOD64, DTPOFF64, TPOFF64, TLSDESC; COPY
+            self.init(relativeTypes: [8, 38], pltClassTypes: [7, 16, 17, 18, 36], copyType: 5)
+        }
+    }
+
+    private init(relativeTypes: Set<UInt32>, pltClassTypes: Set<UInt32>, copyType: UInt32) {
+        (self.relativeTypes, self.pltClassTypes, self.copyType) = (relativeTypes, pltClassTypes, copyType)
+    }
+
+    func isRelative(_ type: UInt32) -> Bool { relativeTypes.contains(type) }
+
+    /// `elf_machine_type_class`: PLT 1, copy 2, else 0.
+    func typeClass(_ type: UInt32) -> Int { pltClassTypes.contains(type) ? 1 : type == copyType ? 2 : 0 }
+}
+
+private extension UInt64 {
+    /// A count from a file, as an `Int` that a hostile value cannot overflow.
+    var clampedInt: Int { Int(clamping: Swift.min(self, 1 << 40)) }
 }

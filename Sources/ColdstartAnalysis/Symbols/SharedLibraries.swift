@@ -12,11 +12,21 @@ package struct SharedLibraries: Sendable {
     /// The executable, as given.
     package var executable: String
     /// The dynamic loader (`PT_INTERP`), nil for a static executable.
-    var interpreter: String?
+    package var interpreter: String?
     /// Resolved paths of every needed library, in breadth-first order.
     package var libraries: [String]
     /// Needed names no search path held.
     package var unresolved: [String]
+    /// Who asked first: each library's path, and each unresolved name, to
+    /// the path of the object whose `DT_NEEDED` named it.
+    package var neededBy: [String: String] = [:]
+    /// The `DT_NEEDED` name each library's path was found for (`libfoo.so.1`
+    /// for `/usr/lib/libfoo.so.1.2.3`).
+    package var neededName: [String: String] = [:]
+    /// Each object's `DT_NEEDED` entries, resolved (a name no search path
+    /// held is left out), by the object's path: the graph the loader sorts
+    /// its initializers by.
+    package var dependencies: [String: [String]] = [:]
 
     /// Reads `executable`; `libraryPath` is the `LD_LIBRARY_PATH` the program
     /// will run with.
@@ -30,7 +40,9 @@ package struct SharedLibraries: Sendable {
         let libraryPathDirs = (libraryPath ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
         var resolvedByName: [String: String] = [:]
         var seenPaths: Set<String> = [Self.canonicalPath(executable)]
-        if let interpreter { seenPaths.insert(Self.canonicalPath(interpreter)) }
+        // An interpreter this machine lacks (another architecture's) is left
+        // to be found in the search path like any other library.
+        if let interpreter, FileManager.default.fileExists(atPath: interpreter) { seenPaths.insert(Self.canonicalPath(interpreter)) }
         let executableRpath = Self.expand(main.rpath, origin: (executable as NSString).deletingLastPathComponent)
         var queue: [(path: String, info: ELFDynamicInfo)] = [(executable, main)]
         var next = 0
@@ -47,7 +59,10 @@ package struct SharedLibraries: Sendable {
             }
             let directories = rpath + libraryPathDirs + Self.expand(object.runpath, origin: origin)
             for name in object.needed {
-                if resolvedByName[name] != nil { continue }
+                if let known = resolvedByName[name] {
+                    dependencies[objectPath, default: []].append(known)
+                    continue
+                }
                 let found: String?
                 if name.contains("/") {
                     found = object.matches(name) ? name : nil
@@ -58,12 +73,18 @@ package struct SharedLibraries: Sendable {
                             .map { ($0 as NSString).appendingPathComponent(name) }.first(where: { object.matches($0) })
                 }
                 guard let found else {
-                    if !unresolved.contains(name) { unresolved.append(name) }
+                    if !unresolved.contains(name) {
+                        unresolved.append(name)
+                        neededBy[name] = objectPath
+                    }
                     continue
                 }
                 resolvedByName[name] = found
+                dependencies[objectPath, default: []].append(found)
                 guard seenPaths.insert(Self.canonicalPath(found)).inserted else { continue }
                 libraries.append(found)
+                neededBy[found] = objectPath
+                neededName[found] = name
                 if let info = try? ELFDynamicInfo(path: found) { queue.append((found, info)) }
             }
         }
@@ -116,39 +137,22 @@ struct ELFDynamicInfo {
         if let interp = programHeaders.first(where: { $0.type == 3 }), interp.filesz > 0, interp.filesz < 4096 {
             interpreter = String(decoding: try file.read(offset: interp.offset, count: interp.filesz).prefix { $0 != 0 }, as: UTF8.self)
         }
-        guard let dynamic = programHeaders.first(where: { $0.type == 2 }), dynamic.filesz >= 16, dynamic.filesz < 1 << 20
-        else { return }  // static: no libraries
-        let entries = try file.read(offset: dynamic.offset, count: dynamic.filesz)
-        var strtab: UInt64?, strsz: UInt64?
-        var neededOffsets: [UInt64] = [], rpathOffsets: [UInt64] = [], runpathOffsets: [UInt64] = []
-        for base in stride(from: 0, through: entries.count - 16, by: 16) {
-            let tag = entries.u64(base), value = entries.u64(base + 8)
-            if tag == 0 { break }  // DT_NULL ends the table
-            switch tag {
-            case 1: neededOffsets.append(value)
-            case 5: strtab = value
-            case 10: strsz = value
-            case 15: rpathOffsets.append(value)
-            case 29: runpathOffsets.append(value)
-            default: continue
-            }
-        }
-        // DT_STRTAB is a virtual address: find the file offset through PT_LOAD.
-        guard let strtab, let strsz, strsz < 1 << 24,
-              let segment = programHeaders.first(where: { $0.type == 1 && strtab >= $0.vaddr && strtab - $0.vaddr < $0.filesz }),
-              case let (fileOffset, overflow) = (strtab - segment.vaddr).addingReportingOverflow(segment.offset), !overflow
-        else {
-            if !neededOffsets.isEmpty { throw ELFError(path: path, problem: "malformed dynamic section (no string table)") }
+        guard let dynamic = try DynamicSection(file) else { return }  // static: no libraries
+        let strings: [UInt8]
+        do {
+            guard let size = dynamic[DynamicSection.stringTableSize], size < 1 << 24 else { throw ELFError(path: path, problem: "") }
+            strings = try dynamic.table(DynamicSection.stringTable, DynamicSection.stringTableSize)
+        } catch {
+            if !dynamic.values(DynamicSection.needed).isEmpty { throw ELFError(path: path, problem: "malformed dynamic section (no string table)") }
             return
         }
-        let strings = try file.read(offset: fileOffset, count: strsz)
         func string(_ offset: UInt64) -> String? {
             guard offset < UInt64(strings.count) else { return nil }
             return String(decoding: strings[Int(offset)...].prefix { $0 != 0 }, as: UTF8.self)
         }
-        needed = neededOffsets.compactMap(string)
-        rpath = rpathOffsets.compactMap(string)
-        runpath = runpathOffsets.compactMap(string)
+        needed = dynamic.values(DynamicSection.needed).compactMap(string)
+        rpath = dynamic.values(DynamicSection.rpath).compactMap(string)
+        runpath = dynamic.values(DynamicSection.runpath).compactMap(string)
     }
 
     /// Whether `path` is a library this object's loader would accept: an ELF
