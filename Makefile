@@ -23,7 +23,7 @@ demo: deps
 	.build/release/coldstart report $(DEMO_RUNS)/run-1.json
 
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter python3 python3-venv gcc-aarch64-linux-gnu  # viewers, shells, groff, Prometheus, the test servers' Python (and its venv for opentelemetry-proto) and an aarch64 compiler that the HTML, pprof, completion, man page, metrics, push and inspect tests use; they skip without them
+	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter python3 python3-venv gcc-aarch64-linux-gnu libc6-dbg  # glibc's debug symbols name the loader's frames (LoaderTests, RelocationTests); viewers, shells, groff, Prometheus, the test servers' Python (and its venv for opentelemetry-proto) and an aarch64 compiler that the HTML, pprof, completion, man page, metrics, push and inspect tests use; they skip without them
 	-@scripts/ensure-python-deps.sh >/dev/null  # opentelemetry-proto for the OTLP tests; they skip without it
 	$(SWIFT) build
 	$(MAKE) audit-module
