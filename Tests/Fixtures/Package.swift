@@ -48,7 +48,9 @@ let package = Package(
         // blocking read on the main actor: the critical path's tests.
         .executableTarget(name: "AsyncService", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         // Signals, threads, descriptors, exec and fork as real programs use them (issue 14).
-        .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // A thread with little stack left (issue 23, item 2).
+        .target(name: "StackEdge"),
+        .executableTarget(name: "HostPatterns", dependencies: [.product(name: "Coldstart", package: rootIdentity), "StackEdge"]),
         // A plain Foundation CLI that does not link Coldstart (issue 10: unmodified
         // binaries), and the same work linked with it (issue 9: a short CLI's cost).
         .target(name: "InventoryWork"),

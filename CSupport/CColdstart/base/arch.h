@@ -99,4 +99,36 @@ static inline uint64_t cs_strip_return_address(uint64_t ra) {
 #endif
 }
 
+// libunwind's register numbers (the DWARF ones) of the program counter, stack
+// pointer and frame pointer, and how many registers a remote unwind may ask
+// for (base/remoteunwind.c); and the user registers a kernel sample carries
+// (perf_regs.h; sample_regs_user, in ascending bit order), with where its
+// stack and frame pointers are among them (sampler/smpunwind.c).
+#if defined(__aarch64__)
+#define CS_UNW_NREGS 33          // X0–X30, SP, PC
+#define CS_UNW_REG_FP 29
+#define CS_UNW_REG_SP 31
+#define CS_UNW_REG_PC 32
+#define CS_PERF_REGS_MASK ((1ull << 33) - 1)   // X0–X30, SP, PC: libunwind's order
+#define CS_PERF_NREGS 33
+#define CS_PERF_SP 31
+#define CS_PERF_FP 29
+/// libunwind's number of the `i`th register of a kernel sample.
+static inline int cs_perf_reg_to_unw(int i) { return i; }
+#else
+#define CS_UNW_NREGS 17          // RAX RDX RCX RBX RSI RDI RBP RSP R8–R15, RIP
+#define CS_UNW_REG_FP 6
+#define CS_UNW_REG_SP 7
+#define CS_UNW_REG_PC 16
+#define CS_PERF_REGS_MASK 0xff01ffull          // AX BX CX DX SI DI BP SP IP, R8–R15 (not flags, segments)
+#define CS_PERF_NREGS 17
+#define CS_PERF_SP 7
+#define CS_PERF_FP 6
+/// libunwind's number of the `i`th register of a kernel sample.
+static inline int cs_perf_reg_to_unw(int i) {
+    static const int8_t to_unw[CS_PERF_NREGS] = {0, 3, 2, 1, 4, 5, 6, 7, CS_UNW_REG_PC, 8, 9, 10, 11, 12, 13, 14, 15};
+    return to_unw[i];
+}
+#endif
+
 #endif

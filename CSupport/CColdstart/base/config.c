@@ -98,12 +98,16 @@ bool cs_config_read(char **envp) {
         if (strcmp(mode, "off") == 0) c->sampler = CS_SAMPLER_OFF;
         else if (strcmp(mode, "posix") == 0) c->sampler = CS_SAMPLER_POSIX;
         else if (strcmp(mode, "wall") == 0) c->sampler = CS_SAMPLER_WALL;
-        else if (strcmp(mode, "perf") != 0) cs_warn("ignoring COLDSTART_SAMPLER (want perf, posix, wall or off): ", mode);
+        else if (strcmp(mode, "signals") == 0) c->sampler = CS_SAMPLER_SIGNALS;
+        else if (strcmp(mode, "perf") != 0) cs_warn("ignoring COLDSTART_SAMPLER (want perf, signals, posix, wall or off): ", mode);
     }
     const char *unw = cs_env_get(envp, "COLDSTART_UNWINDER");
     c->unwind_fp = unw && strcmp(unw, "fp") == 0;
     if (unw && *unw && !c->unwind_fp && strcmp(unw, "libunwind") != 0)
         cs_warn("ignoring COLDSTART_UNWINDER (want libunwind or fp): ", unw);
+    // A multiple of 8, as the kernel wants.
+    c->stack_bytes = (uint32_t)bounded(envp, "COLDSTART_STACK_BYTES", 512, CS_MAX_STACK_BYTES, CS_DEFAULT_STACK_BYTES,
+                                       "512 to 16384 bytes") & ~7u;
     const char *watch = cs_env_get(envp, "COLDSTART_WATCH");
     c->watch = !(watch && strcmp(watch, "0") == 0);
     read_production(envp, c);

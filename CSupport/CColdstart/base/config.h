@@ -22,6 +22,10 @@
 #define CS_BOOST_HZ 3000
 #define CS_BOOST_NS 50000000ull
 #define CS_DEFAULT_MAX_SAMPLES 10000
+// Bytes of user stack the kernel copies with each sample, for the DWARF
+// unwinder (docs/performance.md, "How much stack a sample copies").
+#define CS_DEFAULT_STACK_BYTES 4096
+#define CS_MAX_STACK_BYTES 16384
 // A host that never calls ready() (a server) is sampled and watched this long,
 // then left alone; its timeline is still written at exit.
 #define CS_DEFAULT_LIMIT_MS 10000
@@ -40,7 +44,7 @@ struct cs_labels {
     char buf[CS_MAX_LABELS * (CS_LABEL_KEY_MAX + CS_LABEL_VALUE_MAX)];
 };
 
-enum cs_sampler_mode { CS_SAMPLER_PERF, CS_SAMPLER_POSIX, CS_SAMPLER_WALL, CS_SAMPLER_OFF };
+enum cs_sampler_mode { CS_SAMPLER_PERF, CS_SAMPLER_POSIX, CS_SAMPLER_WALL, CS_SAMPLER_OFF, CS_SAMPLER_SIGNALS };
 
 struct cs_config {
     const char *value;          // COLDSTART: "1" or a path ending in .json (points into envp)
@@ -54,6 +58,7 @@ struct cs_config {
     enum cs_sampler_mode sampler; // COLDSTART_SAMPLER
     bool sampler_set;           // COLDSTART_SAMPLER was given (any value)
     bool unwind_fp;             // COLDSTART_UNWINDER=fp
+    uint32_t stack_bytes;       // COLDSTART_STACK_BYTES: user stack copied per sample
     bool watch;                 // COLDSTART_WATCH is not 0
     uint32_t sample_ppm;        // COLDSTART_SAMPLE, in millionths (default 1000000)
     bool sampled;               // this launch drew sampling (else sampler and watcher off)

@@ -40,10 +40,18 @@
 #include <unistd.h>
 
 #define CS_SMP_SCAN_NS 5000000ull         // look for new threads at most every 5 ms
+// Empty the kernel's rings this often: 20 samples of 10 kHz, ~90 KiB with
+// 4 KiB stacks, well inside a worker's 128 KiB ring.
+#define CS_SMP_DRAIN_NS 2000000ull
+#define CS_SMP_UNWIND_TRIES 10
 #define CS_SMP_WARM_WAIT_NS 200000ull     // a warm kernel's helper is done well within this
 #define CS_SMP_BUDGET_PERCENT 20          // handler may use this much of the period
 #define CS_SMP_WINDOW 256                 // samples per cost check
 #define CS_SMP_AHEAD_SAMPLES 256          // buffers kept faulted in ahead of the handlers
+// The fallback handler's frames below on_signal (take_sample's 1 KiB of
+// frames and the walk): measured ~1.3 KiB; the sample is skipped when less
+// than this is left.
+#define CS_SMP_HANDLER_ROOM 2048
 
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
@@ -107,6 +115,9 @@ static void account_cost(uint64_t cost, uint64_t period_ns) {
         atomic_store(&S->stride, stride * 2);
 }
 
+// The fallback's sample: frame pointers only, no call into any library, and
+// never with less than CS_SMP_HANDLER_ROOM of the interrupted thread's stack
+// left below this frame (the thread would die of our handler).
 static void take_sample(siginfo_t *si, ucontext_t *uc) {
     uint64_t t0 = cs_monotonic_ns();
     int tid = cs_gettid();
@@ -114,23 +125,13 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
     uint32_t stride = atomic_load(&S->stride);
     uint32_t tick = atomic_fetch_add(&S->ticks, 1);
     if (t && (stride <= 1 || tick % stride == 0)) {
-        uintptr_t tcb = cs_thread_pointer();
-        if (t->tcb != tcb) {
-            // A new thread (or a recycled tid): libunwind's TLS starts empty.
-            memset(t->tls, 0, sizeof t->tls);
-            t->tcb = tcb;
-            cs_smp_index_tcb(tcb, t);
-        }
         uint16_t flags = cs_smp_boost_flags(t);
         uint64_t frames[CS_SMP_MAX_DEPTH];
-        atomic_store_explicit(&t->in_handler, 1, memory_order_relaxed);
         int n = cs_unwind(uc, t, frames, CS_SMP_MAX_DEPTH);
-        atomic_store_explicit(&t->in_handler, 0, memory_order_relaxed);
         uint64_t cost = cs_monotonic_ns() - t0;
         cs_smp_record(tid, t0, frames, n, flags, cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost);
         account_cost(cost, flags ? S->boost_period_ns : S->period_ns);
     }
-    if (t0 - atomic_load(&S->last_scan_ns) > CS_SMP_SCAN_NS) cs_sampler_scan_threads();
     if (S->clock == CS_CLOCK_PERF && t && t->fd == si->si_fd && atomic_load(&S->active)) {
         if (t->ring) {
             // Records are headers only; consume them all so the buffer never fills.
@@ -162,7 +163,10 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
         return;
     }
     atomic_fetch_add(&S->in_flight, 1);
-    if (atomic_load(&S->active)) take_sample(si, ucv);
+    if (atomic_load(&S->active)) {
+        if (cs_unwind_stack_room(CS_SMP_HANDLER_ROOM)) take_sample(si, ucv);
+        else atomic_fetch_add(&S->stack_skips, 1);
+    }
     atomic_fetch_sub(&S->in_flight, 1);
     errno = saved;
 }
@@ -221,12 +225,14 @@ void cs_sampler_start(void) {
     if (S->started) return;
     static const enum cs_smp_clock clocks[] = {
         [CS_SAMPLER_PERF] = CS_CLOCK_PERF, [CS_SAMPLER_POSIX] = CS_CLOCK_POSIX, [CS_SAMPLER_WALL] = CS_CLOCK_WALL,
+        [CS_SAMPLER_SIGNALS] = CS_CLOCK_PERF,
     };
     if (cs_g.cfg.sampler == CS_SAMPLER_OFF) return;
     enum cs_smp_clock want = clocks[cs_g.cfg.sampler];
     S->requested_hz = cs_g.cfg.hz;
     S->max_samples = cs_g.cfg.max_samples;
     S->unwinder = cs_g.cfg.unwind_fp ? CS_UNW_FP : CS_UNW_LIBUNWIND;
+    S->stack_bytes = cs_g.cfg.stack_bytes;
     S->period_ns = 1000000000ull / S->requested_hz;
     // Without COLDSTART_HZ, a short launch gets more than a handful of samples.
     if (!cs_g.cfg.hz_set && want == CS_CLOCK_PERF && CS_BOOST_HZ > S->requested_hz) {
@@ -259,13 +265,15 @@ void cs_sampler_start(void) {
         return;
     }
     cs_safe_read_init();
-    // The main thread's slot first: libunwind's warm-up below uses its TLS.
-    struct cs_smp_thread *main_slot = cs_sampler_thread(S->main_tid, true);
-    main_slot->tcb = cs_thread_pointer();
-    cs_smp_index_tcb(main_slot->tcb, main_slot);
-    // libunwind is loaded by the scan thread once main runs (~0.6 ms the host's
-    // main thread no longer waits for); samples before that walk frame pointers.
-    if (S->unwinder == CS_UNW_LIBUNWIND && !cs_unwind_usable()) S->unwinder = CS_UNW_FP;
+    cs_sampler_thread(S->main_tid, true);
+    // What the scan thread unwinds with: touched only as used, off the host's threads.
+    if (S->unwinder == CS_UNW_LIBUNWIND) {
+        S->rec = cs_map_zeroed(CS_SMP_REC_BYTES);
+        S->unw_pages = cs_map_zeroed(sizeof(struct cs_unw_page) * CS_SMP_UNWIND_PAGES);
+        S->pending = cs_map_zeroed(CS_SMP_PENDING_BYTES);
+        if (!S->rec || !S->unw_pages || !S->pending) S->unwinder = CS_UNW_FP;
+    }
+    if (!S->rec) S->rec = cs_map_zeroed(CS_SMP_REC_BYTES);
 
     S->cookie = ((uint64_t)(uintptr_t)&cs_g ^ cs_monotonic_ns()) | 1;
     struct sigaction sa;
@@ -351,7 +359,7 @@ static bool open_clocks(void) {
     // The boost and the kernel's stacks are for the perf clock only (POSIX
     // timers are capped at the tick, and signal).
     atomic_store(&S->boost_on, S->boost_hz > 0);
-    atomic_store(&S->kernel_stacks_on, S->want == CS_CLOCK_PERF);
+    atomic_store(&S->kernel_stacks_on, S->want == CS_CLOCK_PERF && cs_g.cfg.sampler != CS_SAMPLER_SIGNALS);
     bool ok = atomic_load(&S->active) && open_clock(S->want);
     if (!ok && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) {
         atomic_store(&S->boost_on, 0);
@@ -383,38 +391,51 @@ static bool preload_modules(void) {
 }
 
 // The first CS_BOOST_NS of sampling are over: a boosted start's clocks go
-// back to requested_hz, and the kernel no longer records the stacks (from now
-// on each thread's handler unwinds with libunwind) unless frame pointers are
-// the unwinder anyway: then the kernel goes on walking them, with no signal,
-// for the whole launch. Holds the scan flag, so no thread is armed the old way
-// meanwhile; false if a scan holds it (then at the next period).
+// back to requested_hz. Holds the scan flag, so no thread is armed the old
+// way meanwhile; false if a scan holds it (then at the next period).
 static bool end_window(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
-    bool keep_kernel = S->unwinder == CS_UNW_FP;
     bool boosted = atomic_exchange(&S->boost_on, 0);
-    bool kernel = keep_kernel ? false : atomic_exchange(&S->kernel_stacks_on, 0);
     uint64_t period = S->period_ns;
     for (uint32_t k = 0, used = atomic_load(&S->nused); k < used; k++) {
         struct cs_smp_thread *t = cs_smp_used(k);
-        if (!t) continue;
-        if (t->kernel_stacks && !keep_kernel) {
-            cs_smp_switch_to_signals(t);
-            continue;
-        }
-        if (!atomic_load(&t->boosted)) continue;
+        if (!t || !atomic_load(&t->boosted)) continue;
         // A ring's boosted samples are taken out first: those after the
         // period changes are not.
         if (t->kernel_stacks) cs_smp_drain(t);
         if (atomic_load(&t->armed) && t->fd >= 0) ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
         atomic_store(&t->boosted, 0);
     }
-    uint64_t now = cs_monotonic_ns();
-    if (boosted) S->boost_end_ns = now;
-    if (kernel) S->kernel_stacks_end_ns = now;
+    if (boosted) S->boost_end_ns = cs_monotonic_ns();
     S->window_ended = true;
     cs_smp_scan_release();
     return true;
+}
+
+// What the kernel recorded since the last look, between two scans (which
+// drain too); under the scan flag (skipped if a scan holds it).
+static void drain_rings(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
+    if (atomic_load(&S->active)) cs_smp_drain_all(NULL);
+    cs_smp_scan_release();
+}
+
+// The DWARF unwinder, and the samples that waited for it; under the scan
+// flag (false if a scan holds it: then at the next period).
+// A host closing descriptors while the loader has the library open makes the
+// dlopen fail: it is tried CS_SMP_UNWIND_TRIES times, a scan period apart.
+static bool load_unwinder(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return false;
+    bool last = ++S->unwind_tries >= CS_SMP_UNWIND_TRIES;
+    bool done = cs_unwind_load(last) || last;
+    if (done && !atomic_load(&S->unw_verified)) S->unwinder = CS_UNW_FP;
+    // With frame pointers only (unwinder gone): what waited gets its chains.
+    cs_smp_drain_pending(S->unwinder == CS_UNW_FP);
+    cs_smp_scan_release();
+    return done;
 }
 
 void cs_sampler_main_started(void) {
@@ -462,21 +483,13 @@ static void *scan_loop(void *arg) {
             cs_timeline_prepare();
         }
         if (!S->window_ended && cs_monotonic_ns() >= S->boost_until_ns) end_window();
-        // libunwind once main runs: a dlopen during the host's library
+        // The unwinder once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,
-        // concurrently. And not in the first CS_BOOST_NS of sampling, at any
-        // rate: those samples walk frame pointers (~0.3 µs, where libunwind's
-        // first sight of a stack costs 50–400 µs: at 10 kHz, a 10 ms launch
-        // took 11 ms longer with libunwind than with frame pointers), and a
-        // launch that ends within it never pays the ~0.5 ms of CPU that
-        // loading libunwind takes.
-        if (!unwinder_loaded && main_seen && cs_monotonic_ns() >= S->boost_until_ns) {
-            unwinder_loaded = true;
-            if (!cs_unwind_load()) S->unwinder = CS_UNW_FP;
-        }
-        // Until the next scan, or until a stop: then the thread ends at once,
+        // concurrently. Loading it takes this thread ~0.5 ms of CPU.
+        if (!unwinder_loaded && main_seen) unwinder_loaded = load_unwinder();
+        // Until the next drain, or until a stop: then the thread ends at once,
         // and is gone (or going) before the exiting process waits for it.
-        uint64_t until = cs_monotonic_ns() + CS_SMP_SCAN_NS;
+        uint64_t until = cs_monotonic_ns() + (atomic_load(&S->kernel_stacks_on) ? CS_SMP_DRAIN_NS : CS_SMP_SCAN_NS);
         while (atomic_load(&S->active) && cs_monotonic_ns() < until && (main_seen || !atomic_load(&S->main_started)))
             cs_futex_wait(&S->active, 1, until);
         if (!atomic_load(&S->active)) break;
@@ -493,6 +506,8 @@ static void *scan_loop(void *arg) {
         }
         if (S->clock != CS_CLOCK_WALL && cs_monotonic_ns() - atomic_load(&S->last_scan_ns) >= CS_SMP_SCAN_NS)
             cs_sampler_scan_threads();
+        else if (atomic_load(&S->kernel_stacks_on))
+            drain_rings();
     }
     return NULL;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "jsonw.h"
+#include "remoteunwind.h"
 
 #define CS_SMP_MAX_DEPTH 128          // frames kept per sample (leaf first)
 #define CS_SMP_AVG_DEPTH 32           // frame pool = max samples × this
@@ -33,6 +34,10 @@
 #define CS_SMP_ALT_SIGNAL SIGPROF
 
 enum cs_smp_clock { CS_CLOCK_NONE, CS_CLOCK_PERF, CS_CLOCK_POSIX, CS_CLOCK_WALL };
+// CS_UNW_LIBUNWIND: the kernel copies registers and the top of the user stack
+// at each sample, unwound with DWARF CFI by libunwind's remote API on
+// Coldstart's own threads (smpunwind.c). CS_UNW_FP: frame pointers only (the
+// kernel's call chain; the signal fallback's handler walks them itself).
 enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP };
 
 // One recorded sample. Its frames live in the shared pool at `frame_off`.
@@ -55,15 +60,17 @@ struct cs_sample {
 // Recorded by the kernel into the thread's ring (smpring.c): no signal, no
 // handler; cost_ns is 0.
 #define CS_SMP_KERNEL 4u
+// Its frames are libunwind's, from the kernel's copy of the stack (DWARF) ...
+#define CS_SMP_DWARF 8u
+// ... completed with the kernel's frame-pointer chain past the copy's end.
+#define CS_SMP_CHAIN_TAIL 16u
 
-// What the sampler knows about one thread: its clock source, the bounds of its
-// stack for the frame-pointer walk, and libunwind's thread-local storage
-// (libunwind's `__tls_get_addr` is redirected here, see smpunwind.c).
+// What the sampler knows about one thread: its clock source and the bounds
+// of its stack for the signal fallback's frame-pointer walk.
 struct cs_smp_thread {
     _Atomic int tid;                  // 0: free slot
     _Atomic int armed;                // 1 while the clock source is running
     _Atomic int sampled;              // 1 once it was armed (listed in "threads")
-    _Atomic int in_handler;           // 1 while this thread runs the sampling handler
     uint32_t seen;                    // the last scan that listed it (scan_gen)
     bool blocking;                    // it was seen blocking both signals (counted once)
     uint8_t blocked_scans;            // scans that found it so (counted from the second)
@@ -77,13 +84,11 @@ struct cs_smp_thread {
     struct perf_event_mmap_page *ring;
     uint32_t ring_bytes;              // mapped length of `ring`
     bool kernel_stacks;               // its event records stacks in the ring, and sends no signal
+    bool kernel_regs;                 // ... with registers and a copy of the user stack (DWARF)
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
     timer_t timer;                    // POSIX timer (posix/wall clocks)
     bool has_timer;
     uintptr_t stack_lo, stack_hi;     // readable [lo, hi) above the stack pointer
-    uintptr_t object_lo, object_hi;   // the loaded object libunwind read from last
-    uintptr_t tcb;                    // %fs base that owns `tls`
-    uint64_t tls[4];                  // libunwind's own 16 bytes of TLS (+room)
 };
 
 // One executable mapping of /proc/self/maps, with its ELF identity.
@@ -94,11 +99,21 @@ struct cs_module {
     uint8_t build_id_len;
 };
 
-// Function types of the libunwind entry points and of the libc functions its
-// GOT held before we redirected them.
-typedef int (*cs_unw_backtrace_fn)(void **, int);
-typedef int (*cs_dl_iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
-typedef int (*cs_access_mem_fn)(void *, uintptr_t, uintptr_t *, int, void *);
+// A kernel sample kept until the unwinder is loaded (once main runs: a
+// dlopen among the host's library initializers is not safe), followed by the
+// perf record itself (`size` bytes).
+struct cs_smp_pending {
+    uint32_t size;
+    int32_t tid;
+    uint16_t flags;
+    uint16_t pad[3];
+};
+#define CS_SMP_PENDING_BYTES (4u << 20)   // ~1000 samples of 4 KiB stack, reserved, touched as used
+// The stopper unwinds what the last drain left for this much of its CPU
+// (on the host's exit path: a sample's DWARF unwind is 20–100 µs here), then
+// keeps the kernel's frame-pointer chains.
+#define CS_SMP_FINAL_UNWIND_NS 300000ull
+#define CS_SMP_UNWIND_PAGES 1024          // the unwinder's page cache (unwind tables; 4 MiB reserved, touched as used)
 
 struct cs_sampler {
     // ---- configuration, fixed before sampling starts ----
@@ -123,14 +138,12 @@ struct cs_sampler {
     uint64_t boost_until_ns;
     _Atomic int boost_on;
     uint64_t boost_end_ns;
-    // Until the frame-pointer window ends (boost_until_ns), or for the whole
-    // launch with COLDSTART_UNWINDER=fp, the kernel itself walks the frame
-    // pointers at each overflow and writes the sample into the thread's ring,
-    // which the scan thread empties (smpring.c): no signal, no handler.
-    // kernel_stacks_end_ns: when the scan thread switched the threads to
-    // signals (0: never).
+    // The kernel records every sample into the thread's ring, which the scan
+    // thread empties (smpring.c): no signal, no handler. With the DWARF
+    // unwinder each record holds the registers and the top stack_bytes of the
+    // user stack; else only the frame-pointer chain (COLDSTART_UNWINDER=fp).
     _Atomic int kernel_stacks_on;
-    uint64_t kernel_stacks_end_ns;
+    uint32_t stack_bytes;
     bool window_ended;                // the scan thread ended the first CS_BOOST_NS (end_window)
     _Atomic uint32_t ring_lost;       // samples the kernel lost to a full ring
     // The helper process that opens the kernel's first event (smpclock.c).
@@ -153,7 +166,8 @@ struct cs_sampler {
     _Atomic uint32_t stride;          // keep one tick in `stride` (rate lowering)
     _Atomic uint32_t window_over;     // samples over budget in the current window
     _Atomic uint32_t window_count;
-    _Atomic uint32_t unwind_failures; // libunwind lost the signal frame: leaf only
+    _Atomic uint32_t unwind_failures; // DWARF unwinds that fell back to the kernel's chain
+    _Atomic uint32_t stack_skips;     // signal fallback: too little stack left, sample skipped
     struct cs_sample *samples;        // max_samples, mmap'd and pre-faulted
     uint64_t *frames;                 // max_frames, mmap'd and pre-faulted
 
@@ -165,9 +179,6 @@ struct cs_sampler {
     // whole table (160 KB) cost the stop at exit ~10 µs of cache misses.
     _Atomic uint16_t used[CS_SMP_MAX_THREADS];
     _Atomic uint32_t nused;
-    // The same slots keyed by %fs base, so libunwind's TLS lookups need no
-    // gettid system call. Each entry is written only by the thread it names.
-    struct { _Atomic uintptr_t tcb; struct cs_smp_thread *thread; } by_tcb[CS_SMP_MAX_THREADS];
     _Atomic int scanning;             // one thread scans, arms or drains at a time; 2: and a stopper waits
     _Atomic int opening;              // 1 while the first clock opens; 2: a stop came meanwhile (open_clocks)
     _Atomic int main_started;         // set with a wake when main begins: the scan thread prepares the write
@@ -198,16 +209,19 @@ struct cs_sampler {
     bool started;
     _Atomic bool stopped;             // the window is closed: t_stop, cpu_stop are set
 
-    // ---- libunwind, dlopen'd privately (smpunwind.c) ----
-    void *unw_handle;
-    cs_unw_backtrace_fn unw_backtrace;
-    cs_dl_iterate_fn real_dl_iterate_phdr;
-    cs_access_mem_fn real_access_mem;   // libunwind's local memory reader, now behind ours
-    _Atomic uint32_t access_checks;     // reads our reader vetted (proves it is in use)
-    _Atomic int unw_verified;         // the dl_iterate_phdr redirection checked out
-    uint64_t unw_ready_ns;            // when (CLOCK_MONOTONIC): earlier samples walked frame pointers
-    _Atomic int unw_verify_failed;
-    uint64_t dead_tls[4];             // TLS for threads without a slot: "cache destroyed"
+    // ---- the DWARF unwinder (smpunwind.c): used by one drainer at a time ----
+    struct cs_unw_space unw;
+    struct cs_unw_page *unw_pages;      // CS_SMP_UNWIND_PAGES, mapped at start
+    _Atomic int unw_verified;           // unw is usable (the scan thread loaded it)
+    uint64_t unw_ready_ns;              // when (CLOCK_MONOTONIC): earlier samples waited in `pending`
+    int unwind_tries;                   // loads tried (scan thread)
+    uint64_t *rec;                      // one perf record being read (CS_SMP_REC_BYTES)
+    uint32_t dwarf_samples;             // samples whose frames are libunwind's
+    uint64_t unwind_ns;                 // CPU time spent unwinding them (the drainer's thread)
+    uint64_t final_until_ns;            // the stopper's thread CPU time when its DWARF budget ends (0: not stopping)
+    unsigned char *pending;             // CS_SMP_PENDING_BYTES of struct cs_smp_pending + record
+    size_t pending_used, pending_done;
+    bool can_read_safely;               // process_vm_readv works on this process
 
     // ---- the module table (modules.c) ----
     // Taken by the scan thread once main runs (off the exit path), with the
@@ -219,6 +233,8 @@ struct cs_sampler {
     uint64_t modules_adds, modules_subs;
     uint32_t cost_hist[CS_SMP_COST_BUCKETS + 1];
 };
+#define CS_SMP_REC_BYTES 65536            // a perf record's size is 16 bits
+// The user registers a kernel sample carries: CS_PERF_REGS_MASK (arch.h).
 
 // The sampler's state, in the files that work on it.
 #define S (&cs_g.smp)
@@ -266,12 +282,6 @@ void cs_smp_drain_all(const struct cs_smp_thread *except);
 /// The thread slot for `tid`, inserting it when `insert`; NULL if full or
 /// absent. Lock-free, async-signal-safe.
 struct cs_smp_thread *cs_sampler_thread(int tid, bool insert);
-/// The calling thread's slot, found by its %fs base without a system call;
-/// NULL if the thread has not been sampled yet. Async-signal-safe.
-struct cs_smp_thread *cs_sampler_current_thread(void);
-/// Makes `t` the slot of the thread whose %fs base is `tcb`; called only by
-/// that thread. Lock-free, async-signal-safe.
-void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t);
 /// Stops the clocks of the threads sampled with CS_SMP_ALT_SIGNAL (the host
 /// took that signal); they count as blocking from now on, and their
 /// descriptors are closed at the stop. Returns how many there were. Call with
@@ -305,12 +315,6 @@ bool cs_smp_warm_wait(uint64_t ns);
 void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t);
-/// Moves a thread whose kernel records its stacks to signals (its own
-/// handler's unwinder): stops and empties its ring, then opens its signal
-/// clock; a thread that blocks both signals is left unarmed for the next
-/// scan. Scan flag held.
-void cs_smp_switch_to_signals(struct cs_smp_thread *t);
-
 // ---- smpring.c (async-signal-safe: memory and atomics only) ----
 /// Appends one sample (frames leaf first); counts it as dropped when the
 /// buffers are full. Lock-free.
@@ -320,23 +324,36 @@ void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t
 /// time per thread (its handler, or its ring's drainer).
 uint16_t cs_smp_boost_flags(struct cs_smp_thread *t);
 /// Moves the samples the kernel wrote into `t`'s ring (a kernel_stacks
-/// thread) into the sample buffers, leaf first, and frees the ring's space.
-/// One caller at a time per ring: the scan-flag holder, or the stopper.
+/// thread) into the sample buffers, leaf first (unwound, or kept in
+/// `pending` until the unwinder is loaded), and frees the ring's space.
+/// One caller at a time: the scan-flag holder, or the stopper.
 void cs_smp_drain(struct cs_smp_thread *t);
+/// Unwinds the samples kept in `pending` (DWARF if the unwinder is loaded,
+/// else their kernel chains, when `final`). Same callers as cs_smp_drain.
+void cs_smp_drain_pending(bool final);
 
 // ---- smpunwind.c ----
-/// Loads libunwind privately and redirects its loader and TLS calls (see the
-/// file comment), on the scan thread once main runs; sets unw_verified and
-/// unw_ready_ns when the handler may use it. Returns false, having said why
-/// on stderr, when unusable. Not async-signal-safe.
-bool cs_unwind_load(void);
-/// Whether the host itself already has libunwind.so.8 loaded (then it is not
-/// ours to patch: false, said on stderr). From .preinit_array, cheap
-/// (RTLD_NOLOAD). Not async-signal-safe.
-bool cs_unwind_usable(void);
-/// Fills `out` with the interrupted thread's stack, leaf first (the PC in
-/// `uc`); returns the frame count (≥ 1). Async-signal-safe.
+/// Loads the DWARF unwinder (scan thread, once main runs); sets unw_verified
+/// and unw_ready_ns. False when unusable, having said why on stderr if
+/// `last_try` (a dlopen fails when the host closes descriptors under it:
+/// the caller tries again). Not async-signal-safe (dlopen).
+bool cs_unwind_load(bool last_try);
+/// The frames of a kernel sample: libunwind over `regs` (perf's user
+/// registers, sample_regs_user order) and the stack copy `stack` (`len`
+/// bytes from the sampled stack pointer), completed or replaced by the
+/// kernel's frame-pointer `chain` (`nchain` addresses, PC first) where the
+/// copy ran out or CFI failed. Returns the count; *flags gets CS_SMP_DWARF
+/// and CS_SMP_CHAIN_TAIL as they apply. The drainer only. Async-signal-safe
+/// (remoteunwind.h).
+int cs_unwind_sample(const uint64_t *regs, const unsigned char *stack, uint32_t len, const uint64_t *chain, int nchain,
+                     uint64_t *out, int cap, uint16_t *flags);
+/// The signal fallback: fills `out` with the interrupted thread's stack by
+/// its frame pointers, leaf first (the PC in `uc`); returns the frame count
+/// (≥ 1). Reads only inside the thread's probed stack. Async-signal-safe.
 int cs_unwind(void *uc, struct cs_smp_thread *self, uint64_t *out, int cap);
+/// Whether the interrupted thread has at least `bytes` of stack below the
+/// caller's frame (a probe with process_vm_readv). Async-signal-safe.
+bool cs_unwind_stack_room(size_t bytes);
 
 // ---- modules.c ----
 /// Fills the module table from /proc/self/maps (writer only; also used for

@@ -134,10 +134,11 @@ static int open_event(const struct perf_event_attr *a, int tid) {
 // The task clock of `tid`: user time only, at the boosted period during a
 // boosted start (the scan thread, which arms threads and ends the boost under
 // one flag, switches it back later). With `kernel_stacks`, each overflow makes
-// the kernel walk the thread's frame pointers and append {time, user call
-// chain} to the event's ring; otherwise it only wakes the ring's reader, which
-// F_SETSIG turns into a signal. The descriptor, or -1 with errno set.
-static int open_task_clock(int tid, bool kernel_stacks, bool boosted) {
+// the kernel append {tid, time, user call chain} to the event's ring and,
+// with `regs`, the user registers and a copy of the top S->stack_bytes of
+// the user stack (smpunwind.c); otherwise it only wakes the ring's reader,
+// which F_SETSIG turns into a signal. The descriptor, or -1 with errno set.
+static int open_task_clock(int tid, bool kernel_stacks, bool regs, bool boosted) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.type = PERF_TYPE_SOFTWARE;
@@ -151,10 +152,15 @@ static int open_task_clock(int tid, bool kernel_stacks, bool boosted) {
         // Wakeups only when the ring is half full (watermark 0): with no
         // O_ASYNC they reach nobody, and the scan thread empties the ring
         // long before. Times on the clock of every other figure.
-        a.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+        a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
         a.exclude_callchain_kernel = 1;
         a.use_clockid = 1;
         a.clockid = CLOCK_MONOTONIC;
+        if (regs) {
+            a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+            a.sample_regs_user = CS_PERF_REGS_MASK;
+            a.sample_stack_user = S->stack_bytes;
+        }
     } else {
         a.wakeup_events = 1;   // with a ring buffer: a wakeup, so a signal, per overflow
     }
@@ -165,7 +171,7 @@ static int open_task_clock(int tid, bool kernel_stacks, bool boosted) {
 // thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
 static int arm_perf(struct cs_smp_thread *t, int tid) {
     bool boosted = atomic_load(&S->boost_on);
-    int fd = open_task_clock(tid, false, boosted);
+    int fd = open_task_clock(tid, false, false, boosted);
     if (fd < 0) return errno;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     uint64_t id = 0;
@@ -193,20 +199,30 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
 
 // The same clock with the kernel recording the stacks (smp.h,
 // kernel_stacks_on): no signal, so a thread that blocks ours is sampled too.
-// The ring holds 16 data pages (~150 samples of 50 frames, 50 ms at 3 kHz;
-// the scan thread empties it every 5 ms), fewer where the locked-memory
+// A ring of 64 data pages for the main thread, 32 for others (a sample of a
+// 4 KiB stack copy is ~4.4 KiB: ~30 ms of the boosted 3 kHz on 256 KiB; the
+// scan thread empties the rings every 5 ms), fewer where the locked-memory
 // limit (perf_event_mlock_kb, shared by the user's processes) leaves less.
-// Leaves nothing behind on failure. Async-signal-safe (syscalls only).
+// A kernel that refuses the registers or the stack copy records the
+// frame-pointer chain alone. Leaves nothing behind on failure.
+// Async-signal-safe (syscalls only).
 static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
     bool boosted = atomic_load(&S->boost_on);
-    int fd = open_task_clock(tid, true, boosted);
+    bool regs = S->unwinder == CS_UNW_LIBUNWIND;
+    int fd = open_task_clock(tid, true, regs, boosted);
+    if (fd < 0 && regs) {
+        regs = false;
+        fd = open_task_clock(tid, true, false, boosted);
+    }
     if (fd < 0) return errno;
     uint64_t id = 0;
     void *ring = MAP_FAILED;
     size_t bytes = 0;
-    static const size_t data_pages[] = {16, 4, 1};
-    for (size_t i = 0; i < sizeof data_pages / sizeof *data_pages && ring == MAP_FAILED; i++) {
+    static const size_t data_pages[] = {64, 32, 8, 2};
+    for (size_t i = tid == S->main_tid ? 0 : 1; i < sizeof data_pages / sizeof *data_pages && ring == MAP_FAILED; i++) {
         bytes = (1 + data_pages[i]) * 4096;
+        // The smallest ring must hold one sample.
+        if (regs && data_pages[i] * 4096 < 2 * (S->stack_bytes + 1024)) break;
         ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
     if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
@@ -220,6 +236,7 @@ static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
     t->ring = ring;
     t->ring_bytes = (uint32_t)bytes;
     t->kernel_stacks = true;
+    t->kernel_regs = regs;
     atomic_store(&t->boosted, boosted);
     mark_armed(t);
     return 0;
@@ -297,6 +314,7 @@ void cs_smp_free_thread(struct cs_smp_thread *t) {
         t->ring = NULL;
     }
     t->kernel_stacks = false;
+    t->kernel_regs = false;
 }
 
 // For a thread no handler can be running on (never enabled, or the caller).
@@ -304,26 +322,3 @@ void cs_smp_disarm_thread(struct cs_smp_thread *t) {
     cs_smp_silence_thread(t);
     cs_smp_free_thread(t);
 }
-
-void cs_smp_switch_to_signals(struct cs_smp_thread *t) {
-    int tid = atomic_load(&t->tid);
-    cs_smp_silence_thread(t);
-    cs_smp_drain(t);
-    cs_smp_free_thread(t);
-    t->fd = -1;
-    // A thread that blocks both signals: this look counts as the first of the
-    // two that make it "blocking"; the next scan looks again.
-    int signo = cs_smp_signal_for(tid);
-    if (signo == 0) {
-        if (t->blocked_scans == 0) t->blocked_scans = 1;
-        return;
-    }
-    t->signo = signo;
-    if (arm_perf(t, tid) != 0) {
-        // Gone meanwhile (the next scan's sweep frees the slot), or out of
-        // descriptors: not sampled from here on.
-        cs_smp_disarm_thread(t);
-        t->fd = -2;
-    }
-}
-

@@ -58,7 +58,7 @@ static void write_perf_refusal(struct cs_jw *w) {
 
 static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples) {
     memset(S->cost_hist, 0, sizeof S->cost_hist);
-    uint64_t recorded = 0, by_kernel = 0, max_cost = 0, total_cost = 0;
+    uint64_t recorded = 0, by_kernel = 0, by_dwarf = 0, chain_tails = 0, max_cost = 0, total_cost = 0;
     for (uint32_t i = 0; i < nsamples; i++) {
         const struct cs_sample *smp = &S->samples[i];
         if (!written(smp)) continue;
@@ -66,6 +66,8 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
         // No handler ran for these: the handler's figures are the others'.
         if (smp->flags & CS_SMP_KERNEL) {
             by_kernel++;
+            by_dwarf += (smp->flags & CS_SMP_DWARF) != 0;
+            chain_tails += (smp->flags & CS_SMP_CHAIN_TAIL) != 0;
             continue;
         }
         uint32_t b = smp->cost_ns / 10;
@@ -103,9 +105,15 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     if (S->clock == CS_CLOCK_PERF) {
         cs_jw_raw(w, ",\"kernelStacks\":{\"samples\":"); cs_jw_u64(w, by_kernel);
         cs_jw_raw(w, ",\"lost\":"); cs_jw_u64(w, atomic_load(&S->ring_lost));
-        cs_jw_raw(w, ",\"untilNs\":");
-        if (S->kernel_stacks_end_ns) cs_jw_i64(w, (int64_t)S->kernel_stacks_end_ns - (int64_t)start_ns);
-        else cs_jw_raw(w, "null");
+        // Never switched to signals since the DWARF unwinder moved off the
+        // host's threads (files before that switched after 50 ms).
+        cs_jw_raw(w, ",\"untilNs\":null");
+        if (S->unwinder == CS_UNW_LIBUNWIND) {
+            cs_jw_raw(w, ",\"stackBytes\":"); cs_jw_u64(w, S->stack_bytes);
+            cs_jw_raw(w, ",\"dwarf\":"); cs_jw_u64(w, by_dwarf);
+            cs_jw_raw(w, ",\"chainTails\":"); cs_jw_u64(w, chain_tails);
+            cs_jw_raw(w, ",\"unwindNs\":"); cs_jw_u64(w, S->unwind_ns);
+        }
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, ",\"effectiveHz\":");
@@ -130,6 +138,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     cs_jw_raw(w, ",\"threadsBlockingSignal\":"); cs_jw_u64(w, atomic_load(&S->threads_blocking));
     cs_jw_raw(w, ",\"threadsMissed\":"); cs_jw_u64(w, atomic_load(&S->thread_overflow));
     cs_jw_raw(w, ",\"unwindFailures\":"); cs_jw_u64(w, atomic_load(&S->unwind_failures));
+    cs_jw_raw(w, ",\"stackSkips\":"); cs_jw_u64(w, atomic_load(&S->stack_skips));
     cs_jw_raw(w, ",\"handlerNs\":{\"median\":"); cs_jw_u64(w, quantile(recorded, 50, max_cost));
     cs_jw_raw(w, ",\"p99\":"); cs_jw_u64(w, quantile(recorded, 99, max_cost));
     cs_jw_raw(w, ",\"max\":"); cs_jw_u64(w, max_cost);

@@ -1,13 +1,12 @@
-// The sample buffers' writers: the handler's samples (sampler.c) and those
-// the kernel records (smp.h, kernel_stacks_on). During the first
-// CS_BOOST_NS of sampling, each overflow of a thread's task clock makes the
-// kernel walk that thread's frame pointers, as the handler would, and append
-// {time, call chain} to the event's ring. No signal is sent and no handler
-// runs: on this VM a sample costs the host ~17 µs, nearly all of it the timer
-// interrupt, instead of ~34 µs with a signal's delivery, handler and return
-// (docs/performance.md, "The kernel's stacks"). The scan thread moves those
-// records into the sample buffers every scan period, the stopper once more at
-// the end. Memory and atomics only: async-signal-safe.
+// The sample buffers' writers: the signal fallback's samples (sampler.c)
+// and those the kernel records (smp.h, kernel_stacks_on). Each overflow of a
+// thread's task clock makes the kernel append {tid, time, its frame-pointer
+// call chain, the user registers, the top of the user stack} to the event's
+// ring. No signal is sent and no handler runs (docs/performance.md, "The
+// kernel's stacks"). The scan thread moves those records into the sample
+// buffers every scan period, unwinding each (smpunwind.c), the stopper once
+// more at the end. Memory, atomics and the unwinder's process_vm_readv:
+// async-signal-safe; calls smpunwind.c only.
 #include "internal.h"
 
 #include <linux/perf_event.h>
@@ -49,26 +48,111 @@ static void ring_read(const struct perf_event_mmap_page *pg, uint64_t pos, void 
     memcpy((unsigned char *)out + first, data, len - first);
 }
 
+// One sample record, as smpclock.c asks for it: TID, TIME, CALLCHAIN, then
+// with kernel_regs REGS_USER and STACK_USER. Its fields point into `rec`.
+struct parsed {
+    int tid;
+    uint64_t ns;
+    uint64_t chain[CS_SMP_MAX_DEPTH];
+    int nchain;
+    const uint64_t *regs;             // NULL: none (a kernel thread's sample, or frame pointers only)
+    const unsigned char *stack;
+    uint32_t stack_len;
+};
+
+static bool parse(const uint64_t *rec, size_t words, bool regs, struct parsed *p) {
+    size_t at = 1;   // after the header
+    if (words < at + 3) return false;
+    p->tid = (int)(uint32_t)(rec[at++] >> 32);
+    p->ns = rec[at++];
+    uint64_t nr = rec[at++];
+    if (nr > words - at) return false;
+    p->nchain = 0;
+    // PERF_CONTEXT_USER, then the PC and the return addresses.
+    for (uint64_t i = 0; i < nr; i++)
+        if (rec[at + i] < (uint64_t)PERF_CONTEXT_MAX && p->nchain < CS_SMP_MAX_DEPTH) p->chain[p->nchain++] = rec[at + i];
+    at += nr;
+    p->regs = NULL;
+    p->stack = NULL;
+    p->stack_len = 0;
+    if (!regs) return true;
+    if (at >= words) return false;
+    uint64_t abi = rec[at++];
+    if (abi != 0) {
+        if (at + CS_PERF_NREGS > words) return false;
+        p->regs = &rec[at];
+        at += CS_PERF_NREGS;
+    }
+    if (at >= words) return false;
+    uint64_t size = rec[at++];
+    if (size > 0) {
+        if (size % 8 || at + size / 8 + 1 > words) return false;
+        uint64_t dyn = rec[at + size / 8];
+        p->stack = (const unsigned char *)&rec[at];
+        p->stack_len = (uint32_t)(dyn < size ? dyn : size);
+    }
+    if (!p->stack) p->regs = NULL;
+    return true;
+}
+
+// Unwinds one record and keeps it as a sample; with its kernel chain only
+// once the stopper's DWARF budget is spent.
+static void keep(const uint64_t *rec, size_t words, bool regs, uint16_t flags) {
+    struct parsed p;
+    if (!parse(rec, words, regs, &p)) return;
+    if (S->final_until_ns && p.regs && cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) >= S->final_until_ns) p.regs = NULL;
+    uint64_t frames[CS_SMP_MAX_DEPTH];
+    uint16_t how = 0;
+    int n = cs_unwind_sample(p.regs, p.stack, p.stack_len, p.chain, p.nchain, frames, CS_SMP_MAX_DEPTH, &how);
+    if (n > 0) cs_smp_record(p.tid, p.ns, frames, n, flags | how | CS_SMP_KERNEL, 0);
+}
+
+// Keeps a record for the unwinder, which is not loaded yet; false if full.
+static bool defer(int tid, uint16_t flags, const uint64_t *rec, uint32_t size) {
+    size_t need = sizeof(struct cs_smp_pending) + size;
+    if (!S->pending || S->pending_used + need > CS_SMP_PENDING_BYTES) return false;
+    struct cs_smp_pending *e = (void *)(S->pending + S->pending_used);
+    e->size = size;
+    e->tid = tid;
+    e->flags = flags;
+    memcpy(e + 1, rec, size);
+    S->pending_used += (need + 7) & ~(size_t)7;
+    return true;
+}
+
+void cs_smp_drain_pending(bool final) {
+    if (S->pending_done == S->pending_used) return;
+    if (!final && !atomic_load_explicit(&S->unw_verified, memory_order_acquire)) return;
+    while (S->pending_done < S->pending_used) {
+        const struct cs_smp_pending *e = (const void *)(S->pending + S->pending_done);
+        keep((const uint64_t *)(e + 1), e->size / sizeof(uint64_t), true, e->flags);
+        S->pending_done += (sizeof *e + e->size + 7) & ~(size_t)7;
+    }
+    S->pending_used = S->pending_done = 0;
+}
+
 void cs_smp_drain(struct cs_smp_thread *t) {
     struct perf_event_mmap_page *pg = t->ring;
-    if (!t->kernel_stacks || !pg || pg->data_size == 0) return;
-    int tid = atomic_load(&t->tid);
+    if (!t->kernel_stacks || !pg || pg->data_size == 0 || !S->rec) return;
+    // The launch's end (the stopper): nothing waits for an unwinder any more,
+    // and the host's exit waits for this thread: DWARF for at most
+    // CS_SMP_FINAL_UNWIND_NS of its CPU, the kernel's chains after.
+    bool final = !atomic_load(&S->active);
+    if (final && !S->final_until_ns) S->final_until_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) + CS_SMP_FINAL_UNWIND_NS;
+    bool ready = atomic_load_explicit(&S->unw_verified, memory_order_acquire);
+    cs_smp_drain_pending(final);
     uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), tail = pg->data_tail;
-    // header, time, nr, then the chain: PERF_CONTEXT_USER, then the PC and
-    // the return addresses (at most perf_event_max_stack, 127 by default).
-    uint64_t rec[3 + 8 + CS_SMP_MAX_DEPTH];
+    uint64_t *rec = S->rec;
     while (head - tail >= sizeof(struct perf_event_header)) {
         struct perf_event_header h;
         ring_read(pg, tail, &h, sizeof h);
         if (h.size < sizeof h || h.size > head - tail) break;
-        if (h.type == PERF_RECORD_SAMPLE && h.size >= 3 * sizeof(uint64_t) && h.size <= sizeof rec) {
+        if (h.type == PERF_RECORD_SAMPLE && h.size % 8 == 0) {
             ring_read(pg, tail, rec, h.size);
-            uint64_t words = h.size / sizeof(uint64_t), nr = rec[2] < words - 3 ? rec[2] : words - 3;
-            uint64_t frames[CS_SMP_MAX_DEPTH];
-            int n = 0;
-            for (uint64_t i = 0; i < nr && n < CS_SMP_MAX_DEPTH; i++)
-                if (rec[3 + i] < (uint64_t)PERF_CONTEXT_MAX) frames[n++] = rec[3 + i];
-            if (n > 0) cs_smp_record(tid, rec[1], frames, n, CS_SMP_KERNEL | cs_smp_boost_flags(t), 0);
+            uint16_t flags = cs_smp_boost_flags(t);
+            int tid = atomic_load(&t->tid);
+            if (!t->kernel_regs || ready || final || S->unwinder != CS_UNW_LIBUNWIND || !defer(tid, flags, rec, h.size))
+                keep(rec, h.size / sizeof(uint64_t), t->kernel_regs, flags);
         } else if (h.type == PERF_RECORD_LOST && h.size >= 3 * sizeof(uint64_t)) {
             uint64_t lost[3];   // header, id, lost
             ring_read(pg, tail, lost, sizeof lost);

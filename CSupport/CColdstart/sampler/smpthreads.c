@@ -57,43 +57,6 @@ void cs_smp_drain_all(const struct cs_smp_thread *except) {
     }
 }
 
-// ---- by %fs base ----
-
-static uint32_t tcb_hash(uintptr_t tcb) { return (uint32_t)((tcb >> 12) * 2654435761u) & (CS_SMP_MAX_THREADS - 1); }
-
-// Points this thread's %fs base at its slot. Only the owning thread writes its entry.
-void cs_smp_index_tcb(uintptr_t tcb, struct cs_smp_thread *t) {
-    for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
-        uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
-        uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);
-        if (cur == 0) {
-            uintptr_t expected = 0;
-            S->by_tcb[k].thread = t;
-            if (atomic_compare_exchange_strong(&S->by_tcb[k].tcb, &expected, tcb)) return;
-            cur = expected;
-        }
-        if (cur == tcb) {
-            S->by_tcb[k].thread = t;   // a new thread on a recycled TCB
-            return;
-        }
-    }
-}
-
-struct cs_smp_thread *cs_sampler_current_thread(void) {
-    uintptr_t tcb = cs_thread_pointer();
-    for (uint32_t i = 0, h = tcb_hash(tcb); i < CS_SMP_MAX_THREADS; i++) {
-        uint32_t k = (h + i) & (CS_SMP_MAX_THREADS - 1);
-        uintptr_t cur = atomic_load(&S->by_tcb[k].tcb);
-        if (cur == tcb) {
-            struct cs_smp_thread *t = S->by_tcb[k].thread;
-            return t && t->tcb == tcb ? t : NULL;
-        }
-        if (cur == 0) return NULL;
-    }
-    return NULL;
-}
-
-
 // ---- the scan flag ----
 
 void cs_smp_scan_release(void) {

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "remoteunwind.h"
+
 #define CS_WATCH_MAX_LIVE 64          // threads watched at once (3 fds each)
 #define CS_WATCH_MAX_THREADS 1024     // threads recorded over the launch
 #define CS_WATCH_MAX_SEGMENTS 65536
@@ -106,14 +108,6 @@ struct cs_watch_live {
     uint64_t name_ns;          // when its stat (and so its name) was last read
 };
 
-/// One page of own memory the unwinder read with process_vm_readv.
-struct cs_watch_page {
-    uint64_t addr;             // page address; 0 = empty (page 0 is never
-                               // mapped: an empty entry reads as unreadable)
-    bool ok;
-    unsigned char bytes[4096];
-};
-
 /// The watcher's preallocated buffers: one anonymous mapping made at start,
 /// touched only as it fills. The recording path never allocates.
 struct cs_watch_buffers {
@@ -129,7 +123,7 @@ struct cs_watch_buffers {
     struct { uint64_t dev, ino; int32_t path; int32_t kind; } fd_cache[CS_WATCH_FD_CACHE];
     struct { uint64_t ns; uint32_t n; } runnable[CS_WATCH_MAX_RUNNABLE];
     uint32_t tick_hist[CS_WATCH_TICK_BUCKETS];
-    struct cs_watch_page pages[CS_WATCH_UNWIND_PAGES];
+    struct cs_unw_page pages[CS_WATCH_UNWIND_PAGES];
     char dents[16384];
 };
 
@@ -175,13 +169,8 @@ struct cs_watch {
     uint32_t last_runnable;
     // Off-CPU unwinding (watchunwind.c): libunwind's remote API over own memory.
     int unwind_state;                    // 0 not tried, 1 ready, -1 unavailable
-    void *unwind_lib;                    // dlopen handle of libunwind-x86_64.so.8
-    void *unwind_as;                     // unw_addr_space_t
-    void *unwind_fn[6];                  // dlsym'd entry points (watchunwind.c)
-    uint64_t unwind_regs[3];             // pc, sp, rbp of the stack being unwound
-    bool unwind_has_rbp;                 // rbp is a guess from a frame record
+    struct cs_unw_space unw;
     uint64_t frame_pointer_guesses;      // stacks completed with a guessed rbp
-    int unwind_page_next;
 };
 
 

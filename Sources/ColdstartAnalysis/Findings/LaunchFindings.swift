@@ -73,13 +73,27 @@ extension ProfileAnalysis {
         // shared helper's callers. It is kept when it is the work itself: its
         // own code has a tenth of its samples and nothing narrower names them
         // (an async main's burn, called from plumbing only).
+        // A callee names a wrapper's time; callers name a shared helper's
+        // only when there are two or more of them (one caller over a burn
+        // that is most of the launch, as a DWARF stack shows an async
+        // function above it, is no narrower place to act on).
         let everywhere = Double(own.count) * 0.9
-        let narrower = members.filter { Double($0.value.count) < everywhere && !Self.isPlumbing(functions[$0.key].name) }.values.map(Set.init)
+        let narrower = members.filter { Double($0.value.count) < everywhere && !Self.isPlumbing(functions[$0.key].name) }
         func isWrapper(_ id: Int, _ samples: [Int]) -> Bool {
             guard Double(samples.count) >= everywhere else { return false }
             guard Double(innermost[id] ?? 0) >= Double(samples.count) * 0.1 else { return true }
             let mine = Set(samples)
-            return narrower.contains { Double($0.intersection(mine).count) >= Double(samples.count) * 0.1 }
+            var callers: Set<String> = []   // by name: an async function's pieces are one caller
+            for (other, theirs) in narrower {
+                var below = 0, above = 0
+                for index in theirs where mine.contains(index) {
+                    let stack = stacks[index].functions
+                    if (stack.firstIndex(of: other) ?? .max) < (stack.firstIndex(of: id) ?? .max) { below += 1 } else { above += 1 }
+                }
+                if Double(below) >= Double(samples.count) * 0.1 { return true }
+                if Double(above) >= Double(samples.count) * 0.1 { callers.insert(Self.shortName(functions[other].name)) }
+            }
+            return callers.count >= 2
         }
         // A caller seen in exactly its callee's samples is the same cost twice:
         // the frame nearest the leaf names it.

@@ -195,6 +195,9 @@ package struct Timeline: Sendable {
         package var threadsMissed: Int?
         /// Samples whose libunwind walk failed and fell back to frame pointers.
         package var unwindFailures: Int?
+        /// Signal fallback only: samples skipped because the interrupted
+        /// thread had under 2 KiB of stack left (absent in older files).
+        package var stackSkips: Int?
         package var handlerNs: HandlerCost?
 
         /// The CPU time one sample stands for, the one definition every
@@ -222,18 +225,28 @@ package struct Timeline: Sendable {
             package var afterHz: Double
         }
 
-        /// In the first `boost.untilNs`-long window of sampling (50 ms), the
-        /// kernel walked each sampled thread's frame pointers at the clock's
-        /// overflow and wrote the sample into a ring: no signal, no handler.
-        /// `samples` of the file's samples were taken so (all of them when
-        /// `untilNs` is nil: the launch ended inside the window, or
-        /// `COLDSTART_UNWINDER=fp` kept the kernel at it for the whole
-        /// launch); those before `untilNs` on every thread. `lost`: samples
+        /// The samples the kernel took itself at the clock's overflow, into
+        /// each thread's ring: no signal, no handler. `samples` of the file's
+        /// samples were taken so: all of them when `untilNs` is nil (every
+        /// file since the DWARF unwinder runs on Coldstart's thread; older
+        /// files switched to signals at `untilNs`, 50 ms into sampling, and
+        /// those before it on every thread are the kernel's). `lost`: samples
         /// the kernel dropped because a ring was full.
         package struct KernelStacks: Codable, Sendable {
             package var samples: Int
             package var lost: Int
             package var untilNs: Int64?
+            /// The user stack the kernel copied per sample, for the DWARF
+            /// unwinder (absent in older files and with frame pointers).
+            package var stackBytes: Int?
+            /// Samples whose frames libunwind found in that copy; the rest
+            /// are the kernel's frame-pointer chains.
+            package var dwarf: Int?
+            /// Of `dwarf`, those whose copy ended before the outermost frame,
+            /// completed with the kernel's frame-pointer chain.
+            package var chainTails: Int?
+            /// The CPU time Coldstart spent unwinding them (off the host's threads), in ns.
+            package var unwindNs: UInt64?
         }
 
         /// Whether the sample taken at `ns` was recorded by the kernel.

@@ -38,8 +38,14 @@
 //                                           them first thing in main and holds them 300 ms, then N threads, ready()
 //     HostPatterns close-all MS             what daemons do first: closes descriptors 3-1023, again and again for MS
 //                                           ms from the start of main (the watcher's first look falls in it); ready()
+//     HostPatterns log-daemon DIR           a daemon's start: burn 150 ms, close fds 3–1023, open 4 log files in DIR,
+//                                           write 20 rounds of lines to them while 2 threads burn; the lines read back
+//     HostPatterns stack-edge BYTES         a thread burns 100 ms with only BYTES of stack left below its frame
+//     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
+//                                           how many were cut short (EINTR) or ended early
 import Coldstart
 import Glibc
+import StackEdge
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let mode = arguments.first ?? ""
@@ -94,6 +100,59 @@ nonisolated(unsafe) var handled: Int32 = 0
 nonisolated(unsafe) var signalCount: Int32 = 0
 
 switch mode {
+case "log-daemon":
+    let directory = arguments.count > 1 ? arguments[1] : "/tmp"
+    burnCPU(milliseconds: 150)
+    for fd in Int32(3)..<1024 { close(fd) }
+    let paths = (0..<4).map { "\(directory)/log\($0).txt" }
+    let logs = paths.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0o600) }
+    nonisolated(unsafe) var stop: Int32 = 0
+    let burners = (0..<2).map { _ in startThread { while stop == 0 { burnCPU(milliseconds: 1) } } }
+    var failed = 0
+    for round in 0..<20 {
+        for (i, fd) in logs.enumerated() {
+            let line = Array("log \(i) round \(round)\n".utf8)
+            if write(fd, line, line.count) != line.count { failed += 1 }
+        }
+        burnCPU(milliseconds: 5)
+    }
+    stop = 1
+    for burner in burners { pthread_join(burner, nil) }
+    logs.forEach { close($0) }
+    Coldstart.ready()
+    var lines = 0
+    for path in paths {
+        let fd = open(path, O_RDONLY)
+        var bytes = [UInt8](repeating: 0, count: 65536)
+        let count = fd >= 0 ? read(fd, &bytes, bytes.count) : 0
+        if fd >= 0 { close(fd) }
+        lines += bytes.prefix(max(0, count)).filter { $0 == 10 }.count
+    }
+    print("lines: \(lines) of 80, failed writes: \(failed)")
+
+case "stack-edge":
+    let left = arguments.count > 1 ? Int(arguments[1]) ?? 4096 : 4096
+    print(stack_edge_burn(left, 100) == 0 ? "survived" : "no thread")
+
+case "sleeps":
+    nonisolated(unsafe) var stop: Int32 = 0
+    let burners = (0..<2).map { _ in startThread { while stop == 0 { burnCPU(milliseconds: 1) } } }
+    var short = 0
+    for _ in 0..<20 {
+        var request = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+        var start = timespec(), end = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        let rc = nanosleep(&request, nil)
+        clock_gettime(CLOCK_MONOTONIC, &end)
+        let ns = (end.tv_sec - start.tv_sec) * 1_000_000_000 + (end.tv_nsec - start.tv_nsec)
+        if rc != 0 || ns < 5_000_000 { short += 1 }
+        burnCPU(milliseconds: 2)
+    }
+    stop = 1
+    for burner in burners { pthread_join(burner, nil) }
+    Coldstart.ready()
+    print("sleeps cut short: \(short)")
+
 case "term-chain":
     let afterReady = arguments.count > 1 && arguments[1] == "after"
     if afterReady { Coldstart.ready() }

@@ -20,6 +20,13 @@ int64_t bench_time_to_line(const char *path, char *const argv[], char *const env
 /// sampling. Uses SIGPROF; call it before anything else does.
 double bench_signal_cost_ns(int hz, long *signals, double *loop_ms);
 
+/// The same loop with the sampler's kernel-side sample instead of a signal:
+/// the event writes {tid, time, frame-pointer chain} and, when `stack_bytes`
+/// > 0, the user registers and that much of the user stack into a ring that
+/// another thread empties. Returns the extra thread CPU time per sample in
+/// ns (negative on failure), the sample count and the loop's CPU ms.
+double bench_ring_cost_ns(int hz, int stack_bytes, long *samples, double *loop_ms);
+
 /// How many processes of the machine hold a perf event open now (descriptors
 /// that are "anon_inode:[perf_event]" under /proc/<pid>/fd; only the
 /// processes this user may inspect), -1 if /proc cannot be read. Zero for

@@ -1,0 +1,13 @@
+#ifndef STACK_EDGE_H
+#define STACK_EDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Runs a thread whose stack (64 KiB, a PROT_NONE guard page below it) has
+/// only `left` bytes below the frame of the function that burns `ms` of CPU
+/// there; returns 0 once it ended normally (the process dies of SIGSEGV if
+/// anything running on that thread needs more).
+int stack_edge_burn(size_t left, uint64_t ms);
+
+#endif
