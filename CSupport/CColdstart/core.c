@@ -102,9 +102,11 @@ void cs_before_main(void) {
         arm(environ, false);
     }
     if (atomic_load(&cs_g.state) != CS_RECORDING) return;
+    // Stamped before the wakes: the scan thread, woken, loads the unwinder
+    // at once, and on a loaded machine this thread may wait for a CPU.
+    cs_g.launch.t_main = cs_monotonic_ns();
     cs_watch_main_started();
     cs_sampler_main_started();
-    cs_g.launch.t_main = cs_monotonic_ns();
     cs_rusage_now(&cs_g.launch.ru_main);
     long hz = sysconf(_SC_CLK_TCK);
     cs_g.proc.ticks_per_second = hz > 0 ? (uint64_t)hz : 100;
