@@ -79,11 +79,15 @@ func format(_ value: Double, _ decimals: Int = 0) -> String { String(format: "%.
 
 // ---- 1. per-sample cost ----
 
-struct CostRun { var median: Double, p99: Double, depth: Double, samples: Int }
+/// One SamplerHost burn's figures: the fallback handler's cost per signal
+/// (COLDSTART_SAMPLER=signals), or for the kernel's samples the CPU
+/// Coldstart's own thread spent unwinding each and how many needed the
+/// kernel's frame-pointer chain past the stack copy.
+struct CostRun { var median: Double, p99: Double, depth: Double, samples: Int, unwindNs: Double, tails: Double }
 
-func costRun(unwinder: String, extraFrames: Int) -> CostRun? {
+func costRun(_ extra: [String: String], extraFrames: Int) -> CostRun? {
     let timeline = scratch.appendingPathComponent("cost.json").path
-    let env = environment(["COLDSTART": timeline, "COLDSTART_HZ": "1000", "COLDSTART_UNWINDER": unwinder])
+    let env = environment(["COLDSTART": timeline, "COLDSTART_HZ": "1000"].merging(extra) { $1 })
     guard timeToLine(options.host, ["burn", "1000", String(extraFrames)], env, marker: "burned") >= 0,
           let data = FileManager.default.contents(atPath: timeline),
           let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
@@ -96,56 +100,76 @@ func costRun(unwinder: String, extraFrames: Int) -> CostRun? {
     try? FileManager.default.removeItem(atPath: timeline)
     let main = (launch["mainNs"] as? NSNumber)?.int64Value ?? 0
     let depths = samples.filter { (($0[0] as? NSNumber)?.int64Value ?? 0) > main }.map { Double((($0[2] as? [Any])?.count ?? 0) / 2) }
+    let kernel = sampling["kernelStacks"] as? [String: Any]
+    let dwarf = (kernel?["dwarf"] as? NSNumber)?.doubleValue ?? 0
     return CostRun(
         median: (handler["median"] as? NSNumber)?.doubleValue ?? .nan,
         p99: (handler["p99"] as? NSNumber)?.doubleValue ?? .nan,
-        depth: median(depths), samples: samples.count)
+        depth: median(depths), samples: samples.count,
+        unwindNs: dwarf > 0 ? ((kernel?["unwindNs"] as? NSNumber)?.doubleValue ?? .nan) / dwarf : .nan,
+        tails: dwarf > 0 ? ((kernel?["chainTails"] as? NSNumber)?.doubleValue ?? 0) / dwarf : .nan)
 }
 
 // SamplerHost's burn stack is main, burnAtDepth, burnCPU and three frames of
 // libc start-up: extra frames 4 and 44 give depths of about 10 and 50.
-let costCases: [(unwinder: String, label: String, frames: Int)] = [
-    ("libunwind", "libunwind", 4), ("libunwind", "libunwind", 44), ("fp", "frame pointer", 4), ("fp", "frame pointer", 44),
+let costCases: [(label: String, env: [String: String], frames: Int)] = [
+    ("signal, frame pointers", ["COLDSTART_SAMPLER": "signals"], 4), ("signal, frame pointers", ["COLDSTART_SAMPLER": "signals"], 44),
+    ("kernel, fp chain", ["COLDSTART_UNWINDER": "fp"], 44),
+    ("kernel, 2 KiB, DWARF", ["COLDSTART_STACK_BYTES": "2048"], 44), ("kernel, 4 KiB, DWARF", [:], 4),
+    ("kernel, 4 KiB, DWARF", [:], 44), ("kernel, 8 KiB, DWARF", ["COLDSTART_STACK_BYTES": "8192"], 44),
 ]
 var costs = [[CostRun]](repeating: [], count: costCases.count)
-var libunwindDepth50Median = Double.nan
 print("Coldstart sampler benchmark (\(ProcessInfo.processInfo.activeProcessorCount) CPUs)")
 for _ in 0..<(options.sections.contains("cost") ? 3 : 0) {
     for (index, c) in costCases.enumerated() {
-        if let run = costRun(unwinder: c.unwinder, extraFrames: c.frames) { costs[index].append(run) }
+        if let run = costRun(c.env, extraFrames: c.frames) { costs[index].append(run) }
     }
 }
 
 if options.sections.contains("cost") {
     print("")
-    print("Per-sample handler cost, 1 kHz, 1 s CPU burn per run, 3 runs per row (median of the runs' figures):")
-    print("  unwinder        depth   median ns   p99 ns   samples/run")
+    print("Per sample, 1 kHz, 1 s CPU burn per run, 3 runs per row (median of the runs' figures): the signal")
+    print("fallback's handler on the host's thread; for the kernel's samples, Coldstart's own thread's CPU")
+    print("unwinding each (off the host's threads) and the share completed by the kernel's frame-pointer chain:")
+    print("  path                     depth   handler ns (median, p99)   unwind ns   fp tail   samples/run")
     for (index, c) in costCases.enumerated() {
         let runs = costs[index]
-        let row = "  " + c.label.padding(toLength: 14, withPad: " ", startingAt: 0)
-            + format(median(runs.map(\.depth))).leftPadded(7)
-            + format(median(runs.map(\.median))).leftPadded(12)
-            + format(median(runs.map(\.p99))).leftPadded(9)
+        let handler = c.env["COLDSTART_SAMPLER"] == "signals"
+            ? format(median(runs.map(\.median))).leftPadded(12) + format(median(runs.map(\.p99))).leftPadded(9) : "–".leftPadded(12) + "".leftPadded(9)
+        let unwind = median(runs.map(\.unwindNs)), tails = median(runs.map(\.tails))
+        let row = "  " + c.label.padding(toLength: 23, withPad: " ", startingAt: 0)
+            + format(median(runs.map(\.depth))).leftPadded(7) + handler + "".leftPadded(6)
+            + (unwind.isNaN ? "–" : format(unwind)).leftPadded(12) + (tails.isNaN ? "–" : format(tails * 100) + "%").leftPadded(10)
             + String(runs.isEmpty ? 0 : runs.map(\.samples).reduce(0, +) / runs.count).leftPadded(14)
         print(runs.isEmpty ? "  \(c.label) at \(c.frames) extra frames: no run succeeded" : row)
-        if c.unwinder == "libunwind" && c.frames == 44 { libunwindDepth50Median = median(runs.map(\.median)) }
     }
 }
 
-// ---- 1b. what the kernel charges per sample ----
+// ---- 1b. what the host's thread pays per sample ----
 
 if options.sections.contains("kernel") {
     print("")
-    print("Kernel cost per sample, no unwinding: a fixed CPU loop with and without a perf task-clock")
-    print("event signalling an empty handler (extra thread CPU time / signals, 3 runs, median):")
+    print("The host thread's cost per sample: a fixed CPU loop with and without a perf task-clock event")
+    print("(extra thread CPU time / samples, 3 runs, median): a signal to an empty handler, or the kernel's")
+    print("sample into a ring another thread empties (frame-pointer chain; + registers and a stack copy):")
     for hz in [1000, 10000] {
-        var perSignal: [Double] = [], count = 0, loop = 0.0
+        var rows: [(String, [Double], Int)] = [("signal, empty handler", [], 0)]
+        for bytes in [0, 2048, 4096, 8192] { rows.append((bytes == 0 ? "kernel, fp chain only" : "kernel, \(bytes / 1024) KiB stack copy", [], 0)) }
+        var loop = 0.0
         for _ in 0..<3 {
-            var signals = 0, loopMs = 0.0
-            let ns = bench_signal_cost_ns(Int32(hz), &signals, &loopMs)
-            if ns >= 0 { perSignal.append(ns); count = signals; loop = loopMs }
+            var count = 0, loopMs = 0.0
+            let signal = bench_signal_cost_ns(Int32(hz), &count, &loopMs)
+            if signal >= 0 { rows[0].1.append(signal); rows[0].2 = count; loop = loopMs }
+            for (i, bytes) in [0, 2048, 4096, 8192].enumerated() {
+                let ns = bench_ring_cost_ns(Int32(hz), Int32(bytes), &count, &loopMs)
+                if ns >= 0 { rows[i + 1].1.append(ns); rows[i + 1].2 = count }
+            }
         }
-        print("  \(String(hz).leftPadded(5)) Hz: " + (perSignal.isEmpty ? "perf_event_open refused" : "\(format(median(perSignal))) ns per signal (\(count) signals in a \(format(loop)) ms loop), \(format(median(perSignal) * Double(hz) / 1e7, 1))% of CPU"))
+        print("  \(hz) Hz (a \(format(loop)) ms loop):")
+        for (label, values, count) in rows {
+            print("    " + label.padding(toLength: 24, withPad: " ", startingAt: 0)
+                + (values.isEmpty ? "perf_event_open refused" : "\(format(median(values))) ns per sample (\(count) samples), \(format(median(values) * Double(hz) / 1e7, 1))% of CPU"))
+        }
     }
 }
 
@@ -160,6 +184,7 @@ if options.sections.contains("example") {
         // Where the cost goes: the timeline without sampling, and sampling without libunwind.
         ("profiled, no sampling", options.linked, ["COLDSTART_SAMPLER": "off"]),
         ("1 kHz, frame pointers", options.linked, ["COLDSTART_HZ": "1000", "COLDSTART_UNWINDER": "fp"]),
+        ("1 kHz, signals", options.linked, ["COLDSTART_HZ": "1000", "COLDSTART_SAMPLER": "signals"]),
     ]
     var launches = [[Double]](repeating: [], count: variants.count)
     var failures = 0
@@ -196,9 +221,7 @@ if options.sections.contains("example") {
     let offRatio = medians[1] / medians[0], oneKRatio = medians[2] / medians[1]
     print("  linked, off ≤ 1% over not linked:  ×\(format(offRatio, 3))  \(verdict(offRatio <= 1.01))")
     print("  1 kHz ≤ 3% over off:               ×\(format(oneKRatio, 3))  \(verdict(oneKRatio <= 1.03))")
-    if options.sections.contains("cost") {
-        print("  median cost ≤ 2 µs at depth ~50:   \(format(libunwindDepth50Median)) ns (libunwind)  \(verdict(libunwindDepth50Median <= 2000))")
-    }
+
 }
 
 // ---- 3. a short command-line tool ----
