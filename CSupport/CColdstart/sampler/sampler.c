@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -233,6 +234,9 @@ void cs_sampler_start(void) {
     S->max_samples = cs_g.cfg.max_samples;
     S->unwinder = cs_g.cfg.unwind_fp ? CS_UNW_FP : CS_UNW_LIBUNWIND;
     S->stack_bytes = cs_g.cfg.stack_bytes;
+    // A static executable (no program interpreter) has no loader to load
+    // the unwinder with: the kernel's frame-pointer chains, silently.
+    if (getauxval(AT_BASE) == 0) S->unwinder = CS_UNW_FP;
     S->period_ns = 1000000000ull / S->requested_hz;
     // Without COLDSTART_HZ, a short launch gets more than a handful of samples.
     if (!cs_g.cfg.hz_set && want == CS_CLOCK_PERF && CS_BOOST_HZ > S->requested_hz) {
