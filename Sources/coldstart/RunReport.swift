@@ -45,6 +45,12 @@ struct RunReport {
             lines.append("did not complete (\(failed.count)\(killed > 0 ? ", \(killed) killed by --timeout" : "")):")
             for record in failed { lines.append("  \(record.label): \(describe(record))") }
         }
+        // A launch the app's sampler missed is named, never averaged in silence.
+        let unsampled = completed.compactMap { run in run.timeline.unsampledReason.map { (run.label, $0) } }
+        if !unsampled.isEmpty && !options.phasesOnly {
+            lines.append("not sampled (\(unsampled.count) of \(completed.count); left out of the pooled profile):")
+            for (label, why) in unsampled { lines.append("  \(label): \(why)") }
+        }
         let measures = measures
         if measures.isEmpty {
             lines.append("")

@@ -96,11 +96,27 @@ final class SamplePrecisionTests: XCTestCase {
         let report = try launch(samples: 0).report
         XCTAssertNil(report.profile)
         let why = try XCTUnwrap(report.noSamples)
-        XCTAssertTrue(why.hasPrefix("No samples: the sampling clock never ran before the launch ended"), why)
+        XCTAssertTrue(why.hasPrefix("No samples: the sampling clock never ran: the launch ended at "), why)
+        XCTAssertTrue(why.contains("before its first perf event was open"), why)
         let text = report.text(style: TextStyle(width: nil, color: false), full: false)
         XCTAssertTrue(text.contains("No samples: the sampling clock never ran"), text)
         XCTAssertTrue(text.contains("profile with coldstart run"), text)
         XCTAssertNil(try launch(samples: 5).report.noSamples)
+    }
+
+    /// A clock that ran but took nothing says when it ran and when the
+    /// launch ended; a sampled launch has no such reason, and the pool
+    /// leaves out a launch whose app clock never ran.
+    func testNoSamplesSaysWhatHappenedWithTheNumbers() throws {
+        let late = try launch(samples: 0, clockArmedMs: 95).report
+        XCTAssertEqual(late.noSamples?.hasPrefix("No samples: the clock ran from 95.0 ms, 85.0 ms after sampling started; the launch ended at 100.0 ms."), true,
+                       late.noSamples ?? "")
+        var builder = SampledTimelineBuilder()
+        XCTAssertEqual(try builder.timeline().unsampledReason?.hasPrefix("the sampling clock never ran: the launch ended at 100.0 ms"), true)
+        builder.clockArmedNs = 12_000_000
+        let app = builder.module("/opt/app/App")
+        builder.sample(at: 20, [.init(module: app, name: "main")])
+        XCTAssertNil(try builder.timeline().unsampledReason)
     }
 
     func testALaunchWithEnoughSamplesStaysQuiet() throws {

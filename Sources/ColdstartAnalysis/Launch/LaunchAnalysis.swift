@@ -40,6 +40,40 @@ package struct LaunchAnalysis {
 }
 
 extension Timeline {
+    /// Why the app's own sampler recorded nothing of this launch, with the
+    /// numbers, or nil when it took samples: its clock refused, never opened
+    /// before the launch ended (a quiet kernel's first perf event waits
+    /// 10–18 ms), opened too late, or the launch's user CPU while it ran
+    /// was under one period. A launch `coldstart run` sampled from exec has
+    /// the loader's samples too: it is still unsampled when the app's clock
+    /// never ran.
+    package var unsampledReason: String? {
+        guard let sampling else { return "sampling was off" }
+        let endMs = Figure.format(Double(launch.endNs) / 1e6, decimals: 1)
+        if sampling.clock == "none" { return "no sampling clock could be opened (perf_event_open and the POSIX timers refused)" }
+        // Only an app linked with Coldstart has a clock of its own to arm
+        // (an unmodified one's samples are all the launcher's); a file old
+        // enough to have no `kernelStacks` may have samples without saying
+        // when its clock ran.
+        if sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil, LaunchMode(self) == .linked,
+           samples.isEmpty || sampling.kernelStacks != nil {
+            return "the sampling clock never ran: the launch ended at \(endMs) ms, before its first perf event was open "
+                + "(a quiet kernel's first waits 10–18 ms)"
+        }
+        guard samples.isEmpty else { return nil }
+        let period = sampling.nsPerSample ?? 1e9 / max(sampling.requestedHz, 1)
+        let hz = Figure.format(sampling.requestedHz, decimals: 0)
+        if let user = sampling.userNs, Double(user) < period {
+            return "the launch's user CPU while sampled, \(Figure.format(Double(user) / 1e6, decimals: 2)) ms, "
+                + "was under one sampling period (\(Figure.format(period / 1e6, decimals: 2)) ms at \(hz) Hz)"
+        }
+        let armed = sampling.clockArmedNs ?? sampling.startNs
+        return "the clock ran from \(Figure.format(Double(armed) / 1e6, decimals: 1)) ms, "
+            + "\(Figure.format(Double(armed - sampling.startNs) / 1e6, decimals: 1)) ms after sampling started; the launch ended at \(endMs) ms"
+    }
+}
+
+extension Timeline {
     /// The name of every distinct frame of the samples and the blocked
     /// stacks: from the file when it was symbolized, otherwise from one pass
     /// of `symbolizer`. Nothing is read when there is nothing to name.

@@ -233,26 +233,20 @@ extension LaunchReport {
             reportVersion: 1, launch: launch, findings: Finding.ranked(inputs), runtimeCosts: inputs.runtimeCosts,
             phases: phaseRows, marks: marks, spans: spans, profile: profile, blockedTime: blockedTime,
             beforeMain: beforeMain, loaderStatistics: loaderStatistics, perfAdvice: PerfAdvice(timeline),
-            noSamples: analysis == nil ? timeline.sampling.map(Self.noSamples) : nil)
+            noSamples: analysis == nil && timeline.sampling != nil ? Self.noSamples(timeline) : nil)
     }
 
-    /// Why `sampling` took no sample: on a perf clock that never ran, the
-    /// kernel's first perf event (10–18 ms on a kernel with none open)
-    /// outlasted the launch; otherwise the launch ended within a period.
-    static func noSamples(_ sampling: Timeline.Sampling) -> String {
+    /// Why the launch took no sample, with its numbers (`Timeline.unsampledReason`).
+    static func noSamples(_ timeline: Timeline) -> String {
         let advice = "profile with coldstart run (it keeps the kernel ready and samples from exec), or pool launches with coldstart run -n N"
-        if sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil {
-            return "No samples: the sampling clock never ran before the launch ended (a kernel with no perf event open "
-                + "makes the first one wait 10–18 ms). → \(advice)"
-        }
-        if sampling.clock == "posix-cpu-timer" {
+        if let sampling = timeline.sampling, sampling.clock == "posix-cpu-timer" {
             // The POSIX timers fire at the kernel tick, whatever the rate asked.
             let cpu = sampling.cpuNs.map { " of its " + Figure.format(Double($0) / 1e6, decimals: 1) + " ms of CPU" } ?? ""
             return "No samples: POSIX CPU-time timers fire at most at the kernel tick (CONFIG_HZ, commonly 250 Hz: one sample per "
                 + "4 ms of CPU), not the \(Figure.format(sampling.requestedHz, decimals: 0)) Hz asked, and none fired\(cpu). "
                 + "→ profile with coldstart run, which samples by ptrace at ≥ 1 kHz where perf is refused, or pool launches with coldstart run -n N"
         }
-        return "No samples: the launch ended before the first sampling period (\(Figure.format(sampling.requestedHz, decimals: 0)) Hz). → \(advice)"
+        return "No samples: \(timeline.unsampledReason ?? "none recorded"). → \(advice)"
     }
 
     /// The phase holding `ns`. A time on a boundary belongs to the phase that

@@ -85,10 +85,12 @@ package struct PooledProfile: Sendable {
     /// launches, so each module is read once; `debugDirectory` as
     /// `Symbolizer` takes it), or with the file's own names
     /// when `coldstart symbolize` wrote them. False, and counted as not
-    /// sampled, when it has no samples or no usable sampling rate.
+    /// sampled, when it has no samples, no usable sampling rate, or the
+    /// app's own clock never ran (`Timeline.unsampledReason`: the loader's
+    /// samples alone are not the launch's).
     @discardableResult
     package mutating func add(_ timeline: Timeline, cache: SymbolCache, debugDirectory: String? = "/usr/lib/debug", path: String) -> Bool {
-        guard timeline.sampling != nil, !timeline.samples.isEmpty else {
+        guard timeline.sampling != nil, !timeline.samples.isEmpty, timeline.unsampledReason == nil else {
             unsampled += 1
             return false
         }
