@@ -117,7 +117,9 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, ",\"effectiveHz\":");
-    cs_jw_milli(w, counted ? (int64_t)((recorded + dropped) * 1000000000000ull / counted) : 0);
+    // The clock's rate: the samples a full ring lost were taken too.
+    uint64_t lost = atomic_load(&S->ring_lost);
+    cs_jw_milli(w, counted ? (int64_t)((recorded + dropped + lost) * 1000000000000ull / counted) : 0);
     cs_jw_raw(w, ",\"loweredHz\":");
     if (stride > 1) cs_jw_milli(w, (int64_t)(file_hz() * 1000ull / stride));
     else cs_jw_raw(w, "null");
