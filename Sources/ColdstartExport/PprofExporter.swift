@@ -43,19 +43,23 @@ package enum PprofExporter: StacksExporter {
         }
 
         // Samples, merged by (frames, thread, phase): labels keep those apart.
+        // A distinct stack's locations are worked out once.
         var locationIDs: [Timeline.Frame: UInt64] = [:]
         var locations: [(frame: Timeline.Frame, function: Int)] = []
-        struct Key: Hashable { var locations: [UInt64]; var tid: Int; var phase: Int }
+        var shapeLocations: [Int: [UInt64]] = [:]
+        struct Key: Hashable { var shape: Int; var tid: Int; var phase: Int }
         var counts: [Key: Int] = [:]
         var order: [Key] = []
         for sample in stacks.samples {
-            let ids = zip(sample.frames, sample.functions).map { frame, function -> UInt64 in
-                if let id = locationIDs[frame] { return id }
-                locations.append((frame, function))
-                locationIDs[frame] = UInt64(locations.count)
-                return UInt64(locations.count)
+            if shapeLocations[sample.shape] == nil {
+                shapeLocations[sample.shape] = zip(sample.frames, sample.functions).map { frame, function -> UInt64 in
+                    if let id = locationIDs[frame] { return id }
+                    locations.append((frame, function))
+                    locationIDs[frame] = UInt64(locations.count)
+                    return UInt64(locations.count)
+                }
             }
-            let key = Key(locations: ids, tid: sample.tid, phase: sample.phase)
+            let key = Key(shape: sample.shape, tid: sample.tid, phase: sample.phase)
             if counts[key] == nil { order.append(key) }
             counts[key, default: 0] += 1
         }
@@ -64,7 +68,7 @@ package enum PprofExporter: StacksExporter {
         for key in order {
             let count = Int64(counts[key]!)
             out.message(2) { sample in
-                sample.packed(1, key.locations)
+                sample.packed(1, shapeLocations[key.shape] ?? [])
                 sample.packed(2, [UInt64(count), UInt64(count * period)])
                 sample.message(3) { $0.int(1, strings["thread"]); $0.int(2, strings[stacks.threadNames[key.tid] ?? "thread \(key.tid)"]) }
                 sample.message(3) { $0.int(1, strings["tid"]); $0.int(3, Int64(key.tid)) }

@@ -185,6 +185,46 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(try LaunchAnalysis(timeline: own.timeline()).report.runtimeCosts?.scope, CriticalPathScope.mainThread.rawValue)
     }
 
+    /// A 100,000-sample report spent half its time matching every sample's
+    /// frames against the runtime-cost table: each function is matched once,
+    /// however many samples repeat its stacks, and each distinct stack
+    /// counts for its samples.
+    func testTheRuntimeCostTableMatchesEachFunctionOnceWhateverTheSamples() throws {
+        func analysed(copies: Int) throws -> (matched: Int, costs: RuntimeCostSummary, slow: [FindingInputs.NamedCost]) {
+            var builder = SampledTimelineBuilder()
+            let app = builder.module("/opt/app/App")
+            let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+            let main = SampledTimelineBuilder.Frame(module: app, name: "main")
+            let parse = SampledTimelineBuilder.Frame(module: app, name: "App.parse()")
+            let stacks: [[SampledTimelineBuilder.Frame]] = [
+                [main, .init(module: app, name: "App.load()")],
+                [main, parse, .init(module: core, name: "swift_conformsToProtocolMaybeInstantiateSuperclasses")],
+                [main, parse, .init(module: core, name: "swift_retain")],
+            ]
+            for copy in 0..<copies {
+                for (number, stack) in stacks.enumerated() { builder.sample(at: 21 + Double(copy * stacks.count + number) * 0.01, stack) }
+            }
+            let timeline = try builder.timeline()
+            let analysis = try XCTUnwrap(ProfileAnalysis.make(timeline: timeline, symbols: timeline.symbols, path: "t.json"))
+            let critical = analysis.criticalPathSamples().samples
+            XCTAssertEqual(critical.count, copies * stacks.count)
+            var rules = analysis.frameRules()
+            let slow = analysis.slowFunctions(critical, limit: Finding.limit, rules: &rules)
+            let costs = analysis.runtimeCosts(critical, rules: &rules)
+            return (rules.framesMatched, costs, slow)
+        }
+        let one = try analysed(copies: 1), many = try analysed(copies: 500)
+        XCTAssertEqual(many.matched, one.matched, "matches do not grow with the samples")
+        XCTAssertLessThanOrEqual(many.matched, 2 * 5, "at most once as a leaf and once further out, for each of the 5 functions")
+        XCTAssertEqual(many.costs.totalSamples, 1500)
+        XCTAssertEqual(many.costs.rows.map(\.kind), [.arcAndAllocation, .conformanceScan], "ties by kind")
+        XCTAssertEqual(many.costs.rows.map(\.samples), [500, 500])
+        XCTAssertEqual(many.costs.rows.map { $0.callers.map(\.function) }, [["App.parse()"], ["App.parse()"]])
+        XCTAssertEqual(many.slow.map(\.name), ["App.load()"], "main is in every sample, App.parse() only in costs explained above")
+        XCTAssertEqual(many.slow.first?.samples, 500)
+        XCTAssertEqual(one.slow.first?.samples, 1)
+    }
+
     /// sourcekit-lsp's first screen: "slow function (1) suspend resume
     /// partial function for static Ar…": the piece names its function.
     func testAnAsyncFunctionsPieceIsNamedAsTheFunction() {

@@ -26,20 +26,34 @@ extension ProfileAnalysis {
         return (launch.filter { stacks[$0].tid == main }, .mainThread)
     }
 
-    /// A stack as the runtime-cost table reads it.
-    func namedFrames(_ index: Int) -> [NamedFrame] {
-        stacks[index].functions.map { id in
-            let function = functions[id]
-            return NamedFrame(
-                function: Self.shortName(function.name), linkageName: function.linkageName == function.name ? nil : function.linkageName,
-                module: moduleName(function.module))
-        }
+    /// A function as the runtime-cost table reads it.
+    func namedFrame(_ id: Int) -> NamedFrame {
+        let function = functions[id]
+        return NamedFrame(
+            function: Self.shortName(function.name), linkageName: function.linkageName == function.name ? nil : function.linkageName,
+            module: moduleName(function.module))
     }
 
-    /// Runtime costs by kind over `indices`.
-    func runtimeCosts(_ indices: [Int]) -> RuntimeCostSummary {
+    /// The runtime-cost table's rule of each function, matched when first needed.
+    func frameRules() -> FrameRules {
+        FrameRules(functions: functions.count) { [self] in namedFrame($0) }
+    }
+
+    /// Runtime costs by kind over `indices`: each distinct stack classified once.
+    func runtimeCosts(_ indices: [Int], rules: inout FrameRules) -> RuntimeCostSummary {
         let app = Set(executableModules.map(moduleName))
-        return RuntimeCostSummary(stacks: indices.map(namedFrames), nsPerSample: nsPerSample, isAppModule: { app.contains($0) })
+        let isAppModule = moduleNames.map(app.contains)
+        var classified: [(kind: RuntimeCostKind, caller: String?, samples: Int)] = []
+        for (shape, samples, _) in shapeCounts(indices) {
+            let stack = shapes[shape]
+            guard let match = rules.classify(stack) else { continue }
+            let caller = rules.appFrame(in: stack, from: match.depth) { id in
+                let module = functions[id].module
+                return module >= 0 && isAppModule[module]
+            }
+            classified.append((match.kind, caller?.function, samples))
+        }
+        return RuntimeCostSummary(classified: classified, totalSamples: indices.count, nsPerSample: nsPerSample)
     }
 
     /// The app's own functions that cost most on the critical path, by
@@ -47,27 +61,38 @@ extension ProfileAnalysis {
     /// global's or an initializer's, runtime work of a kind in the table),
     /// closures and thunks, and the frames nearly every sample passes
     /// through (`main`, a wrapper such as `Coldstart.span`): those name no
-    /// place to act on.
-    func slowFunctions(_ indices: [Int], limit: Int) -> [FindingInputs.NamedCost] {
-        var cache: [RuntimeCostClassifier.FrameKey: Int] = [:]
-        let globals = functions.map { lazyGlobalName($0) != nil }
-        let own = indices.filter { index in
-            let stack = stacks[index].functions
-            return !stack.contains { globals[$0] } && initializerFrames(stack).isEmpty
-                && RuntimeCostClassifier.classify(namedFrames(index), cache: &cache) == nil
+    /// place to act on. Each distinct stack is looked at once, weighted by
+    /// its samples.
+    func slowFunctions(_ indices: [Int], limit: Int, rules: inout FrameRules) -> [FindingInputs.NamedCost] {
+        var globals: [Int: Bool] = [:]
+        func isGlobal(_ id: Int) -> Bool {
+            if let known = globals[id] { return known }
+            let global = lazyGlobalName(functions[id]) != nil
+            globals[id] = global
+            return global
+        }
+        var own: [(shape: Int, samples: Int, first: Int)] = []
+        for counted in shapeCounts(indices) {
+            let stack = shapes[counted.shape]
+            if !stack.contains(where: isGlobal), initializerFrames(stack).isEmpty, rules.classify(stack) == nil { own.append(counted) }
         }
         guard !own.isEmpty else { return [] }
+        // Per app function: the positions in `own` of the stacks it is in
+        // (in order of first sighting), and their samples.
         var members: [Int: [Int]] = [:]
+        var samples: [Int: Int] = [:]
         var innermost: [Int: Int] = [:]
         var firstPhase: [Int: Int] = [:]
-        for index in own {
-            let appFrames = stacks[index].functions.filter { executableModules.contains(functions[$0].module) }
-            if let leaf = appFrames.first { innermost[leaf, default: 0] += 1 }
+        for (position, counted) in own.enumerated() {
+            let appFrames = shapes[counted.shape].filter { executableModules.contains(functions[$0].module) }
+            if let leaf = appFrames.first { innermost[leaf, default: 0] += counted.samples }
             for id in Set(appFrames) {
-                members[id, default: []].append(index)
-                if firstPhase[id] == nil { firstPhase[id] = stacks[index].phase }
+                members[id, default: []].append(position)
+                samples[id, default: 0] += counted.samples
+                if firstPhase[id] == nil { firstPhase[id] = stacks[counted.first].phase }
             }
         }
+        let ownSamples = own.reduce(0) { $0 + $1.samples }
         // A frame in nearly every sample is left out when other candidates
         // name its time: a wrapper's callees (`main`, `Coldstart.span`), a
         // shared helper's callers. It is kept when it is the work itself: its
@@ -77,31 +102,36 @@ extension ProfileAnalysis {
         // only when there are two or more of them (one caller over a burn
         // that is most of the launch, as a DWARF stack shows an async
         // function above it, is no narrower place to act on).
-        let everywhere = Double(own.count) * 0.9
-        let narrower = members.filter { Double($0.value.count) < everywhere && !Self.isPlumbing(functions[$0.key].name) }
-        func isWrapper(_ id: Int, _ samples: [Int]) -> Bool {
-            guard Double(samples.count) >= everywhere else { return false }
-            guard Double(innermost[id] ?? 0) >= Double(samples.count) * 0.1 else { return true }
-            let mine = Set(samples)
+        let everywhere = Double(ownSamples) * 0.9
+        lazy var narrower = members.filter { Double(samples[$0.key] ?? 0) < everywhere && !Self.isPlumbing(functions[$0.key].name) }
+        func isWrapper(_ id: Int) -> Bool {
+            let count = Double(samples[id] ?? 0)
+            guard count >= everywhere else { return false }
+            guard Double(innermost[id] ?? 0) >= count * 0.1 else { return true }
+            let mine = Set(members[id] ?? [])
             var callers: Set<String> = []   // by name: an async function's pieces are one caller
             for (other, theirs) in narrower {
                 var below = 0, above = 0
-                for index in theirs where mine.contains(index) {
-                    let stack = stacks[index].functions
-                    if (stack.firstIndex(of: other) ?? .max) < (stack.firstIndex(of: id) ?? .max) { below += 1 } else { above += 1 }
+                for position in theirs where mine.contains(position) {
+                    let stack = shapes[own[position].shape]
+                    if (stack.firstIndex(of: other) ?? .max) < (stack.firstIndex(of: id) ?? .max) {
+                        below += own[position].samples
+                    } else {
+                        above += own[position].samples
+                    }
                 }
-                if Double(below) >= Double(samples.count) * 0.1 { return true }
-                if Double(above) >= Double(samples.count) * 0.1 { callers.insert(Self.shortName(functions[other].name)) }
+                if Double(below) >= count * 0.1 { return true }
+                if Double(above) >= count * 0.1 { callers.insert(Self.shortName(functions[other].name)) }
             }
             return callers.count >= 2
         }
         // A caller seen in exactly its callee's samples is the same cost twice:
         // the frame nearest the leaf names it.
-        func depth(_ id: Int) -> Int { members[id].flatMap { stacks[$0[0]].functions.firstIndex(of: id) } ?? 0 }
-        let distinct = Dictionary(grouping: members.filter { id, samples in
-            !isWrapper(id, samples) && !Self.isPlumbing(functions[id].name)
-        }.keys) { members[$0] ?? [] }.values.compactMap { $0.min { depth($0) < depth($1) } }
-        let candidates = distinct.map { ($0, members[$0]?.count ?? 0) }
+        func depth(_ id: Int) -> Int { members[id].flatMap { shapes[own[$0[0]].shape].firstIndex(of: id) } ?? 0 }
+        let distinct = Dictionary(grouping: members.keys.filter { id in
+            !isWrapper(id) && !Self.isPlumbing(functions[id].name)
+        }) { members[$0] ?? [] }.values.compactMap { $0.min { depth($0) < depth($1) } }
+        let candidates = distinct.map { ($0, samples[$0] ?? 0) }
             .sorted { ($0.1, functions[$1.0].name) > ($1.1, functions[$0.0].name) }
         return candidates.prefix(limit).map { id, count in
             let phase = firstPhase[id].map { phaseNames[$0] }
@@ -113,23 +143,31 @@ extension ProfileAnalysis {
     /// A function's name as a finding's title shows it: without the
     /// optimiser's specialisation prefixes or `static`.
     static func shortName(_ name: String) -> String {
-        var name = name
-        // An async function's pieces name the function they belong to.
-        if let piece = name.range(of: #"^\(\d+\) (suspend|await) resume partial function for "#, options: .regularExpression) {
-            name.removeSubrange(piece)
+        var name = Substring(name)
+        // An async function's pieces name the function they belong to:
+        // "(N) suspend resume partial function for ", or "await".
+        if name.first == "(" {
+            let digits = name.dropFirst().prefix { $0.isASCII && $0.isNumber }
+            var rest = name.dropFirst(1 + digits.count)
+            if !digits.isEmpty, rest.hasPrefix(") ") {
+                rest = rest.dropFirst(2)
+                for kind in ["suspend", "await"] where rest.hasPrefix(kind + " resume partial function for ") {
+                    name = rest.dropFirst(kind.count + " resume partial function for ".count)
+                }
+            }
         }
         for prefix in ["function signature specialization ", "generic specialization "] where name.hasPrefix(prefix) {
-            if let of = name.range(of: "> of ") { name = String(name[of.upperBound...]) }
+            if let of = name.firstRange(of: "> of ") { name = name[of.upperBound...] }
         }
         if name.hasPrefix("static ") { name.removeFirst("static ".count) }
-        return name
+        return String(name)
     }
 
     /// Frames that are no place to act on: entry points, closures, thunks,
     /// and frames left unnamed (`module+0x…`: every address its own row).
     static func isPlumbing(_ name: String) -> Bool {
-        name.contains("+0x") || name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
-            || name.hasPrefix("closure #") || name.hasPrefix("implicit closure #") || name.contains("thunk")
+        name.containsBytes("+0x") || name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
+            || name.hasPrefix("closure #") || name.hasPrefix("implicit closure #") || name.containsBytes("thunk")
             || name.hasPrefix("partial apply") || name.hasPrefix("__libc_")
     }
 }
@@ -170,8 +208,9 @@ extension FindingInputs {
         }
         if let analysis {
             let critical = analysis.criticalPathSamples(path: blockedTime?.path ?? [])
-            functions = analysis.slowFunctions(critical.samples, limit: Finding.limit)
-            runtimeCosts = analysis.runtimeCosts(critical.samples)
+            var rules = analysis.frameRules()
+            functions = analysis.slowFunctions(critical.samples, limit: Finding.limit, rules: &rules)
+            runtimeCosts = analysis.runtimeCosts(critical.samples, rules: &rules)
             runtimeCosts?.scope = critical.scope.rawValue
         }
         // Waits for a page are the page-fault finding's, not a blocking wait's.

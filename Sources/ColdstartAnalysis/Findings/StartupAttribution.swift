@@ -16,16 +16,16 @@ extension ProfileAnalysis {
         var found: [Int] = []
         var rootedInLoader = true
         for position in stride(from: stack.count - 1, through: 1, by: -1) {
-            let function = functions[stack[position]]
-            let inLoader = loaderModules.contains(function.module)
+            let id = stack[position]
+            let inLoader = loaderModules.contains(functions[id].module)
             rootedInLoader = rootedInLoader && inLoader
-            let callee = functions[stack[position - 1]]
-            if inLoader, !loaderModules.contains(callee.module) {
+            if inLoader, !loaderModules.contains(functions[stack[position - 1]].module) {
+                let function = functions[id]
                 let isInit = ["_dl_init", "call_init"].contains(function.baseName)
-                    || (rootedInLoader && function.name == function.linkageName && function.name.contains("+0x"))
+                    || (rootedInLoader && function.name == function.linkageName && function.name.containsBytes("+0x"))
                 if isInit { found.append(position - 1) }
             }
-            if libcModules.contains(function.module), function.name == "__libc_start_main" {
+            if libcModules.contains(functions[id].module), functions[id].name == "__libc_start_main" {
                 var constructor = position - 1
                 while constructor > 0, ["call_init", "__libc_csu_init", "_init"].contains(functions[stack[constructor]].baseName) {
                     constructor -= 1
@@ -44,9 +44,16 @@ extension ProfileAnalysis {
         var byModule: [Int: Tally] = [:]
         var under = 0, unattributed = 0
         let initializerPhases = Set(timeline.phases.indices.filter { timeline.phases[$0].kind == "initializers" })
+        var framesOfShape: [Int: [Int]] = [:]
         for index in indices {
             let stack = stacks[index]
-            let frames = initializerFrames(stack.functions)
+            let frames: [Int]
+            if let known = framesOfShape[stack.shape] {
+                frames = known
+            } else {
+                frames = initializerFrames(stack.functions)
+                framesOfShape[stack.shape] = frames
+            }
             if frames.isEmpty {
                 if initializerPhases.contains(stack.phase) { unattributed += 1 }
                 continue
@@ -66,7 +73,7 @@ extension ProfileAnalysis {
         var libraries: [ProfileReport.LibraryInitializer] = []
         for (module, tally) in byModule {
             let constructors = tally.constructors.sorted {
-                byCountThenName($0.value, functions[$0.key], $1.value, functions[$1.key])
+                byCountThenName($0.value, $0.key, $1.value, $1.key)
             }
             let row = ProfileReport.LibraryInitializer(
                 module: moduleName(module), path: module >= 0 ? timeline.modules[module].path : "",
@@ -96,7 +103,7 @@ extension ProfileAnalysis {
     /// The runtime's once, which calls a lazy global's initializer on first
     /// use: `swift_once` reaches `swift::threading_impl::once_slow`.
     func isRuntimeOnce(_ function: Function) -> Bool {
-        function.name.contains("once_slow") || function.name.contains("swift_once")
+        function.name.containsBytes("once_slow") || function.name.containsBytes("swift_once")
     }
 
     /// The module a Swift mangled name starts in: `$s14ServiceStartup…` →

@@ -83,8 +83,14 @@ extension Timeline {
         if isSymbolized {
             var symbols = self.symbols
             var unnamed = 0
-            for sample in sampled {
-                for frame in sample.frames where symbols[frame.key] == nil {
+            // Each distinct frame once: its key is built by interpolation.
+            // The reader shares one array among consecutive samples of the
+            // same stack, so comparing with the previous one costs nothing.
+            var seen: Set<Frame> = []
+            var previous: [Frame] = []
+            for sample in sampled where sample.frames != previous {
+                previous = sample.frames
+                for frame in sample.frames where seen.insert(frame).inserted && symbols[frame.key] == nil {
                     symbols[frame.key] = Symbol(name: Symbolizer.fallbackName(for: frame, modules: modules))
                     unnamed += 1
                 }

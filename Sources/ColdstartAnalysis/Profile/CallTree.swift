@@ -12,9 +12,10 @@ extension ProfileAnalysis {
             init(_ function: Int) { self.function = function }
         }
         let root = Node(-1)
-        for index in indices {
+        // Each distinct stack once, counted for its samples.
+        for (shape, samples, _) in shapeCounts(indices) {
             var node = root
-            for function in stacks[index].functions.reversed() {
+            for function in shapes[shape].reversed() {
                 let child: Node
                 if let existing = node.children[function] {
                     child = existing
@@ -22,17 +23,17 @@ extension ProfileAnalysis {
                     child = Node(function)
                     node.children[function] = child
                 }
-                child.samples += 1
+                child.samples += samples
                 node = child
             }
-            if node !== root { node.selfSamples += 1 }
+            if node !== root { node.selfSamples += samples }
         }
         let total = indices.count
         func convert(_ node: Node, depth: Int) -> [ProfileReport.CallNode] {
             guard depth <= options.treeDepth else { return [] }
             return node.children.values
                 .filter { ms($0.samples) >= options.minMs && percent($0.samples, of: total) >= minPercent }
-                .sorted { byCountThenName($0.samples, functions[$0.function], $1.samples, functions[$1.function]) }
+                .sorted { byCountThenName($0.samples, $0.function, $1.samples, $1.function) }
                 .prefix(options.top)
                 .map { child in
                     ProfileReport.CallNode(

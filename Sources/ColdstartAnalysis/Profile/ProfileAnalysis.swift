@@ -17,7 +17,9 @@ struct ProfileAnalysis {
         var ns: Int64
         var tid: Int
         var phase: Int
-        /// Leaf first, as function ids.
+        /// Index into `shapes`: the samples with the same frames share it.
+        var shape: Int
+        /// Leaf first, as function ids (`shapes[shape]`, the same storage).
         var functions: [Int]
     }
 
@@ -26,6 +28,10 @@ struct ProfileAnalysis {
     let nsPerSample: Double
     private(set) var functions: [Function] = []
     private(set) var stacks: [Stack] = []
+    /// Every distinct stack (leaf first, function ids) in order of first
+    /// sighting: a launch's work is per distinct stack, weighted by its
+    /// samples, not per sample.
+    private(set) var shapes: [[Int]] = []
     /// Phase names and kinds; the last is the after-the-end bucket.
     private(set) var phaseNames: [String] = []
     private(set) var loaderModules: Set<Int> = []
@@ -61,17 +67,32 @@ struct ProfileAnalysis {
             functions.append(Function(name: name, linkageName: symbol.system ?? symbol.name, module: module, isInlined: inlined))
             return functions.count - 1
         }
+        var shapeIDs: [[Timeline.Frame]: Int] = [:]
+        var previous: (frames: [Timeline.Frame], shape: Int) = ([], -1)
         for sample in timeline.samples {
-            let stack = sample.frames.flatMap { frame -> [Int] in
-                if let ids = frameIDs[frame] { return ids }
-                let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.fallbackName(for: frame, modules: timeline.modules))
-                let module = frame.module >= 0 && frame.module < timeline.modules.count ? frame.module : -1
-                let expanded = (symbol.inlined ?? []).map { intern($0, module: module, inlined: true) }
-                    + [intern(symbol, module: module, inlined: false)]
-                frameIDs[frame] = expanded
-                return expanded
+            let shape: Int
+            if previous.shape >= 0, sample.frames == previous.frames {
+                // The reader shares one array among consecutive samples of a
+                // stack: no hashing for them.
+                shape = previous.shape
+            } else if let known = shapeIDs[sample.frames] {
+                shape = known
+            } else {
+                shape = shapes.count
+                shapeIDs[sample.frames] = shape
+                shapes.append(sample.frames.flatMap { frame -> [Int] in
+                    if let ids = frameIDs[frame] { return ids }
+                    let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.fallbackName(for: frame, modules: timeline.modules))
+                    let module = frame.module >= 0 && frame.module < timeline.modules.count ? frame.module : -1
+                    let expanded = (symbol.inlined ?? []).map { intern($0, module: module, inlined: true) }
+                        + [intern(symbol, module: module, inlined: false)]
+                    frameIDs[frame] = expanded
+                    return expanded
+                })
             }
-            stacks.append(Stack(ns: sample.ns, tid: sample.tid, phase: phase(of: sample.ns, starts: starts), functions: stack))
+            previous = (sample.frames, shape)
+            stacks.append(Stack(ns: sample.ns, tid: sample.tid, phase: phase(of: sample.ns, starts: starts), shape: shape,
+                                functions: shapes[shape]))
         }
     }
 
@@ -99,6 +120,23 @@ struct ProfileAnalysis {
 
     func moduleName(_ module: Int) -> String {
         module >= 0 ? moduleNames[module] : ""
+    }
+
+    /// The distinct stacks of the samples `indices` in order of first
+    /// sighting: each one's shape, its number of samples and its first sample.
+    func shapeCounts(_ indices: [Int]) -> [(shape: Int, samples: Int, first: Int)] {
+        var position: [Int: Int] = [:]
+        var counts: [(shape: Int, samples: Int, first: Int)] = []
+        for index in indices {
+            let shape = stacks[index].shape
+            if let at = position[shape] {
+                counts[at].samples += 1
+            } else {
+                position[shape] = counts.count
+                counts.append((shape, 1, index))
+            }
+        }
+        return counts
     }
 
     /// The samples `options` select (phase, thread), as indices into `stacks`.
@@ -206,7 +244,7 @@ struct ProfileAnalysis {
             let kept = counts.touched.filter {
                 count($0) > 0 && ms(count($0)) >= options.minMs && percent(count($0), of: total) >= options.minPercent
             }
-            return first(top ?? options.top, of: kept) { byCountThenName(count($0), functions[$0], count($1), functions[$1]) }
+            return first(top ?? options.top, of: kept) { byCountThenName(count($0), $0, count($1), $1) }
                 .map(row)
         }
         let table = ProfileReport.FunctionTable(
@@ -240,11 +278,12 @@ struct ProfileAnalysis {
         return best
     }
 
-    /// Most samples first, then by name, then by module: every ranking's order.
-    func byCountThenName(_ a: Int, _ fa: Function, _ b: Int, _ fb: Function) -> Bool {
+    /// Most samples first (`a` samples of function `fa` against `b` of
+    /// `fb`), then by name, then by module: every ranking's order.
+    func byCountThenName(_ a: Int, _ fa: Int, _ b: Int, _ fb: Int) -> Bool {
         if a != b { return a > b }
-        if fa.name != fb.name { return fa.name < fb.name }
-        return fa.module < fb.module
+        if functions[fa].name != functions[fb].name { return functions[fa].name < functions[fb].name }
+        return functions[fa].module < functions[fb].module
     }
 
     func percent(_ part: Int, of whole: Int) -> Double {

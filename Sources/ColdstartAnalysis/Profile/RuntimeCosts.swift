@@ -82,6 +82,24 @@ package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
     }
 }
 
+extension String {
+    /// Whether `needle`'s UTF-8 occurs in this string's (false for an empty
+    /// needle, as Foundation's `contains`): a byte search, where Foundation's
+    /// bridges both strings to `NSString` on every call.
+    func containsBytes(_ needle: String) -> Bool {
+        var haystack = self, needle = needle
+        return haystack.withUTF8 { bytes in
+            needle.withUTF8 { part in
+                guard let first = part.first, bytes.count >= part.count else { return false }
+                for start in 0...(bytes.count - part.count) where bytes[start] == first {
+                    if memcmp(bytes.baseAddress! + start, part.baseAddress!, part.count) == 0 { return true }
+                }
+                return false
+            }
+        }
+    }
+}
+
 /// How one table entry recognises a frame.
 package enum FramePattern: Sendable {
     /// The function's display or linkage name is exactly this.
@@ -102,7 +120,7 @@ package enum FramePattern: Sendable {
         case .prefix(let text):
             frame.function.hasPrefix(text) || frame.linkageName?.hasPrefix(text) == true
         case .contains(let text):
-            frame.function.contains(text) || frame.linkageName?.contains(text) == true
+            frame.function.containsBytes(text) || frame.linkageName?.containsBytes(text) == true
         case .linkageSuffix(let text):
             (frame.linkageName ?? frame.function).hasPrefix("$s") && (frame.linkageName ?? frame.function).hasSuffix(text)
         case .module(let text):
@@ -200,33 +218,22 @@ package enum RuntimeCostClassifier {
     /// The kind of a stack (leaf first), or nil when it is the app's own
     /// work (or a library's, outside every rule).
     package static func classify(_ stack: [NamedFrame]) -> Match? {
-        var cache: [FrameKey: Int] = [:]
-        return classify(stack, cache: &cache)
+        match(depths: stack.count) { rule(for: stack[$0], isLeaf: $0 == 0) }
     }
 
-    /// A frame as far as the table cares: the same key, the same rule.
-    struct FrameKey: Hashable {
-        var function: String
-        var linkageName: String?
-        var module: String
-        var isLeaf: Bool
+    /// The first rule (an index into `rules`; `rules.count` for none) that
+    /// matches `frame`, as the sampled frame itself (`isLeaf`) or further out.
+    static func rule(for frame: NamedFrame, isLeaf: Bool) -> Int {
+        rules.firstIndex { (isLeaf || !$0.leafOnly) && $0.patterns.contains { $0.matches(frame) } } ?? rules.count
     }
 
-    /// `classify`, remembering each distinct frame's rule in `cache` (a
-    /// launch has many samples but few distinct frames).
-    static func classify(_ stack: [NamedFrame], cache: inout [FrameKey: Int]) -> Match? {
+    /// The match of a stack of `depths` frames (leaf first) whose rules
+    /// `rule(depth)` gives.
+    static func match(depths: Int, rule: (Int) -> Int) -> Match? {
         var best = rules.count
         var depthOfBest = 0
-        for depth in stack.indices {
-            let frame = stack[depth]
-            let key = FrameKey(function: frame.function, linkageName: frame.linkageName, module: frame.module, isLeaf: depth == 0)
-            let rule: Int
-            if let cached = cache[key] {
-                rule = cached
-            } else {
-                rule = rules.firstIndex { ($0.leafOnly ? depth == 0 : true) && $0.patterns.contains { $0.matches(frame) } } ?? rules.count
-                cache[key] = rule
-            }
+        for depth in 0..<depths {
+            let rule = rule(depth)
             // Leaf first: the last match kept is the outermost, unless the
             // rule is named by its innermost frame.
             if rule < best || (rule == best && rule < rules.count && !rules[rule].innermostNamesIt) {
@@ -242,22 +249,59 @@ package enum RuntimeCostClassifier {
     /// is not itself runtime work (`__swift_instantiateConcreteTypeFromMangledName`
     /// is emitted into every binary).
     static func appFrame(in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool) -> NamedFrame? {
-        var cache: [FrameKey: Int] = [:]
-        return appFrame(in: stack, from: depth, isAppModule: isAppModule, cache: &cache)
+        appFrameDepth(depths: stack.count, from: depth, isApp: { isAppModule(stack[$0].module) },
+                      rule: { rule(for: stack[$0], isLeaf: false) }).map { stack[$0] }
     }
 
-    static func appFrame(
-        in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool, cache: inout [FrameKey: Int]
-    ) -> NamedFrame? {
-        guard depth < stack.count else { return nil }
-        for index in depth..<stack.count where isAppModule(stack[index].module) {
-            let frame = stack[index]
-            let key = FrameKey(function: frame.function, linkageName: frame.linkageName, module: frame.module, isLeaf: false)
-            let rule = cache[key] ?? rules.firstIndex { !$0.leafOnly && $0.patterns.contains { $0.matches(frame) } } ?? rules.count
-            cache[key] = rule
-            if rule == rules.count || rules[rule].innermostNamesIt { return frame }
+    /// `appFrame`'s depth, for a stack of `depths` frames whose frames
+    /// `isApp` says are the app's and whose rules away from the leaf `rule` gives.
+    static func appFrameDepth(depths: Int, from depth: Int, isApp: (Int) -> Bool, rule: (Int) -> Int) -> Int? {
+        guard depth < depths else { return nil }
+        for index in depth..<depths where isApp(index) {
+            let rule = rule(index)
+            if rule == rules.count || rules[rule].innermostNamesIt { return index }
         }
         return nil
+    }
+}
+
+/// The table's rule of each function of one launch, matched once per
+/// function (as the sampled frame and further out) whatever the number of
+/// samples: stacks are given as function ids.
+struct FrameRules {
+    private let frame: (Int) -> NamedFrame
+    /// Per function id: its rule as the leaf, and further out; -1 until matched.
+    private var leaf: [Int32]
+    private var inner: [Int32]
+    /// How many times a frame was matched against the table.
+    private(set) var framesMatched = 0
+
+    /// `frame(id)` is function `id` as the table reads it, for ids `0..<functions`.
+    init(functions: Int, frame: @escaping (Int) -> NamedFrame) {
+        self.frame = frame
+        leaf = [Int32](repeating: -1, count: functions)
+        inner = leaf
+    }
+
+    mutating func rule(_ function: Int, isLeaf: Bool) -> Int {
+        let known = isLeaf ? leaf[function] : inner[function]
+        if known >= 0 { return Int(known) }
+        framesMatched += 1
+        let rule = RuntimeCostClassifier.rule(for: frame(function), isLeaf: isLeaf)
+        if isLeaf { leaf[function] = Int32(rule) } else { inner[function] = Int32(rule) }
+        return rule
+    }
+
+    /// `RuntimeCostClassifier.classify` of a stack of function ids, leaf first.
+    mutating func classify(_ stack: [Int]) -> RuntimeCostClassifier.Match? {
+        RuntimeCostClassifier.match(depths: stack.count) { rule(stack[$0], isLeaf: $0 == 0) }
+    }
+
+    /// `RuntimeCostClassifier.appFrame` of a stack of function ids: the
+    /// app's function, named as the table reads it.
+    mutating func appFrame(in stack: [Int], from depth: Int, isApp: (Int) -> Bool) -> NamedFrame? {
+        RuntimeCostClassifier.appFrameDepth(depths: stack.count, from: depth, isApp: { isApp(stack[$0]) },
+                                            rule: { rule(stack[$0], isLeaf: false) }).map { frame(stack[$0]) }
     }
 }
 
@@ -289,17 +333,24 @@ package struct RuntimeCostSummary: Codable, Sendable {
     /// `stacks` are the samples (leaf first), each standing for
     /// `nsPerSample` of CPU time.
     package init(stacks: [[NamedFrame]], nsPerSample: Double, isAppModule: (String) -> Bool) {
+        self.init(classified: stacks.compactMap { stack in
+            RuntimeCostClassifier.classify(stack).map { match in
+                (match.kind, RuntimeCostClassifier.appFrame(in: stack, from: match.depth, isAppModule: isAppModule)?.function, 1)
+            }
+        }, totalSamples: stacks.count, nsPerSample: nsPerSample)
+    }
+
+    /// From stacks already classified: each one's kind, the app function
+    /// that led there, and how many of the `totalSamples` samples had it.
+    init(classified: [(kind: RuntimeCostKind, caller: String?, samples: Int)], totalSamples: Int, nsPerSample: Double) {
         var samples: [RuntimeCostKind: Int] = [:]
         var callers: [RuntimeCostKind: [String: Int]] = [:]
-        var cache: [RuntimeCostClassifier.FrameKey: Int] = [:]
-        for stack in stacks {
-            guard let match = RuntimeCostClassifier.classify(stack, cache: &cache) else { continue }
-            samples[match.kind, default: 0] += 1
-            let caller = RuntimeCostClassifier.appFrame(in: stack, from: match.depth, isAppModule: isAppModule, cache: &cache)
-            callers[match.kind, default: [:]][caller?.function ?? "(no frame in the app)", default: 0] += 1
+        for (kind, caller, count) in classified {
+            samples[kind, default: 0] += count
+            callers[kind, default: [:]][caller ?? "(no frame in the app)", default: 0] += count
         }
-        totalSamples = stacks.count
-        let total = Double(max(stacks.count, 1))
+        self.totalSamples = totalSamples
+        let total = Double(max(totalSamples, 1))
         rows = samples.map { kind, count in
             Row(
                 kind: kind, samples: count, ms: Double(count) * nsPerSample / 1e6, percent: Double(count) * 100 / total,

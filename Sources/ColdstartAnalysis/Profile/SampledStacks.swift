@@ -26,6 +26,9 @@ package struct SampledStacks: Sendable {
         package var functions: [Int]
         /// The recorded frames, leaf first, one per function id.
         package var frames: [Timeline.Frame]
+        /// The same for the samples with the same `frames`: an exporter's
+        /// work per distinct stack is keyed by it.
+        package var shape: Int
     }
 
     /// One distinct stack and how many selected samples had it.
@@ -84,7 +87,7 @@ package struct SampledStacks: Sendable {
         criticalPath = CriticalPath(timeline)
         samples = selected.map { index in
             Sample(ns: stacks[index].ns, tid: stacks[index].tid, phase: stacks[index].phase,
-                   functions: stacks[index].functions, frames: timeline.samples[index].frames)
+                   functions: stacks[index].functions, frames: timeline.samples[index].frames, shape: stacks[index].shape)
         }
         var names: [Int: String] = [:]
         let recorded = timeline.recordedThreadNames
@@ -107,10 +110,11 @@ package struct SampledStacks: Sendable {
     /// Every distinct stack (by function) of the selected samples, or of one
     /// thread's, with its sample count; most samples first, ties in stack order.
     package func totals(thread: Int? = nil) -> [StackTotal] {
+        var byShape: [Int: Int] = [:]
+        for sample in samples where thread == nil || sample.tid == thread { byShape[sample.shape, default: 0] += 1 }
+        // Stacks of different frames can be the same functions.
         var counts: [[Int]: Int] = [:]
-        for sample in samples where thread == nil || sample.tid == thread {
-            counts[Array(sample.functions.reversed()), default: 0] += 1
-        }
+        for (shape, samples) in byShape { counts[Array(analysis.shapes[shape].reversed()), default: 0] += samples }
         return counts.map { StackTotal(functions: $0.key, samples: $0.value) }
             .sorted { $0.samples != $1.samples ? $0.samples > $1.samples : $0.functions.lexicographicallyPrecedes($1.functions) }
     }

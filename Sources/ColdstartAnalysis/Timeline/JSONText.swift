@@ -34,7 +34,22 @@ package struct JSONText {
 
     package mutating func raw(_ text: String) { bytes += text.utf8 }
 
-    package mutating func int<T: BinaryInteger>(_ value: T) { bytes += String(value).utf8 }
+    package mutating func int<T: BinaryInteger>(_ value: T) {
+        guard let value = Int64(exactly: value) else { return bytes += String(value).utf8 }
+        // Digits written straight into the bytes: `String(value)` of a
+        // generic integer was most of a big profile's speedscope export.
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
+    }
 
     /// A finite number with at most `decimals` decimals, trailing zeros cut.
     package mutating func number(_ value: Double, decimals: Int = 3) {

@@ -20,6 +20,8 @@ struct TimelineScanner {
     /// Every `coldstart.samples` value, as byte ranges, and its parsed rows.
     private(set) var samplesRanges: [Range<Int>] = []
     private(set) var samples: [Timeline.Sample] = []
+    /// The row being read's frames, reused from row to row.
+    private var frames: [Timeline.Frame] = []
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -205,7 +207,7 @@ extension TimelineScanner {
             guard samples.count < TimelineLimits.maxSamples else {
                 throw Failure.limit("more than \(TimelineLimits.maxSamples) samples (the recorder writes at most that many)")
             }
-            samples.append(try row(samples.count))
+            samples.append(try row(samples.count, after: samples.last?.frames))
             guard let next = separator(samples.count - 1) else { throw Failure.syntax(truncated: true) }
             if next == UInt8(ascii: "]") { return samples }
         }
@@ -230,14 +232,14 @@ extension TimelineScanner {
             : MalformedSample(row: row, why: "is not [ns, tid, [module, address, …]]")
     }
 
-    private mutating func row(_ index: Int) throws -> Timeline.Sample {
+    private mutating func row(_ index: Int, after previous: [Timeline.Frame]?) throws -> Timeline.Sample {
         try expect(UInt8(ascii: "["), index)
         let ns = try integer(index, range: 0...Int64(TimelineLimits.maxOffsetNs), what: "time")
         try expect(UInt8(ascii: ","), index)
         let tid = try integer(index, range: Int64(Int32.min)...Int64(Int32.max), what: "thread id")
         try expect(UInt8(ascii: ","), index)
         try expect(UInt8(ascii: "["), index)
-        var frames: [Timeline.Frame] = []
+        frames.removeAll(keepingCapacity: true)
         skipSpace()
         if current == UInt8(ascii: "]") {
             at += 1
@@ -256,7 +258,13 @@ extension TimelineScanner {
             }
         }
         try expect(UInt8(ascii: "]"), index)
-        return Timeline.Sample(ns: Int64(ns), tid: Int(tid), frames: frames)
+        // A stack repeated by the next sample (the same work still running,
+        // or another thread's sample between) shares its array: a million
+        // samples are mostly repeats, and the analysis compares by identity first.
+        if let previous, previous == frames {
+            return Timeline.Sample(ns: Int64(ns), tid: Int(tid), frames: previous)
+        }
+        return Timeline.Sample(ns: Int64(ns), tid: Int(tid), frames: Array(frames))
     }
 
     /// A decimal integer within `range`.

@@ -129,7 +129,7 @@ extension Timeline {
 extension Timeline.Watch {
     /// Parses `coldstart.watch`; nil when absent.
     static func parse(_ value: Any?, moduleCount: Int, fail: (String) -> TimelineError) throws -> Self? {
-        guard let value, !(value is NSNull) else { return nil }
+        guard let value, !Timeline.isNull(value) else { return nil }
         func bad(_ what: String) -> TimelineError { fail("malformed timeline: watch: \(what)") }
         guard let object = value as? [String: Any] else { throw bad("not an object") }
         func number(_ key: String, in dict: [String: Any] = object) throws -> NSNumber {
