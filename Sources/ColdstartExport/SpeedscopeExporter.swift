@@ -44,6 +44,16 @@ package enum SpeedscopeExporter: StacksExporter {
 
         var byThread: [Int: [SampledStacks.Sample]] = [:]
         for sample in stacks.samples { byThread[sample.tid, default: []].append(sample) }
+        // Each distinct stack's `[root,…,leaf]` written once, then copied.
+        var written: [Int: String] = [:]
+        func stack(_ sample: SampledStacks.Sample) -> String {
+            if let text = written[sample.shape] { return text }
+            var one = JSONText(capacity: sample.functions.count * 6, escaping: .plain)
+            one.ints(sample.functions.reversed())
+            written[sample.shape] = one.text
+            return one.text
+        }
+        let weightText = String(weight)
         for (number, tid) in stacks.threads.enumerated() {
             let samples = byThread[tid] ?? []
             let start = samples.first?.ns ?? 0
@@ -57,12 +67,12 @@ package enum SpeedscopeExporter: StacksExporter {
             json.raw(",\"samples\":[")
             for (index, sample) in samples.enumerated() {
                 if index > 0 { json.raw(",") }
-                json.ints(sample.functions.reversed())
+                json.raw(stack(sample))
             }
             json.raw("],\"weights\":[")
             for index in samples.indices {
                 if index > 0 { json.raw(",") }
-                json.int(weight)
+                json.raw(weightText)
             }
             json.raw("]}")
         }

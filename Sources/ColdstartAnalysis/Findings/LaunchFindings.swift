@@ -44,14 +44,14 @@ extension ProfileAnalysis {
         let app = Set(executableModules.map(moduleName))
         let isAppModule = moduleNames.map(app.contains)
         var classified: [(kind: RuntimeCostKind, caller: String?, samples: Int)] = []
-        for (shape, samples, _) in shapeCounts(indices) {
-            let stack = shapes[shape]
+        for counted in shapeCounts(indices) {
+            let stack = shapes[counted.shape]
             guard let match = rules.classify(stack) else { continue }
             let caller = rules.appFrame(in: stack, from: match.depth) { id in
                 let module = functions[id].module
                 return module >= 0 && isAppModule[module]
             }
-            classified.append((match.kind, caller?.function, samples))
+            classified.append((match.kind, caller?.function, counted.samples))
         }
         return RuntimeCostSummary(classified: classified, totalSamples: indices.count, nsPerSample: nsPerSample)
     }
@@ -71,7 +71,7 @@ extension ProfileAnalysis {
             globals[id] = global
             return global
         }
-        var own: [(shape: Int, samples: Int, first: Int)] = []
+        var own: [ShapeCount] = []
         for counted in shapeCounts(indices) {
             let stack = shapes[counted.shape]
             if !stack.contains(where: isGlobal), initializerFrames(stack).isEmpty, rules.classify(stack) == nil { own.append(counted) }

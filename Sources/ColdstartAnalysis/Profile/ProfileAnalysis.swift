@@ -122,19 +122,40 @@ struct ProfileAnalysis {
         module >= 0 ? moduleNames[module] : ""
     }
 
-    /// The distinct stacks of the samples `indices` in order of first
-    /// sighting: each one's shape, its number of samples and its first sample.
-    func shapeCounts(_ indices: [Int]) -> [(shape: Int, samples: Int, first: Int)] {
-        var position: [Int: Int] = [:]
-        var counts: [(shape: Int, samples: Int, first: Int)] = []
-        for index in indices {
-            let shape = stacks[index].shape
-            if let at = position[shape] {
-                counts[at].samples += 1
-            } else {
-                position[shape] = counts.count
-                counts.append((shape, 1, index))
+    /// One distinct stack of some samples.
+    struct ShapeCount {
+        /// Index into `shapes`.
+        var shape: Int
+        var samples: Int
+        /// The first of the samples (in the order given) with it.
+        var first: Int
+        /// The earliest time of them.
+        var earliestNs: Int64
+    }
+
+    /// The distinct stacks of the samples `indices` in order of first sighting.
+    func shapeCounts(_ indices: [Int]) -> [ShapeCount] {
+        var counts: [ShapeCount] = []
+        func count(_ position: (Int) -> Int?, _ remember: (Int, Int) -> Void) {
+            for index in indices {
+                let stack = stacks[index]
+                if let at = position(stack.shape) {
+                    counts[at].samples += 1
+                    counts[at].earliestNs = min(counts[at].earliestNs, stack.ns)
+                } else {
+                    remember(stack.shape, counts.count)
+                    counts.append(ShapeCount(shape: stack.shape, samples: 1, first: index, earliestNs: stack.ns))
+                }
             }
+        }
+        // A table as long as the stacks for a big selection; a dictionary
+        // for a small one (one of 300,000 threads' single samples).
+        if indices.count >= shapes.count / 8 {
+            var position = [Int32](repeating: -1, count: shapes.count)
+            count({ position[$0] >= 0 ? Int(position[$0]) : nil }, { position[$0] = Int32($1) })
+        } else {
+            var position: [Int: Int] = [:]
+            count({ position[$0] }, { position[$0] = $1 })
         }
         return counts
     }
@@ -200,7 +221,9 @@ struct ProfileAnalysis {
         var selfCount: [Int]
         var totalCount: [Int]
         var firstSeen: [Int64]
-        var seenInSample: [Int]
+        /// The distinct stack (its position in the table's) that last
+        /// counted the function: a recursive call counts once.
+        var seenInStack: [Int]
         /// The functions with a count, in first-seen order.
         var touched: [Int] = []
 
@@ -208,7 +231,7 @@ struct ProfileAnalysis {
             selfCount = [Int](repeating: 0, count: functions)
             totalCount = selfCount
             firstSeen = [Int64](repeating: .max, count: functions)
-            seenInSample = [Int](repeating: -1, count: functions)
+            seenInStack = [Int](repeating: -1, count: functions)
         }
     }
 
@@ -221,14 +244,15 @@ struct ProfileAnalysis {
     /// The same with counters the caller reuses across many tables; they are
     /// all zero again when it returns.
     func functionTable(_ indices: [Int], options: ProfileOptions, top: Int? = nil, counts: inout FunctionCounts) -> ProfileReport.FunctionTable {
-        for index in indices {
-            let stack = stacks[index]
-            if let leaf = stack.functions.first { counts.selfCount[leaf] += 1 }
-            for function in stack.functions where counts.seenInSample[function] != index {
+        // Each distinct stack once, with its samples and its earliest.
+        for (position, entry) in shapeCounts(indices).enumerated() {
+            let stack = shapes[entry.shape]
+            if let leaf = stack.first { counts.selfCount[leaf] += entry.samples }
+            for function in stack where counts.seenInStack[function] != position {
                 if counts.totalCount[function] == 0 { counts.touched.append(function) }
-                counts.seenInSample[function] = index
-                counts.totalCount[function] += 1
-                counts.firstSeen[function] = min(counts.firstSeen[function], stack.ns)
+                counts.seenInStack[function] = position
+                counts.totalCount[function] += entry.samples
+                counts.firstSeen[function] = min(counts.firstSeen[function], entry.earliestNs)
             }
         }
         let total = indices.count
@@ -254,7 +278,7 @@ struct ProfileAnalysis {
             counts.selfCount[function] = 0
             counts.totalCount[function] = 0
             counts.firstSeen[function] = .max
-            counts.seenInSample[function] = -1
+            counts.seenInStack[function] = -1
         }
         counts.touched.removeAll(keepingCapacity: true)
         return table
