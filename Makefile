@@ -7,7 +7,7 @@ DEMO_RUNS ?= .build/demo-runs
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test test-arm64 check-c fixtures bench bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
+.PHONY: deps demo test test-arm64 check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -118,6 +118,16 @@ check-c:
 	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include \
 	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include -ICSupport/CHTTP/include $$f || exit 1; \
 	done
+
+# The CLI's own speed on big inputs (docs/performance.md, "The CLI on big
+# inputs"): report, report --html and every export of 100,000 and 1,000,000
+# samples, and aggregate of 10,000 and 100,000 timelines, as CPU time against
+# Python's json.load of the same files, from one interleaved run of a release
+# build. The inputs are made once into .build/bench-cli. BENCH_CLI_ROUNDS=N.
+BENCH_CLI_ROUNDS ?= 3
+bench-cli: deps
+	$(SWIFT) build -c release --product coldstart
+	scripts/bench-cli.py .build/release/coldstart $(BENCH_CLI_ROUNDS)
 
 # The HTML report and exports on a 100,000-sample profile: sizes, CLI times,
 # page load time in headless Chromium (docs/report.md).

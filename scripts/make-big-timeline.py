@@ -64,7 +64,7 @@ phases = [("kernel exec + loader", "loader", 0, 10_000_000),
           ("config loaded → ready", "app", end_ns // 2, end_ns)]
 doc = {"displayTimeUnit": "ms", "otherData": {"coldstartFormat": 1}, "traceEvents": [],
        "coldstart": {"version": 1,
-         "launch": {"startNs": 1_000_000_000, "startSource": "spawn-env", "startPrecisionNs": 0,
+         "launch": {"startNs": 1_000_000_000, "startSource": "spawn-env", "startPrecisionNs": 0, "startRealtimeUs": 1_700_000_000_000_000,
                     "earliestInitNs": 10_000_000, "mainNs": 20_000_000, "readyNs": end_ns, "endNs": end_ns,
                     "completed": True, "endReason": "ready"},
          "process": {"pid": pid, "executable": "/opt/app/App", "kernelRelease": "6.1.0", "swiftVersion": "6.3"},
