@@ -147,7 +147,10 @@ final class HostEdgeTests: XCTestCase {
             let result = try runProcess(host, ["drop-user", "65534", end], environment: ["COLDSTART": timeline])
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertEqual(result.stdout, "uid 65534\n")
-            XCTAssertEqual(result.stderr, "", end)
+            // The one line a privilege drop may cost: a thread first found
+            // blocked after it has no cause (its syscall file is root's now).
+            XCTAssertTrue(result.stderr.isEmpty || result.stderr == "coldstart: the program changed its user, which makes "
+                          + "/proc/self/task/<tid>/syscall root's: threads first blocked after that have no causes\n", "\(end): \(result.stderr)")
             let section = try XCTUnwrap(try object(timeline)["coldstart"] as? [String: Any], end)
             let marks = (section["marks"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
             XCTAssertEqual(marks, ["dropped"], end)

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -45,13 +46,20 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot) {
     if (slot->syscall_tried || !wt->syscall_readable) return slot->fd_syscall;
     slot->syscall_tried = true;
     slot->fd_syscall = cs_watch_open_task_file(wt->buf->threads[slot->thread].tid, "syscall");
+    int open_errno = errno;
     slot->ino_syscall = cs_watch_inode_of(slot->fd_syscall);
     char buf[128];
-    // Not there for a thread that is (its schedstat reads): this kernel has none.
+    // Not there for a thread that is (its schedstat reads): this kernel has
+    // none, or the program changed its user, after which the kernel makes
+    // the 0400 file root's (the process is no longer dumpable).
     if (slot->fd_syscall < 0 && cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) > 0) {
         wt->syscall_readable = false;
-        cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task/<tid>/syscall; off-CPU time will have no causes"
-                                        : "cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
+        if (open_errno == EACCES && prctl(PR_GET_DUMPABLE) == 0)
+            cs_warn("the program changed its user, which makes /proc/self/task/<tid>/syscall root's: "
+                    "threads first blocked after that have no causes", NULL);
+        else
+            cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task/<tid>/syscall; off-CPU time will have no causes"
+                                            : "cannot read /proc/self/task/<tid>/syscall; off-CPU time will have no causes", NULL);
     }
     return slot->fd_syscall;
 }
