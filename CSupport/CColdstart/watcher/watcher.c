@@ -35,8 +35,11 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     char buf[256];
     uint64_t run, wait, slices, sched_run;
     ssize_t n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
-    // A host that closes every descriptor closed ours: not a thread that ended.
-    if (n <= 0 && cs_watch_reopen_slot_files(slot)) n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
+    // A host that closes every descriptor closed ours: not a thread that
+    // ended. One that does so again and again (for milliseconds at main) can
+    // close the reopened files before they are read: a few tries.
+    for (int tries = 0; n <= 0 && tries < 4 && cs_watch_reopen_slot_files(slot); tries++)
+        n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
     if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
         cs_watch_thread_gone(slot);
         return;
