@@ -41,6 +41,9 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     for (int tries = 0; n <= 0 && tries < 4 && cs_watch_reopen_slot_files(slot); tries++)
         n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
     if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
+        // Still closing: if the thread exists (a signal 0 checks, sending
+        // nothing), this look is lost, not the thread; the next one reopens.
+        if (n <= 0 && syscall(SYS_tgkill, cs_g.proc.pid, t->tid, 0) == 0) return;
         cs_watch_thread_gone(slot);
         return;
     }
