@@ -113,14 +113,9 @@ static int64_t fixed_loop_cpu_ns(void) {
     return thread_cpu_ns() - start;
 }
 
-double bench_signal_cost_ns(int hz, long *signals, double *loop_ms) {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = empty_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&sa.sa_mask);
-    if (sigaction(SIGPROF, &sa, &old) != 0) return -1;
-    int64_t base = fixed_loop_cpu_ns();
+// The bench's sampling clock: each thread's user-mode CPU time, disabled
+// until enabled, one sample per 1/hz s.
+static struct perf_event_attr task_clock_attr(int hz) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.type = PERF_TYPE_SOFTWARE;
@@ -129,6 +124,19 @@ double bench_signal_cost_ns(int hz, long *signals, double *loop_ms) {
     a.sample_period = 1000000000ull / (uint64_t)hz;
     a.disabled = 1;
     a.exclude_kernel = 1;
+    return a;
+}
+
+
+double bench_signal_cost_ns(int hz, long *signals, double *loop_ms) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = empty_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, &old) != 0) return -1;
+    int64_t base = fixed_loop_cpu_ns();
+    struct perf_event_attr a = task_clock_attr(hz);
     a.wakeup_events = 1;
     int tid = (int)syscall(SYS_gettid);
     int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -184,14 +192,7 @@ static void *drain_ring(void *arg) {
 
 double bench_ring_cost_ns(int hz, int stack_bytes, long *samples, double *loop_ms) {
     int64_t base = fixed_loop_cpu_ns();
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.type = PERF_TYPE_SOFTWARE;
-    a.size = sizeof a;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = 1000000000ull / (uint64_t)hz;
-    a.disabled = 1;
-    a.exclude_kernel = 1;
+    struct perf_event_attr a = task_clock_attr(hz);
     a.exclude_callchain_kernel = 1;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
     if (stack_bytes > 0) {
