@@ -601,9 +601,14 @@ static void unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns, int copies) {
 
 static int is_stop_signal(int sig) { return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
 
-/* Handles one wait status of a traced thread. Returns 1 when this stop was
- * an interrupt of ours, sampled and let go. */
-static int handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) {
+/* Handles one wait status of a traced thread. Whatever the stop, it answers
+ * an interrupt of ours still pending: the kernel's ptrace_stop() clears a
+ * pending PTRACE_INTERRUPT on any trap ("any trap clears pending STOP trap"),
+ * so a thread interrupted on its way into a clone event or a signal's stop
+ * reports that stop and never the interrupt's. Waiting on for it stalled the
+ * tracer until the program ended (1 launch in ~10 of KnownCosts, whose
+ * Coldstart start-up clones a thread 7 ms in). */
+static void handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) {
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
         if (tid == t->pid) {
             t->exited = 1;
@@ -611,17 +616,19 @@ static int handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) {
             if (ru) t->usage = *ru;
         }
         drop_thread(t, tid);
-        return 0;
+        return;
     }
-    if (!WIFSTOPPED(status)) return 0;
+    if (!WIFSTOPPED(status)) return;
     trace_thread *th = thread_of(t, tid, 1);
     int event = status >> 16, sig = WSTOPSIG(status);
+    int interrupted = th && th->interrupted;
+    if (th) th->interrupted = 0;
     switch (event) {
     case PTRACE_EVENT_CLONE: {
         unsigned long child = 0;
         if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) == 0) thread_of(t, (pid_t)child, 1);
         ptrace(PTRACE_CONT, tid, 0, 0);
-        return 0;
+        return;
     }
     case PTRACE_EVENT_EXEC:
         /* A new image: the old threads and mappings are gone. */
@@ -636,52 +643,54 @@ static int handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) {
             th->credited_ns = thread_cpu_ns(th);  /* the fork child's time is not the program's */
         }
         ptrace(PTRACE_CONT, tid, 0, 0);
-        return 0;
+        return;
     case PTRACE_EVENT_STOP:
         if (is_stop_signal(sig)) {
             /* A group stop (SIGSTOP, ^Z): kept, as without a tracer. */
             siginfo_t si;
             if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) != 0 && errno == EINVAL) {
                 ptrace(PTRACE_LISTEN, tid, 0, 0);
-                return 0;
+                return;
             }
         }
-        if (th && th->interrupted) {
+        if (interrupted) {
             uint64_t ns = now_ns();
             int took = sample_stopped(t, th);
-            th->interrupted = 0;
             ptrace(PTRACE_CONT, tid, 0, 0);
             t->stopped_ns += now_ns() - ns;
             if (took) unwind_and_emit(t, tid, ns, took);
-            return 1;
+            return;
         }
         if (th) th->started = 1;
         ptrace(PTRACE_CONT, tid, 0, 0);
-        return 0;
+        return;
     default:
         break;
     }
     if (event != 0) {
         ptrace(PTRACE_CONT, tid, 0, 0);
-        return 0;
+        return;
     }
     /* A signal on its way to the program: given back, untouched. */
     ptrace(PTRACE_CONT, tid, 0, (void *)(uintptr_t)sig);
+}
+
+/* Whether an interrupt of ours has not been answered yet. Counted afresh
+ * each time: an exec drops threads whose answers never come. */
+static int interrupts_pending(const cs_trace *t) {
+    for (int i = 0; i < t->nthreads; i++)
+        if (t->threads[i].interrupted) return 1;
     return 0;
 }
 
 /* Interrupts every running thread once and samples it. */
 static void tick(cs_trace *t) {
-    int pending = 0;
     for (int i = 0; i < t->nthreads; i++) {
         trace_thread *th = &t->threads[i];
         if (!th->started || th->interrupted || thread_state(th) != 'R') continue;
-        if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) == 0) {
-            th->interrupted = 1;
-            pending++;
-        }
+        if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) == 0) th->interrupted = 1;
     }
-    while (pending > 0 && !t->exited) {
+    while (!t->exited && interrupts_pending(t)) {
         int status;
         struct rusage ru;
         pid_t tid = wait4(-1, &status, __WALL, &ru);
@@ -689,10 +698,7 @@ static void tick(cs_trace *t) {
             if (errno == EINTR) continue;
             break;
         }
-        trace_thread *th = thread_of(t, tid, 0);
-        int was = th && th->interrupted;
-        int sampled = handle(t, tid, status, &ru);
-        if (sampled || (was && !thread_of(t, tid, 0))) pending--;
+        handle(t, tid, status, &ru);
     }
 }
 
