@@ -106,9 +106,10 @@ static void close_events(cs_launch *l) {
     for (int i = 0; i < l->ncpus; i++) {
         if (l->rings[i]) munmap(l->rings[i], ring_bytes);
         if (l->fault_fds[i] >= 0) close(l->fault_fds[i]);
+        if (l->name_fds[i] >= 0) close(l->name_fds[i]);
         if (l->clock_fds[i] >= 0) close(l->clock_fds[i]);
         l->rings[i] = NULL;
-        l->fault_fds[i] = l->clock_fds[i] = -1;
+        l->fault_fds[i] = l->name_fds[i] = l->clock_fds[i] = -1;
     }
     l->ncpus = 0;
 }
@@ -157,6 +158,23 @@ static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned
         }
         l->rings[i] = ring;
         ioctl((int)fd, PERF_EVENT_IOC_ID, &l->clock_ids[i]);
+        /* Thread names, on an event of their own that counts nothing and
+         * stays on when the clock is stopped (a linked app's own sampler
+         * takes over at its start): a COMM record at exec and at each rename
+         * (prctl(PR_SET_NAME), pthread_setname_np), a FORK record at each
+         * clone, whose thread has its creator's name until it renames
+         * itself. Into the clock's ring; without it threads go unnamed. */
+        base_attr(&a, per_cpu);
+        a.config = PERF_COUNT_SW_DUMMY;
+        a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+        a.comm = 1;
+        a.task = 1;
+        long nfd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (nfd >= 0 && ioctl((int)nfd, PERF_EVENT_IOC_SET_OUTPUT, (int)fd) < 0) {
+            close((int)nfd);
+            nfd = -1;
+        }
+        l->name_fds[i] = (int)nfd;
         if (!fault_period) continue;
         /* No call chain: the faulting instruction and address are enough to
          * name code and file, and a chain per fault would cost more than the
@@ -179,7 +197,7 @@ static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned
 
 int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *const envp[],
                     char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period, unsigned flags) {
-    for (int i = 0; i < CS_LAUNCH_MAX_CPUS; i++) l->clock_fds[i] = l->fault_fds[i] = -1;
+    for (int i = 0; i < CS_LAUNCH_MAX_CPUS; i++) l->clock_fds[i] = l->fault_fds[i] = l->name_fds[i] = -1;
     l->error[0] = 0;
     l->perf_error[0] = 0;
     l->perf_errno = 0;

@@ -83,6 +83,7 @@ typedef struct {
     uint64_t credited_ns;  /* CPU time the samples so far stand for */
     int interrupted;       /* PTRACE_INTERRUPT sent, its stop not seen */
     int started;           /* its first stop was seen and let go */
+    char comm[16];         /* the kernel's name at the last look ("" before the first) */
 } trace_thread;
 
 struct cs_trace {
@@ -168,6 +169,46 @@ static void emit_mmap(cs_trace *t, const trace_map *m, const char *path, uint64_
     trailer[2] = CS_TRACE_SAMPLE_ID;
     memcpy(record + 40 + padded, trailer, 24);
     records_append(t->out, record, h.size);
+}
+
+/* A record of the task events' layout: `u32s` (pid, tid for COMM; pid,
+ * ppid, tid, ptid for FORK), then for COMM the name, NUL-padded to 8 bytes,
+ * for FORK the time, then sample_id_all's TID|TIME|IDENTIFIER trailer. */
+static void emit_task(cs_trace *t, uint32_t type, const uint32_t *u32s, int n, const char *name, pid_t tid, uint64_t ns) {
+    uint8_t record[8 + 16 + 16 + 8 + 24];
+    size_t at = 8;
+    memset(record, 0, sizeof record);
+    memcpy(record + at, u32s, (size_t)n * 4);
+    at += (size_t)n * 4;
+    if (name) {
+        size_t len = strnlen(name, 15);
+        memcpy(record + at, name, len);
+        at += (len + 1 + 7) & ~(size_t)7;
+    } else {
+        memcpy(record + at, &ns, 8);
+        at += 8;
+    }
+    uint32_t ids[2] = {(uint32_t)t->pid, (uint32_t)tid};
+    uint64_t id = CS_TRACE_SAMPLE_ID;
+    memcpy(record + at, ids, 8);
+    memcpy(record + at + 8, &ns, 8);
+    memcpy(record + at + 16, &id, 8);
+    at += 24;
+    struct perf_event_header h = {type, PERF_RECORD_MISC_USER, (uint16_t)at};
+    memcpy(record, &h, 8);
+    records_append(t->out, record, at);
+}
+
+/* PERF_RECORD_COMM: the thread's kernel name, as perf's comm records give it. */
+static void emit_comm(cs_trace *t, pid_t tid, const char *name, uint64_t ns) {
+    uint32_t ids[2] = {(uint32_t)t->pid, (uint32_t)tid};
+    emit_task(t, PERF_RECORD_COMM, ids, 2, name, tid, ns);
+}
+
+/* PERF_RECORD_FORK: a new thread, named as its creator until it renames itself. */
+static void emit_fork(cs_trace *t, pid_t tid, pid_t parent, uint64_t ns) {
+    uint32_t ids[4] = {(uint32_t)t->pid, (uint32_t)t->pid, (uint32_t)tid, (uint32_t)parent};
+    emit_task(t, PERF_RECORD_FORK, ids, 4, NULL, tid, ns);
 }
 
 /* ---- the program's mappings and files ---- */
@@ -503,13 +544,25 @@ static void drop_thread(cs_trace *t, pid_t tid) {
     }
 }
 
-/* 'R' (running or runnable) from /proc/PID/task/TID/stat; 0 when unreadable. */
-static char thread_state(const trace_thread *th) {
+/* 'R' (running or runnable) from /proc/PID/task/TID/stat; 0 when unreadable.
+ * The same read gives the thread's name (between the first '(' and the
+ * last ')': a name may hold either), so a rename is seen within a tick at
+ * no cost of its own, and written as a COMM record when it changed. */
+static char thread_state(cs_trace *t, trace_thread *th) {
     char buf[512];
     ssize_t n = th->stat_fd >= 0 ? pread(th->stat_fd, buf, sizeof buf - 1, 0) : -1;
     if (n <= 0) return 0;
     buf[n] = 0;
     char *close_paren = strrchr(buf, ')');
+    char *open_paren = strchr(buf, '(');
+    if (t->execed && open_paren && close_paren && close_paren > open_paren && close_paren - open_paren <= 16) {
+        size_t len = (size_t)(close_paren - open_paren - 1);
+        if (strncmp(th->comm, open_paren + 1, len) != 0 || th->comm[len] != 0) {
+            memcpy(th->comm, open_paren + 1, len);
+            th->comm[len] = 0;
+            emit_comm(t, th->tid, th->comm, now_ns());
+        }
+    }
     return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
 }
 
@@ -626,7 +679,8 @@ static void handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) 
     switch (event) {
     case PTRACE_EVENT_CLONE: {
         unsigned long child = 0;
-        if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) == 0) thread_of(t, (pid_t)child, 1);
+        if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) == 0 && thread_of(t, (pid_t)child, 1) && t->execed)
+            emit_fork(t, (pid_t)child, tid, now_ns());
         ptrace(PTRACE_CONT, tid, 0, 0);
         return;
     }
@@ -687,7 +741,7 @@ static int interrupts_pending(const cs_trace *t) {
 static void tick(cs_trace *t) {
     for (int i = 0; i < t->nthreads; i++) {
         trace_thread *th = &t->threads[i];
-        if (!th->started || th->interrupted || thread_state(th) != 'R') continue;
+        if (!th->started || th->interrupted || thread_state(t, th) != 'R') continue;
         if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) == 0) th->interrupted = 1;
     }
     while (!t->exited && interrupts_pending(t)) {

@@ -62,6 +62,9 @@ let package = Package(
         // `coldstart inspect`'s: 400 conforming Swift types and a C++ static
         // constructor, with no Foundation and no Coldstart.
         .target(name: "StaticConstructors"),
+        // Threads named in every way the kernel knows (issue 26, item 3), without Coldstart.
+        .target(name: "NamedWork"),
+        .executableTarget(name: "NamedThreads", dependencies: ["NamedWork"]),
         .executableTarget(name: "ManyConformances", dependencies: ["StaticConstructors"]),
     ]
 )

@@ -32,6 +32,7 @@ typedef struct cs_launch {
     int ncpus;                          /* rings in use (1 when per-task, not per-CPU) */
     int clock_fds[CS_LAUNCH_MAX_CPUS];  /* task-clock sampling events */
     int fault_fds[CS_LAUNCH_MAX_CPUS];  /* page-fault events (-1: not opened) */
+    int name_fds[CS_LAUNCH_MAX_CPUS];   /* thread names: COMM and FORK records (-1: not opened) */
     void *rings[CS_LAUNCH_MAX_CPUS];
     size_t ring_data_bytes;
     uint64_t clock_ids[CS_LAUNCH_MAX_CPUS];  /* PERF_EVENT_IOC_ID of each event */
@@ -148,7 +149,9 @@ long cs_launch_original_environment(char *buf, size_t cap);
  * covers, up to 256): registers and 16 KiB of stack, unwound with
  * libunwind's DWARF CFI (libunwind-x86_64.so.8, loaded at run time) while
  * the thread runs on. Samples and mappings land in the records as the perf
- * path's do (PERF_RECORD_SAMPLE with CS_TRACE_SAMPLE_ID, PERF_RECORD_MMAP).
+ * path's do (PERF_RECORD_SAMPLE with CS_TRACE_SAMPLE_ID, PERF_RECORD_MMAP,
+ * and for thread names PERF_RECORD_FORK at each clone and PERF_RECORD_COMM
+ * when a look at a thread's stat, once a period, finds a new name).
  * Signals are given back at their delivery stop, group stops kept, and a
  * system call an interrupt ended with EINTR restarted. x86_64 only.
  * None of these is async-signal-safe (malloc, stdio).

@@ -126,12 +126,51 @@ package struct PerfRecords {
         package var address: UInt64
     }
 
+    /// A thread's kernel name from then on (PERF_RECORD_COMM: at exec and
+    /// at each `prctl(PR_SET_NAME)` / `pthread_setname_np`).
+    package struct Name {
+        package var ns: UInt64
+        package var pid: Int
+        package var tid: Int
+        package var name: String
+    }
+
+    /// A new thread or process (PERF_RECORD_FORK): it has its creator's
+    /// name until it renames itself.
+    package struct Fork {
+        package var ns: UInt64
+        package var pid: Int
+        package var tid: Int
+        package var parentTid: Int
+    }
+
     package var mappings: [Mapping] = []
+    package var names: [Name] = []
+    package var forks: [Fork] = []
     package var samples: [Sample] = []
     package var kernelSamples: [KernelSample] = []
     package var faults: [Fault] = []
     /// Records the kernel could not write because a ring was full.
     package var lost: UInt64 = 0
+
+    /// Each thread of process `pid`'s kernel name at its end: the last name
+    /// a COMM record gave it, else its creator's name when it was created
+    /// (a thread inherits it), followed through the records in time order.
+    /// Threads with no name in any record are absent.
+    package func threadNames(pid: Int) -> [Int: String] {
+        enum Event { case name(Name), fork(Fork) }
+        let events = (names.filter { $0.pid == pid }.map { (ns: $0.ns, order: 1, event: Event.name($0)) }
+            + forks.filter { $0.pid == pid && $0.tid != pid }.map { (ns: $0.ns, order: 0, event: Event.fork($0)) })
+            .sorted { ($0.ns, $0.order) < ($1.ns, $1.order) }
+        var current: [Int: String] = [:]
+        for entry in events {
+            switch entry.event {
+            case .name(let name): current[name.tid] = name.name
+            case .fork(let fork): if let inherited = current[fork.parentTid] { current[fork.tid] = inherited }
+            }
+        }
+        return current
+    }
 
     /// Decodes records made with the sample types cs_launcher.c asks for:
     /// IDENTIFIER|IP|TID|TIME|CALLCHAIN (clock) and IDENTIFIER|IP|TID|TIME|ADDR
@@ -156,6 +195,13 @@ package struct PerfRecords {
                     ns: u64(end - 16), isExecutable: misc & 0x2000 == 0))
             case 2 where size >= 8 + 16:  // PERF_RECORD_LOST
                 lost += u64(body + 8)
+            case 3 where size >= 8 + 8 + 8 + 24:  // PERF_RECORD_COMM: pid, tid, name, trailer
+                var nameEnd = body + 8
+                while nameEnd < end - 24 && bytes[nameEnd] != 0 { nameEnd += 1 }
+                names.append(Name(ns: u64(end - 16), pid: Int(u32(body)), tid: Int(u32(body + 4)),
+                                  name: String(decoding: bytes[(body + 8)..<nameEnd], as: UTF8.self)))
+            case 7 where size >= 8 + 24 + 24:  // PERF_RECORD_FORK: pid, ppid, tid, ptid, time, trailer
+                forks.append(Fork(ns: u64(body + 16), pid: Int(u32(body)), tid: Int(u32(body + 8)), parentTid: Int(u32(body + 12))))
             case 9 where size >= 8 + 32:  // PERF_RECORD_SAMPLE
                 let id = u64(body), ip = u64(body + 8), tid = Int(u32(body + 20)), ns = u64(body + 24)
                 if faultIDs.contains(id), size >= 8 + 40 {

@@ -173,6 +173,7 @@ package struct LauncherTimeline {
         }
         section["launcher"] = launcherSection(mode: "linked", startNs: startNs, encoder: encoder, samplesWritten: early.count,
                                               boundaries: nil, kernelCut: cut)
+        section["threads"] = namedThreads(section, sampled: Set(early.map(\.tid)))
         root["coldstart"] = section
         return root
     }
@@ -214,6 +215,7 @@ package struct LauncherTimeline {
         section["sampling"] = tracedSampling(startNs: 0, stopNs: offset(capture.endNs, from: startNs))
         section["launcher"] = launcherSection(mode: "linked", startNs: startNs, encoder: encoder, samplesWritten: records.samples.count,
                                               boundaries: nil)
+        section["threads"] = namedThreads(section, sampled: Set(records.samples.map(\.tid)))
         root["coldstart"] = section
         return root
     }
@@ -281,9 +283,7 @@ package struct LauncherTimeline {
             "systemNs": capture.rusage.systemNs, "coldstartCpuNs": 0, "samples": records.samples.count, "dropped": 0,
             "threads": capture.perCPU ? "per-thread" : "main", "threadsSampled": tids.count, "threadsMissed": 0,
         ]
-        let threads = ([capture.pid] + tids.filter { $0 != capture.pid }.sorted()).map { tid -> [String: Any] in
-            ["tid": tid, "name": tid == capture.pid ? "main" : "thread \(tid)"]
-        }
+        let threads = threadSection(sampled: tids)
         let section: [String: Any] = [
             "version": Timeline.formatVersion, "launch": launch,
             "process": ["pid": capture.pid, "executable": SharedLibraries.canonicalPath(capture.executable),
@@ -303,6 +303,10 @@ package struct LauncherTimeline {
             ["ph": "M", "pid": capture.pid, "tid": 0, "name": "thread_name", "args": ["name": "Launch phases"]] as [String: Any],
         ]
         let spans: [Int64] = [0, bounds.loaderEndNs, mainNs, endNs]
+        for thread in threads {
+            events.append(["ph": "M", "pid": capture.pid, "tid": thread["tid"]!, "name": "thread_name",
+                           "args": ["name": thread["name"]!]] as [String: Any])
+        }
         for (index, phase) in phases.enumerated() {
             events.append(["ph": "X", "pid": capture.pid, "tid": 0, "name": phase["name"]!, "ts": Double(spans[index]) / 1000,
                            "dur": Double(spans[index + 1] - spans[index]) / 1000, "args": ["kind": phase["kind"]!]] as [String: Any])
@@ -317,6 +321,37 @@ package struct LauncherTimeline {
             "traceEvents": events,
             "coldstart": section,
         ]
+    }
+
+    /// The threads section of a program without Coldstart: the main thread
+    /// ("main", as the in-process writer names it), then every other thread
+    /// sampled or named in the records, by tid, each with the kernel's name
+    /// at its end (`PerfRecords.threadNames`), "thread TID" when no record
+    /// named it.
+    func threadSection(sampled: Set<Int>) -> [[String: Any]] {
+        let names = records.threadNames(pid: capture.pid)
+        let others = sampled.union(names.keys).subtracting([capture.pid]).sorted()
+        return [["tid": capture.pid, "name": "main"]] + others.map { ["tid": $0, "name": names[$0] ?? "thread \($0)"] }
+    }
+
+    /// A linked program's threads section with the kernel's names from the
+    /// launcher's records where the program had none of its own: a thread
+    /// that ended before the file was written is "thread TID" there (its
+    /// name could no longer be read), and one the launcher alone sampled
+    /// (before the program's sampler ran) is not listed.
+    func namedThreads(_ section: [String: Any], sampled: Set<Int>) -> [Any] {
+        let names = records.threadNames(pid: capture.pid)
+        var listed = Set<Int>()
+        var threads: [Any] = (section["threads"] as? [Any] ?? []).map { entry in
+            guard var thread = entry as? [String: Any], let tid = (thread["tid"] as? NSNumber)?.intValue else { return entry }
+            listed.insert(tid)
+            if let name = names[tid], thread["name"] as? String == "thread \(tid)" { thread["name"] = name }
+            return thread
+        }
+        for tid in sampled.subtracting(listed).sorted() {
+            threads.append(["tid": tid, "name": tid == capture.pid ? "main" : names[tid] ?? "thread \(tid)"])
+        }
+        return threads
     }
 
     static func signalName(_ signal: Int) -> String {
