@@ -1,6 +1,7 @@
 # `make demo`: build, profile the bundled example, print the report.
 # `make test`: the whole test suite.
-# `make install [PREFIX=/usr/local] [DESTDIR=]`: the coldstart CLI, man page and completions.
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the coldstart CLI, man page, completions and the
+# coldstart-keep-warm systemd unit (SYSTEMD_UNIT_DIR, default PREFIX/lib/systemd/system).
 SWIFT ?= swift
 DEMO_RUNS ?= .build/demo-runs
 # Test programs (Tests/Fixtures), built once per `make test` and shared by the tests.
@@ -42,16 +43,19 @@ test-arm64: deps
 PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
 install: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product coldstart
 	install -d $(INSTALL_ROOT)/bin $(INSTALL_ROOT)/share/man/man1 $(INSTALL_ROOT)/share/coldstart \
 	  $(INSTALL_ROOT)/share/bash-completion/completions $(INSTALL_ROOT)/share/zsh/site-functions \
-	  $(INSTALL_ROOT)/share/fish/vendor_completions.d
+	  $(INSTALL_ROOT)/share/fish/vendor_completions.d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
 	install -m 755 .build/release/coldstart $(INSTALL_ROOT)/bin/coldstart
 	.build/release/coldstart man > $(INSTALL_ROOT)/share/man/man1/coldstart.1
 	.build/release/coldstart completion bash > $(INSTALL_ROOT)/share/bash-completion/completions/coldstart
 	.build/release/coldstart completion zsh > $(INSTALL_ROOT)/share/zsh/site-functions/_coldstart
 	.build/release/coldstart completion fish > $(INSTALL_ROOT)/share/fish/vendor_completions.d/coldstart.fish
+	sed 's|@BINDIR@|$(PREFIX)/bin|' dist/systemd/coldstart-keep-warm.service > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/coldstart-keep-warm.service
+	chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/coldstart-keep-warm.service
 	{ echo "commit: $$(git describe --always --dirty 2>/dev/null || echo unknown)"; \
 	  echo "swift: $$($(SWIFT) --version 2>/dev/null | head -n 1)"; } > $(INSTALL_ROOT)/share/coldstart/build-info
 	@echo "installed $(INSTALL_ROOT)/bin/coldstart ($$($(INSTALL_ROOT)/bin/coldstart --version | head -n 1))"
@@ -67,21 +71,33 @@ fixtures: deps
 # What sampling costs: per-sample handler cost and launch-time ratios, from one
 # interleaved run of release builds (docs/performance.md), for the example and
 # for a ~10 ms command-line tool (CodableTool; BENCH_QUIET_RUNS launches of it
-# after 3 s with no perf event open). BENCH_RUNS=N. BENCH_TOOL_BEFORE=PATH (another
-# build of CodableTool, e.g. the previous commit's) joins the tool's rounds:
-# a change measured before/after in one interleaved run.
+# after 3 s with no perf event open), and its lone launches: quiet kernel, with
+# `coldstart keep-warm`, back to back, BENCH_LONE_LAUNCHES of each, with the other
+# CPU idle and busy, and what keep-warm costs (`make bench-lone`: that part alone).
+# BENCH_RUNS=N. BENCH_TOOL_BEFORE=PATH (another build of CodableTool, e.g. the
+# previous commit's) joins the tool's rounds: a change measured before/after in
+# one interleaved run.
 BENCH_RUNS ?= 40
 BENCH_QUIET_RUNS ?= 6
-bench: deps
-	$(SWIFT) build -c release
-	$(SWIFT) build -c release --package-path $(FIXTURES)
-	$(SWIFT) build -c release --package-path $(FIXTURES)/Unprofiled
-	$(FIXTURES)/.build/release/SamplerBench --runs $(BENCH_RUNS) --quiet-runs $(BENCH_QUIET_RUNS) \
+BENCH_LONE_LAUNCHES ?= 20
+BENCH_ARGS = --runs $(BENCH_RUNS) --quiet-runs $(BENCH_QUIET_RUNS) --lone-launches $(BENCH_LONE_LAUNCHES) \
 	  --host $(abspath $(FIXTURES)/.build/release/SamplerHost) \
 	  --linked $(abspath .build/release/ServiceStartup) \
 	  --plain $(abspath $(FIXTURES)/Unprofiled/.build/release/ServiceStartup) \
 	  --tool $(abspath $(FIXTURES)/.build/release/CodableTool) \
+	  --coldstart $(abspath .build/release/coldstart) \
 	  $(if $(BENCH_TOOL_BEFORE),--tool-before $(abspath $(BENCH_TOOL_BEFORE)))
+bench: deps
+	$(SWIFT) build -c release
+	$(SWIFT) build -c release --package-path $(FIXTURES)
+	$(SWIFT) build -c release --package-path $(FIXTURES)/Unprofiled
+	$(FIXTURES)/.build/release/SamplerBench $(BENCH_ARGS)
+
+.PHONY: bench-lone
+bench-lone: deps
+	$(SWIFT) build -c release --product coldstart
+	$(SWIFT) build -c release --package-path $(FIXTURES)
+	$(FIXTURES)/.build/release/SamplerBench $(BENCH_ARGS) --only lone
 
 # How long a SIGTERM takes to end a launch with 8 busy threads, profiled vs
 # not, interleaved (docs/performance.md, "Exit, kill and the host's signals").

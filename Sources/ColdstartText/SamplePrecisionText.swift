@@ -10,7 +10,8 @@ extension SamplingPrecision {
             lines += [
                 "Sampling began late, at \(Figure.format(clockStartedLateMs, decimals: 1)) ms: the kernel had no perf event open, "
                     + "and its first one waits 10–18 ms; sampled figures miss the launch before that.",
-                "  → profile with coldstart run (it keeps the kernel ready for its launches), or with any perf event open on the machine",
+                "  → run coldstart keep-warm on this machine (it keeps the kernel ready for every launch; make install installs "
+                    + "a systemd unit for it), or profile with coldstart run (it keeps the kernel ready for its own launches)",
             ]
         }
         if tooFew, let advice {

@@ -6,6 +6,7 @@ import Foundation
 let commands: [any Command.Type] = [
     ReportCommand.self,
     RunCommand.self,
+    KeepWarmCommand.self,
     CompareCommand.self,
     InspectCommand.self,
     SymbolizeCommand.self,

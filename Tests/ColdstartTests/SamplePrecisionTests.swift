@@ -81,7 +81,8 @@ final class SamplePrecisionTests: XCTestCase {
         XCTAssertEqual(late.profile?.precision.clockStartedLateMs, 26)
         let text = late.text(style: TextStyle(width: nil, color: false), full: false)
         XCTAssertTrue(text.contains("Sampling began late, at 26.0 ms"), text)
-        XCTAssertTrue(text.contains("→ profile with coldstart run"), text)
+        XCTAssertTrue(text.contains("→ run coldstart keep-warm on this machine"), text)
+        XCTAssertTrue(text.contains("or profile with coldstart run"), text)
         let full = late.text(style: TextStyle(width: nil, color: false), full: true)
         XCTAssertTrue(full.contains("Sampled stacks: 80 samples from 10.00 (clock running from 26.00) to "), full)
 
@@ -100,6 +101,7 @@ final class SamplePrecisionTests: XCTestCase {
         XCTAssertTrue(why.contains("before its first perf event was open"), why)
         let text = report.text(style: TextStyle(width: nil, color: false), full: false)
         XCTAssertTrue(text.contains("No samples: the sampling clock never ran"), text)
+        XCTAssertTrue(text.contains("→ run coldstart keep-warm on this machine"), text)
         XCTAssertTrue(text.contains("profile with coldstart run"), text)
         XCTAssertNil(try launch(samples: 5).report.noSamples)
     }

@@ -21,31 +21,7 @@ package struct PerfAdvice: Codable, Sendable, Equatable {
         let sampling = section?["sampling"] as? [String: Any]
         guard let refusal = PerfRefusal(json: launcher?["perfRefused"]) ?? PerfRefusal(json: sampling?["perfRefused"]) else { return nil }
         self.refusal = refusal
-        let call = "perf_event_open refused (\(refusal.errnoName))"
-        if refusal.errno == 38 {
-            cause = "no-perf"
-            because = "\(call): this kernel has no perf events, or a filter answers ENOSYS"
-        } else if refusal.seccomp == 2 {
-            cause = "seccomp"
-            because = "\(call) by a seccomp filter (Seccomp: 2 in /proc/self/status), as a container's default profile refuses it"
-        } else if let paranoid = refusal.paranoid, paranoid >= 3, refusal.capPerfmon != true {
-            cause = "paranoid"
-            because = "\(call): kernel.perf_event_paranoid = \(paranoid) (Debian's kernels default to 3, Ubuntu's to 4: no perf event for a user without CAP_PERFMON)"
-        } else {
-            cause = "capability"
-            because = "\(call) with kernel.perf_event_paranoid = \(refusal.paranoid.map(String.init) ?? "?") and no CAP_PERFMON"
-        }
-        switch cause {
-        case "seccomp":
-            remedy = "give the container CAP_PERFMON, which Docker's and containerd's default profiles then let call perf_event_open: "
-                + "docker run --cap-add PERFMON …, or in Kubernetes securityContext: {capabilities: {add: [\"PERFMON\"]}} (docs/containers.md)"
-        case "paranoid", "capability":
-            remedy = "sudo sysctl kernel.perf_event_paranoid=2 (kept across boots by a line kernel.perf_event_paranoid = 2 in "
-                + "/etc/sysctl.d/60-perf.conf), or sudo setcap cap_perfmon+ep \"$(command -v coldstart)\" so that coldstart run opens "
-                + "events on the programs it starts, which get no capability (docs/containers.md)"
-        default:
-            remedy = "profile with coldstart run: it samples by ptrace where there are no perf events (docs/containers.md)"
-        }
+        (cause, because, remedy) = Self.explain(refusal)
         let samples = (sampling?["samples"] as? NSNumber)?.intValue ?? timeline.samples.count
         let effective = (sampling?["effectiveHz"] as? NSNumber)?.doubleValue ?? 0
         let asked = (sampling?["requestedHz"] as? NSNumber)?.doubleValue ?? 0
@@ -64,5 +40,40 @@ package struct PerfAdvice: Codable, Sendable, Equatable {
         if cause == "seccomp" || cause == "paranoid" || cause == "capability", sampling?["clock"] as? String != "ptrace" {
             remedy += "; or run it under coldstart run, which samples by ptrace at ≥ 1 kHz without perf"
         }
+    }
+
+    /// A refusal's cause ("seccomp", "paranoid", "capability" or
+    /// "no-perf"), the cause in words, and the remedy for this machine:
+    /// what a launch's report says, and `coldstart keep-warm` when it is
+    /// refused.
+    package static func explain(_ refusal: PerfRefusal) -> (cause: String, because: String, remedy: String) {
+        let call = "perf_event_open refused (\(refusal.errnoName))"
+        let cause: String, because: String
+        if refusal.errno == 38 {
+            cause = "no-perf"
+            because = "\(call): this kernel has no perf events, or a filter answers ENOSYS"
+        } else if refusal.seccomp == 2 {
+            cause = "seccomp"
+            because = "\(call) by a seccomp filter (Seccomp: 2 in /proc/self/status), as a container's default profile refuses it"
+        } else if let paranoid = refusal.paranoid, paranoid >= 3, refusal.capPerfmon != true {
+            cause = "paranoid"
+            because = "\(call): kernel.perf_event_paranoid = \(paranoid) (Debian's kernels default to 3, Ubuntu's to 4: no perf event for a user without CAP_PERFMON)"
+        } else {
+            cause = "capability"
+            because = "\(call) with kernel.perf_event_paranoid = \(refusal.paranoid.map(String.init) ?? "?") and no CAP_PERFMON"
+        }
+        let remedy: String
+        switch cause {
+        case "seccomp":
+            remedy = "give the container CAP_PERFMON, which Docker's and containerd's default profiles then let call perf_event_open: "
+                + "docker run --cap-add PERFMON …, or in Kubernetes securityContext: {capabilities: {add: [\"PERFMON\"]}} (docs/containers.md)"
+        case "paranoid", "capability":
+            remedy = "sudo sysctl kernel.perf_event_paranoid=2 (kept across boots by a line kernel.perf_event_paranoid = 2 in "
+                + "/etc/sysctl.d/60-perf.conf), or sudo setcap cap_perfmon+ep \"$(command -v coldstart)\" so that coldstart run opens "
+                + "events on the programs it starts, which get no capability (docs/containers.md)"
+        default:
+            remedy = "profile with coldstart run: it samples by ptrace where there are no perf events (docs/containers.md)"
+        }
+        return (cause, because, remedy)
     }
 }

@@ -238,7 +238,11 @@ extension LaunchReport {
 
     /// Why the launch took no sample, with its numbers (`Timeline.unsampledReason`).
     static func noSamples(_ timeline: Timeline) -> String {
-        let advice = "profile with coldstart run (it keeps the kernel ready and samples from exec), or pool launches with coldstart run -n N"
+        var advice = "profile with coldstart run (it keeps the kernel ready and samples from exec), or pool launches with coldstart run -n N"
+        // A perf clock that never ran waited for a quiet kernel's first event.
+        if let sampling = timeline.sampling, sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil {
+            advice = "run coldstart keep-warm on this machine (it keeps the kernel ready for every launch), or " + advice
+        }
         if let sampling = timeline.sampling, sampling.clock == "posix-cpu-timer" {
             // The POSIX timers fire at the kernel tick, whatever the rate asked.
             let cpu = sampling.cpuNs.map { " of its " + Figure.format(Double($0) / 1e6, decimals: 1) + " ms of CPU" } ?? ""

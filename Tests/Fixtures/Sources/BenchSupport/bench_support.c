@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -63,13 +64,13 @@ int64_t bench_time_to_line(const char *path, char *const argv[], char *const env
     return bench_run(path, argv, envp, marker, &line) >= 0 ? line : -1;
 }
 
-int bench_perf_event_holders(void) {
+int bench_perf_event_holders(int except_pid) {
     DIR *proc = opendir("/proc");
     if (!proc) return -1;
     int holders = 0;
     struct dirent *p;
     while ((p = readdir(proc)) != NULL) {
-        if (p->d_name[0] < '1' || p->d_name[0] > '9') continue;
+        if (p->d_name[0] < '1' || p->d_name[0] > '9' || atoi(p->d_name) == except_pid) continue;
         char dir[64];
         snprintf(dir, sizeof dir, "/proc/%s/fd", p->d_name);
         DIR *fds = opendir(dir);
@@ -220,4 +221,58 @@ double bench_ring_cost_ns(int hz, int stack_bytes, long *samples, double *loop_m
     *samples = d.samples;
     *loop_ms = (double)base / 1e6;
     return d.samples > 0 ? (double)(sampled - base) / (double)d.samples : -1;
+}
+
+double bench_pingpong_ns(long rounds, int cpu) {
+    int there[2], back[2];
+    if (pipe(there) != 0) return -1;
+    if (pipe(back) != 0) { close(there[0]); close(there[1]); return -1; }
+    cpu_set_t one, old;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_getaffinity(0, sizeof old, &old);
+    sched_setaffinity(0, sizeof one, &one);   // the child inherits it
+    pid_t child = fork();
+    if (child == 0) {
+        char byte;
+        while (read(there[0], &byte, 1) == 1 && write(back[1], &byte, 1) == 1) {}
+        _exit(0);
+    }
+    double result = -1;
+    if (child > 0) {
+        char byte = 0;
+        long done = 0;
+        int64_t start = now_ns();
+        for (; done < rounds; done++)
+            if (write(there[1], &byte, 1) != 1 || read(back[0], &byte, 1) != 1) break;
+        int64_t elapsed = now_ns() - start;
+        if (done == rounds) result = (double)elapsed / (double)rounds;
+    }
+    close(there[1]);   // the child's read ends, and it exits
+    close(there[0]); close(back[0]); close(back[1]);
+    if (child > 0) waitpid(child, NULL, 0);
+    sched_setaffinity(0, sizeof old, &old);
+    return result;
+}
+
+double bench_open_ms(int cpu_wide, int *opened) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = cpu_wide ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_TASK_CLOCK;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int fds[256], n = 0, cpus = cpu_wide ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    if (cpus > 256) cpus = 256;
+    int64_t start = now_ns();
+    for (int c = 0; c < cpus; c++) {
+        int fd = (int)syscall(SYS_perf_event_open, &a, cpu_wide ? -1 : 0, cpu_wide ? c : -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd >= 0) fds[n++] = fd;
+    }
+    int64_t elapsed = now_ns() - start;
+    for (int i = 0; i < n; i++) close(fds[i]);
+    *opened = n;
+    return (double)elapsed / 1e6;
 }

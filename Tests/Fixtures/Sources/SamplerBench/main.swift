@@ -1,7 +1,8 @@
 // `make bench`: what sampling costs, measured in one interleaved run.
 //
 //     SamplerBench --host SamplerHost --linked ServiceStartup --plain ServiceStartup --tool CodableTool
-//                  [--runs N] [--quiet-runs N] [--only cost,kernel,example,tool]
+//                  --coldstart coldstart [--runs N] [--quiet-runs N] [--lone-launches N]
+//                  [--only cost,kernel,example,tool,lone]
 //
 // 1. Per-sample handler cost (median and p99, ns) at stack depths ~10 and ~50,
 //    for libunwind and the frame-pointer walk: SamplerHost burns 1 s of CPU at
@@ -15,12 +16,15 @@
 //    variants take turns, so drift on the machine hits them alike.
 // 3. A short command-line tool (ToolBench.swift): ratios to the same binary
 //    with COLDSTART unset, set-up on a quiet kernel, watcher CPU, exit delay.
+// 4. Its lone launches (LoneBench.swift): main-thread samples and when the
+//    clock ran, on a quiet kernel, with `coldstart keep-warm`, back to back;
+//    what keep-warm costs; the first perf_event_open, task-bound and per-CPU.
 import BenchSupport
 import Foundation
 
 struct Options {
-    var host = "", linked = "", plain = "", tool = "", toolBefore = "", runs = 40, quietRuns = 6
-    var sections: Set<String> = ["cost", "kernel", "example", "tool"]
+    var host = "", linked = "", plain = "", tool = "", toolBefore = "", coldstart = "", runs = 40, quietRuns = 6, loneLaunches = 20
+    var sections: Set<String> = ["cost", "kernel", "example", "tool", "lone"]
     init() {
         var it = CommandLine.arguments.dropFirst().makeIterator()
         while let flag = it.next() {
@@ -33,14 +37,20 @@ struct Options {
             case "--tool-before": toolBefore = value
             case "--runs": runs = Int(value) ?? runs
             case "--quiet-runs": quietRuns = Int(value) ?? quietRuns
+            case "--lone-launches": loneLaunches = Int(value) ?? loneLaunches
+            case "--coldstart": coldstart = value
             case "--only": sections = Set(value.split(separator: ",").map(String.init))
             default:
                 FileHandle.standardError.write(Data("SamplerBench: unknown option \(flag)\n".utf8))
                 exit(64)
             }
         }
-        if host.isEmpty || linked.isEmpty || plain.isEmpty || tool.isEmpty {
-            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH --tool PATH [--tool-before PATH] [--runs N] [--quiet-runs N] [--only cost,kernel,example,tool]\n".utf8))
+        // Each section's programs: only those of the sections asked for.
+        let needs: [(section: String, path: String)] = [
+            ("cost", host), ("example", linked), ("example", plain), ("tool", tool), ("lone", tool), ("lone", coldstart),
+        ]
+        if needs.contains(where: { sections.contains($0.section) && $0.path.isEmpty }) {
+            FileHandle.standardError.write(Data("usage: SamplerBench --host PATH --linked PATH --plain PATH --tool PATH --coldstart PATH [--tool-before PATH] [--runs N] [--quiet-runs N] [--lone-launches N] [--only cost,kernel,example,tool,lone]\n".utf8))
             exit(64)
         }
     }
@@ -228,6 +238,12 @@ if options.sections.contains("example") {
 
 if options.sections.contains("tool") {
     benchTool(options.tool, before: options.toolBefore.isEmpty ? nil : options.toolBefore, runs: options.runs, quietRuns: options.quietRuns)
+}
+
+// ---- 4. lone launches of the tool, keep-warm ----
+
+if options.sections.contains("lone") {
+    benchLone(tool: options.tool, coldstart: options.coldstart, launches: options.loneLaunches, pingPongPairs: 10)
 }
 
 extension String {

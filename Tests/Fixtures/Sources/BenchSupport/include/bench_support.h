@@ -31,6 +31,19 @@ double bench_ring_cost_ns(int hz, int stack_bytes, long *samples, double *loop_m
 /// that are "anon_inode:[perf_event]" under /proc/<pid>/fd; only the
 /// processes this user may inspect), -1 if /proc cannot be read. Zero for
 /// long enough means the kernel's perf scheduler hooks are off again.
-int bench_perf_event_holders(void);
+/// `except_pid` (0 for none) is not counted: a keep-warm the bench runs.
+int bench_perf_event_holders(int except_pid);
+
+/// A pipe ping-pong between this process and a forked child, both on CPU
+/// `cpu`: `rounds` round trips of one byte (two context switches each);
+/// CLOCK_MONOTONIC ns per round trip, negative on failure. What a context
+/// switch costs, with the kernel's perf scheduler hooks on or off.
+double bench_pingpong_ns(long rounds, int cpu);
+
+/// Opens counting perf events and closes them: with `cpu_wide` a CPU-clock
+/// event per online CPU (pid -1; needs CAP_PERFMON or perf_event_paranoid
+/// <= 0), else a task-clock event on this process; returns the ms the opens
+/// took (CLOCK_MONOTONIC) and in *opened how many opened.
+double bench_open_ms(int cpu_wide, int *opened);
 
 #endif
