@@ -22,7 +22,8 @@ extension Finding {
             let titleRoom = max(width - rank.count - figures.count - 1, 10)
             let title = clipped(finding.title, to: titleRoom).padding(toLength: titleRoom, withPad: " ", startingAt: 0)
             lines.append(String((rank + title + " " + figures).reversed().drop { $0 == " " }.reversed()))
-            lines.append("    " + clipped((finding.intervalText.map { $0 + " · " } ?? "") + finding.location, to: width - 4))
+            lines += wrapped((finding.intervalText.map { $0 + " · " } ?? "") + finding.location, width: width - 4, continuation: "  ")
+                .map { "    " + $0 }
             lines += wrapped("→ " + finding.advice, width: width - 4, continuation: "  ").map { "    " + $0 }
         }
         if let note = overlapNote(findings) { lines += wrapped("(\(note))", width: width, continuation: " ") }

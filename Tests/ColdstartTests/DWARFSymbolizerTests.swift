@@ -202,3 +202,18 @@ final class DWARFSymbolizerTests: XCTestCase {
         XCTAssertTrue(symbols.contains { $0.file?.hasSuffix("malloc.c") == true && ($0.line ?? 0) > 0 })
     }
 }
+
+extension DWARFSymbolizerTests {
+    /// libdw's module-wide look-up gives up on a Swift binary (a Clang
+    /// module's skeleton unit has no address), and its functions' DWARF 5
+    /// addresses are beyond it: KnownCosts' frames had no line, so a
+    /// finding could not say where the app made its call.
+    func testASwiftProgramsFramesHaveTheirFileAndLine() throws {
+        let binary = try FixturePrograms.path("KnownCosts")
+        let burn = try symbol("$s10KnownCosts7burnCPU12millisecondsys6UInt64V_tF", in: binary)
+        let module = try DWARFModule(path: binary)
+        let places = (burn.address..<burn.address + burn.size).compactMap { module.frames(at: $0).first }
+        XCTAssertTrue(places.contains { $0.file?.hasSuffix("KnownCosts/Burn.swift") == true && ($0.line ?? 0) > 0 }, "\(places.prefix(3))")
+        XCTAssertTrue(places.allSatisfy { $0.name == "$s10KnownCosts7burnCPU12millisecondsys6UInt64V_tF" }, "\(places.prefix(3))")
+    }
+}

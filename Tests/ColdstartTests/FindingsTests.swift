@@ -273,3 +273,58 @@ final class FindingsTests: XCTestCase {
         XCTAssertTrue(Finding.lines(Finding.ranked(inputs), width: 60).allSatisfy { $0.count <= 60 })
     }
 }
+
+extension FindingsTests {
+    /// CodableTool's `main` is mostly JSONEncoder.encode and
+    /// JSONDecoder.decode, and its first screen named two app functions of
+    /// a millisecond each and never the JSON calls; a slow leaf was named
+    /// without who called it. The library call is a finding at the app's
+    /// line, and a slow function names its callers and its self and total
+    /// time.
+    func testALibraryCallIsNamedAtTheAppsLineAndASlowFunctionByItsCallers() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let foundation = builder.module("/usr/lib/swift/linux/libFoundationEssentials.so")
+        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "App_main", file: "/src/App/main.swift", line: 8)
+        let encode = SampledTimelineBuilder.Frame(
+            module: foundation, name: "FoundationEssentials.JSONEncoder.encode<A where A: Encodable>(A) throws -> FoundationEssentials.Data")
+        let wrap = SampledTimelineBuilder.Frame(module: foundation, name: "FoundationEssentials.__JSONEncoder.wrapGeneric<A>(_: A) throws -> ()")
+        for index in 0..<40 {
+            // Runtime work inside the call is the call's.
+            let leaf: [SampledTimelineBuilder.Frame] = index % 4 == 0 ? [.init(module: core, name: "swift_getTypeByMangledName")] : []
+            builder.sample(at: 20 + Double(index) * 0.5, [main, encode, wrap] + leaf)
+        }
+        let load = SampledTimelineBuilder.Frame(module: app, name: "App.loadCatalog(path: String) throws -> App.Catalog", file: "/src/App/main.swift", line: 9)
+        for index in 0..<30 {
+            builder.sample(at: 45 + Double(index) * 0.5, [main, load, .init(module: app, name: "App.spin(Double) -> ()")])
+        }
+        let findings = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).report.findings)
+
+        let call = try XCTUnwrap(findings.first { $0.kind == .libraryCall }, "\(findings.map(\.title))")
+        XCTAssertEqual(call.title, "library call JSONEncoder.encode(_:)")
+        XCTAssertEqual(call.certainty, .samples(40), "the runtime work inside it is its")
+        XCTAssertEqual(call.callers, ["main at main.swift:8"])
+        XCTAssertEqual(call.callSite, "main.swift:8")
+        XCTAssertEqual(call.selfMs, 0)
+        XCTAssertEqual(try XCTUnwrap(call.totalMs), 40, accuracy: 1e-9)
+        XCTAssertTrue(call.location.hasPrefix("called from main at main.swift:8 · in libFoundationEssentials.so; self 0.0 ms, on the stack 40.0 ms"),
+                      call.location)
+
+        let spin = try XCTUnwrap(findings.first { $0.kind == .slowFunction }, "\(findings.map(\.title))")
+        XCTAssertEqual(spin.title, "slow function App.spin(Double) -> ()")
+        XCTAssertEqual(spin.callers, ["App.loadCatalog(path:) at main.swift:9"])
+        XCTAssertEqual(try XCTUnwrap(spin.selfMs), 30, accuracy: 1e-9)
+        XCTAssertEqual(try XCTUnwrap(spin.totalMs), 30, accuracy: 1e-9)
+        XCTAssertTrue(spin.location.hasPrefix("called from App.loadCatalog(path:) at main.swift:9 · module App; self 30.0 ms"), spin.location)
+    }
+
+    func testBriefNamesKeepTheArgumentLabels() {
+        XCTAssertEqual(ProfileAnalysis.briefName("InventoryWork.Item.init(from: Decoder) throws -> InventoryWork.Item"), "InventoryWork.Item.init(from:)")
+        XCTAssertEqual(ProfileAnalysis.briefName("f(_: (A) throws -> B, count: Int)"), "f(_:count:)")
+        XCTAssertEqual(ProfileAnalysis.briefName("ParsableCommand._commandName.getter : Swift.String"), "ParsableCommand._commandName.getter")
+        XCTAssertEqual(ProfileAnalysis.briefName("std::vector<int>::push_back(int const&)"), "std::vector::push_back")
+        XCTAssertEqual(ProfileAnalysis.withoutModule("FoundationEssentials.JSONEncoder.encode(_:)"), "JSONEncoder.encode(_:)")
+        XCTAssertEqual(ProfileAnalysis.withoutModule("App.load()"), "App.load()")
+    }
+}

@@ -60,7 +60,7 @@ final class SamplePrecisionTests: XCTestCase {
         let interval = SamplePrecision.interval(4, msPerSample: 1)
         XCTAssertEqual(try XCTUnwrap(finding.msLow), interval.low, accuracy: 1e-9)
         XCTAssertEqual(try XCTUnwrap(finding.msHigh), interval.high, accuracy: 1e-9)
-        XCTAssertTrue(text.contains("    95%: \(String(format: "%.1f", interval.low))–\(String(format: "%.1f", interval.high)) ms · module App"), text)
+        XCTAssertTrue(text.contains("    95%: \(String(format: "%.1f", interval.low))–\(String(format: "%.1f", interval.high)) ms · called from main · module App"), text)
         XCTAssertTrue(text.contains("  precision: 95% intervals (Poisson): 5 samples 1.6–11.7 ms"), text)
 
         // The JSON and the page say the same.

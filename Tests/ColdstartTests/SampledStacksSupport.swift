@@ -10,6 +10,9 @@ struct SampledTimelineBuilder {
         var module: Int
         var name: String
         var system: String?
+        /// The source place DWARF would give (a return address: the call's line).
+        var file: String?
+        var line: Int?
     }
 
     var pid = 4242
@@ -37,7 +40,7 @@ struct SampledTimelineBuilder {
     var symbolized = true
     private(set) var modules: [[String: Any]] = []
     private(set) var samples: [[Any]] = []
-    private(set) var symbols: [String: [String: String]] = [:]
+    private(set) var symbols: [String: [String: Any]] = [:]
     private var addresses: [String: UInt64] = [:]
 
     /// Adds a module (no file needs to exist when the timeline is symbolized).
@@ -52,12 +55,14 @@ struct SampledTimelineBuilder {
     mutating func sample(at ms: Double, tid: Int? = nil, _ stack: [Frame]) {
         var pairs: [Any] = []
         for frame in stack.reversed() {
-            let key = "\(frame.module)\u{1}\(frame.name)"
+            let key = "\(frame.module)\u{1}\(frame.name)\u{1}\(frame.line ?? 0)"
             let address = addresses[key] ?? UInt64(0x1000 + addresses.count * 0x100)
             addresses[key] = address
             pairs += [frame.module, address]
-            var symbol = ["name": frame.name]
+            var symbol: [String: Any] = ["name": frame.name]
             if let system = frame.system { symbol["system"] = system }
+            if let file = frame.file { symbol["file"] = file }
+            if let line = frame.line { symbol["line"] = line }
             symbols["\(frame.module):\(address)"] = symbol
         }
         samples.append([Int64((ms * 1e6).rounded()), tid ?? pid, pairs])

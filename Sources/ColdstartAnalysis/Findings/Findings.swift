@@ -6,6 +6,7 @@ import Foundation
 package struct Finding: Codable, Sendable, Equatable {
     package enum Kind: String, Codable, Sendable, CaseIterable {
         case slowFunction = "slow-function"
+        case libraryCall = "library-call"
         case slowLazyGlobal = "slow-lazy-global"
         case slowInitializer = "slow-initializer"
         case blockingWait = "blocking-wait"
@@ -71,6 +72,16 @@ package struct Finding: Codable, Sendable, Equatable {
     /// the count (SamplePrecision); absent for the other certainties.
     package var msLow: Double?
     package var msHigh: Double?
+    /// For a slow function or library call: its time as the leaf, and with
+    /// it anywhere on the critical path's stacks (the runtime work, lazy
+    /// globals and initializers inside it included, which `ms` leaves to
+    /// their own findings).
+    package var selfMs: Double?
+    package var totalMs: Double?
+    /// Its callers on its heaviest stack, nearest first, up to the app's
+    /// own code, whose call reads "File.swift:8" when DWARF has it.
+    package var callers: [String]?
+    package var callSite: String?
 }
 
 /// What findings are made from: figures the analysis already has, in plain
@@ -90,6 +101,18 @@ package struct FindingInputs: Sendable {
         package var ms: Double
         package var samples: Int
         package var phase: String?
+        /// Samples with it as the leaf, and anywhere on the stack, of all
+        /// the critical path's samples (runtime work inside it included);
+        /// nil when not counted.
+        package var selfSamples: Int?
+        package var selfMs: Double?
+        package var totalSamples: Int?
+        package var totalMs: Double?
+        /// Its callers on its heaviest stack, nearest first, up to the app's
+        /// own code (`ProfileAnalysis.callers`).
+        package var callers: [String] = []
+        /// The app's call on that stack, "File.swift:8", from DWARF.
+        package var callSite: String?
         package init(name: String, module: String, ms: Double, samples: Int, phase: String? = nil) {
             (self.name, self.module, self.ms, self.samples, self.phase) = (name, module, ms, samples, phase)
         }
@@ -243,6 +266,10 @@ package struct FindingInputs: Sendable {
     /// the function on the stack, outside every lazy global and initializer
     /// (those have findings of their own).
     package var functions: [NamedCost] = []
+    /// The calls the app's own code makes into a library that hold the
+    /// critical path (the outermost library frame under an app frame),
+    /// runtime work inside them included.
+    package var libraryCalls: [NamedCost] = []
     package var lazyGlobals: [NamedCost] = []
     package var initializers: [Initializer] = []
     package var blockingWaits: [BlockingWait] = []
@@ -253,6 +280,26 @@ package struct FindingInputs: Sendable {
 
     package init(launchMs: Double) {
         self.launchMs = launchMs
+    }
+}
+
+extension FindingInputs.NamedCost {
+    /// A finding's location: its callers with the call's line, its module
+    /// (`module`, as the finding says it), its self and on-the-stack time,
+    /// and the phase it was first seen in.
+    func whereText(module: String) -> String {
+        var parts: [String] = []
+        if !callers.isEmpty { parts.append("called from " + callers.joined(separator: " ← ")) }
+        var figures = module
+        if let selfMs, let totalMs {
+            figures += String(format: "; self %.1f ms, on the stack %.1f ms", selfMs, totalMs)
+            if totalMs - ms >= 0.05 {
+                figures += String(format: " (%.1f ms of it runtime work or start-up code, in their own findings)", totalMs - ms)
+            }
+        }
+        parts.append(figures)
+        if let phase { parts.append("phase '\(phase)'") }
+        return parts.joined(separator: " · ")
     }
 }
 
@@ -306,12 +353,22 @@ extension Finding {
                     ? "runs before main on every launch; move the work to first use"
                     : "runs before main whether the app uses the library or not; load it later (dlopen) or drop it"))
         }
+        let end = inputs.endsAtReady ? "ready()" : "exit"
         for function in inputs.functions {
             candidates.append(Finding(
                 kind: .slowFunction, title: "slow function \(function.name)", ms: function.ms, percent: percent(function.ms),
-                location: "module \(function.module)" + (function.phase.map { ", phase '\($0)'" } ?? ""),
+                location: function.whereText(module: "module \(function.module)"),
                 certainty: .samples(function.samples),
-                advice: "on the critical path to \(inputs.endsAtReady ? "ready()" : "exit"); defer it, run it concurrently, or make it cheaper"))
+                advice: "on the critical path to \(end); defer it, run it concurrently, or make it cheaper",
+                selfMs: function.selfMs, totalMs: function.totalMs, callers: function.callers, callSite: function.callSite))
+        }
+        for call in inputs.libraryCalls {
+            candidates.append(Finding(
+                kind: .libraryCall, title: "library call \(call.name)", ms: call.ms, percent: percent(call.ms),
+                location: call.whereText(module: "in \(call.module)"), certainty: .samples(call.samples),
+                advice: "the app's call into \(call.module) holds the critical path to \(end); make it later, less often or on less data, "
+                    + "or off the critical path",
+                selfMs: call.selfMs, totalMs: call.totalMs, callers: call.callers, callSite: call.callSite))
         }
         for wait in inputs.blockingWaits {
             candidates.append(Finding(

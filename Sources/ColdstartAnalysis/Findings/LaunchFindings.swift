@@ -133,10 +133,17 @@ extension ProfileAnalysis {
         }) { members[$0] ?? [] }.values.compactMap { $0.min { depth($0) < depth($1) } }
         let candidates = distinct.map { ($0, samples[$0] ?? 0) }
             .sorted { ($0.1, functions[$1.0].name) > ($1.1, functions[$0.0].name) }
-        return candidates.prefix(limit).map { id, count in
-            let phase = firstPhase[id].map { phaseNames[$0] }
-            return .init(name: Self.shortName(functions[id].name), module: moduleName(functions[id].module), ms: ms(count),
-                         samples: count, phase: phase)
+        let kept = candidates.prefix(limit)
+        let times = stackTimes(of: Set(kept.map(\.0)), over: indices)
+        return kept.map { id, count in
+            var cost = FindingInputs.NamedCost(name: Self.shortName(functions[id].name), module: moduleName(functions[id].module), ms: ms(count),
+                                               samples: count, phase: firstPhase[id].map { phaseNames[$0] })
+            // Named from the stack that holds most of its samples.
+            if let heaviest = members[id]?.max(by: { own[$0].samples < own[$1].samples }),
+               let position = shapes[own[heaviest].shape].firstIndex(of: id) {
+                (cost.callers, cost.callSite) = callers(of: position, inSample: own[heaviest].first)
+            }
+            return withStackTimes(cost, times[id])
         }
     }
 
@@ -164,11 +171,12 @@ extension ProfileAnalysis {
     }
 
     /// Frames that are no place to act on: entry points, closures, thunks,
-    /// and frames left unnamed (`module+0x…`: every address its own row).
+    /// protocol witnesses, and frames left unnamed (`module+0x…`: every
+    /// address its own row).
     static func isPlumbing(_ name: String) -> Bool {
         name.containsBytes("+0x") || name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
             || name.hasPrefix("closure #") || name.hasPrefix("implicit closure #") || name.containsBytes("thunk")
-            || name.hasPrefix("partial apply") || name.hasPrefix("__libc_")
+            || name.hasPrefix("partial apply") || name.hasPrefix("__libc_") || name.hasPrefix("protocol witness for ")
     }
 }
 
@@ -210,6 +218,7 @@ extension FindingInputs {
             let critical = analysis.criticalPathSamples(path: blockedTime?.path ?? [])
             var rules = analysis.frameRules()
             functions = analysis.slowFunctions(critical.samples, limit: Finding.limit, rules: &rules)
+            libraryCalls = analysis.libraryCalls(critical.samples, limit: Finding.limit, rules: &rules)
             runtimeCosts = analysis.runtimeCosts(critical.samples, rules: &rules)
             runtimeCosts?.scope = critical.scope.rawValue
         }

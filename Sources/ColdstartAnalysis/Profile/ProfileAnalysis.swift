@@ -26,6 +26,9 @@ struct ProfileAnalysis {
     let timeline: Timeline
     let sampling: Timeline.Sampling
     let nsPerSample: Double
+    /// The frames' names by `Timeline.Frame.key`, with their source places
+    /// (a finding names the line of the app's call).
+    let symbols: [String: Timeline.Symbol]
     private(set) var functions: [Function] = []
     private(set) var stacks: [Stack] = []
     /// Every distinct stack (leaf first, function ids) in order of first
@@ -44,6 +47,7 @@ struct ProfileAnalysis {
         self.timeline = timeline
         self.sampling = sampling
         self.nsPerSample = nsPerSample
+        self.symbols = symbols
         moduleNames = timeline.modules.map { Symbolizer.moduleName($0.path) }
         for (index, module) in timeline.modules.enumerated() {
             let name = moduleNames[index]

@@ -147,9 +147,48 @@ final class DWARFModule {
         return Self.unversioned(String(cString: name))
     }
 
-    private func dwarfFrames(at address: UInt64) -> [SourceFrame] {
+    /// Every compile unit's address ranges, read once, for the units
+    /// libdw's own look-up cannot find: it builds one table from every unit
+    /// and gives up on all of them when one has no address (a Clang
+    /// module's skeleton unit, in every Swift binary), so a Swift program's
+    /// functions had no file and line.
+    private lazy var unitRanges: [(start: UInt64, end: UInt64, offset: Dwarf_Off)] = {
         var bias: Dwarf_Addr = 0
-        guard let unit = dwfl_module_addrdie(module, address, &bias), address >= bias else { return [] }
+        guard let dwarf = dwfl_module_getdwarf(module, &bias) else { return [] }
+        var ranges: [(start: UInt64, end: UInt64, offset: Dwarf_Off)] = []
+        var offset: Dwarf_Off = 0, next: Dwarf_Off = 0
+        var headerSize = 0
+        while dwarf_nextcu(dwarf, offset, &next, &headerSize, nil, nil, nil) == 0 {
+            var unit = Dwarf_Die()
+            if dwarf_offdie(dwarf, offset + Dwarf_Off(headerSize), &unit) != nil {
+                var base: Dwarf_Addr = 0, start: Dwarf_Addr = 0, end: Dwarf_Addr = 0
+                var position = dwarf_ranges(&unit, 0, &base, &start, &end)
+                while position > 0 {
+                    if end > start { ranges.append((start + bias, end + bias, offset + Dwarf_Off(headerSize))) }
+                    position = dwarf_ranges(&unit, position, &base, &start, &end)
+                }
+            }
+            offset = next
+        }
+        return ranges
+    }()
+
+    /// The compile unit holding `address` (and the module's bias), by
+    /// libdw's look-up or else `unitRanges`, into `storage`.
+    private func unit(at address: UInt64, storage: UnsafeMutablePointer<Dwarf_Die>) -> (UnsafeMutablePointer<Dwarf_Die>, Dwarf_Addr)? {
+        var bias: Dwarf_Addr = 0
+        if let unit = dwfl_module_addrdie(module, address, &bias) { return (unit, bias) }
+        guard let dwarf = dwfl_module_getdwarf(module, &bias),
+              let range = unitRanges.first(where: { address >= $0.start && address < $0.end }),
+              dwarf_offdie(dwarf, range.offset, storage) != nil
+        else { return nil }
+        return (storage, bias)
+    }
+
+    private func dwarfFrames(at address: UInt64) -> [SourceFrame] {
+        let storage = UnsafeMutablePointer<Dwarf_Die>.allocate(capacity: 1)
+        defer { storage.deallocate() }
+        guard let (unit, bias) = self.unit(at: address, storage: storage), address >= bias else { return [] }
         // `dwarf_getscopes` continues an inlined instance with its abstract
         // definition's scopes; the concrete nesting (inlined call, the
         // function it sits in, …) comes from the innermost DIE's parents.
@@ -157,7 +196,12 @@ final class DWARFModule {
         let count = dwarf_getscopes(unit, address - bias, &scopes)
         guard count > 0, let scopes else {
             free(scopes)
-            return []
+            // The unit's functions unreadable to libdw (their addresses in
+            // DWARF 5's address table, in a Swift binary): its line table
+            // still gives the place, the symbol table the name.
+            let place = lineTablePlace(at: address, unit: unit, bias: bias)
+            guard place.line != nil, let name = symbolName(at: address) else { return [] }
+            return [SourceFrame(name: name, isInlined: false, file: place.file, line: place.line)]
         }
         var innermost = scopes.pointee
         free(scopes)
@@ -171,7 +215,7 @@ final class DWARFModule {
         var frames: [SourceFrame] = []
         // The line table gives the innermost frame's place; each inlined
         // call records where it sits in the function around it.
-        var place = lineTablePlace(at: address)
+        var place = lineTablePlace(at: address, unit: unit, bias: bias)
         for index in 0..<Int(depth) {
             let scope = nesting + index
             let tag = dwarf_tag(scope)
@@ -190,10 +234,16 @@ final class DWARFModule {
         return frames.filter { !$0.name.isEmpty }
     }
 
-    private func lineTablePlace(at address: UInt64) -> (file: String?, line: Int?) {
-        guard let line = dwfl_module_getsrc(module, address) else { return (nil, nil) }
+    private func lineTablePlace(at address: UInt64, unit: UnsafeMutablePointer<Dwarf_Die>, bias: Dwarf_Addr) -> (file: String?, line: Int?) {
         var number: Int32 = 0
-        guard let file = dwfl_lineinfo(line, nil, &number, nil, nil, nil) else { return (nil, nil) }
+        if let line = dwfl_module_getsrc(module, address) {
+            guard let file = dwfl_lineinfo(line, nil, &number, nil, nil, nil) else { return (nil, nil) }
+            return (String(cString: file), number > 0 ? Int(number) : nil)
+        }
+        // libdw's module-wide look-up fails where `unitRanges` is needed: the unit's own table.
+        guard let line = dwarf_getsrc_die(unit, address - bias), let file = dwarf_linesrc(line, nil, nil),
+              dwarf_lineno(line, &number) == 0
+        else { return (nil, nil) }
         return (String(cString: file), number > 0 ? Int(number) : nil)
     }
 
