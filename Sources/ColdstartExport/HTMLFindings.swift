@@ -28,12 +28,12 @@ extension HTMLPage {
     mutating func runtimeCostsSection() {
         guard let costs = report.runtimeCosts, !costs.rows.isEmpty else { return }
         out += "<section id=\"runtime\"><h2>Swift runtime costs by kind <span class=\"dim\">\(e(costs.scope)); "
-            + "\(costs.totalSamples) samples</span></h2>\n<table><tr><th>kind</th><th>ms</th><th>%</th>"
+            + "\(costs.totalSamples) samples</span></h2>\n<table><tr><th>kind</th><th>ms</th><th>%</th><th>on the stack %</th>"
             + "<th>samples</th><th>app frames that led there</th><th>what to try</th></tr>\n"
         for row in costs.rows {
             let callers = row.callers.prefix(3).map { "\($0.samples) from \($0.function)" }.map(e).joined(separator: "<br>")
             out += "<tr><td>\(e(row.kind.title))</td><td class=\"num\">\(fixed(row.ms, 2))</td><td class=\"num\">\(fixed(row.percent, 1))</td>"
-                + "<td class=\"num\">\(row.samples)</td><td>\(callers)</td><td>\(e(row.kind.advice))</td></tr>\n"
+                + "<td class=\"num\">\(fixed(row.onStackPercent, 1))</td><td class=\"num\">\(row.samples)</td><td>\(callers)</td><td>\(e(row.kind.advice))</td></tr>\n"
         }
         out += "</table></section>\n"
     }

@@ -85,13 +85,14 @@ private extension String {
 
 extension RuntimeCostSummary {
     /// The runtime-costs section: one row per kind (ms, share of the
-    /// critical path's samples, samples), the app frames that led there,
-    /// and what to try.
+    /// critical path's samples, share with the kind on the stack,
+    /// samples), the app frames that led there, and what to try.
     package func lines(width: Int?) -> [String] {
         let width = max(min(width ?? Finding.defaultWidth, Finding.defaultWidth), 40)
-        var lines = Finding.wrapped(["Swift runtime costs by kind (\(scope); \(totalSamples) samples):"], width: width)
+        var lines = Finding.wrapped(["Swift runtime costs by kind (\(scope); \(totalSamples) samples; each sample counts as one kind, "
+            + "'on the stack' is every sample with the kind's frames anywhere, under another kind's too):"], width: width)
         for row in rows {
-            let figures = String(format: "%8.1f ms %5.1f%%  %d samples", row.ms, row.percent, row.samples)
+            let figures = String(format: "%8.1f ms %5.1f%%  on the stack %5.1f%%  %d samples", row.ms, row.percent, row.onStackPercent, row.samples)
             let room = max(width - 2 - figures.count - 1, 10)
             lines.append("  " + Finding.clipped(row.kind.title, to: room).padding(toLength: room, withPad: " ", startingAt: 0) + " " + figures)
             for caller in row.callers.prefix(3) {

@@ -127,8 +127,39 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(findings.map(\.kind), [.runtimeCost], "the global and the loader have findings of their own")
         XCTAssertEqual(findings[0].title, "protocol-conformance scans")
         XCTAssertEqual(findings[0].ms, 1.8, accuracy: 1e-9)
-        XCTAssertEqual(findings[0].location, "called from ParsableCommand._commandName.getter")
+        XCTAssertEqual(findings[0].location, "on the stack in 26% of the samples (1.8 ms); called from ParsableCommand._commandName.getter")
         XCTAssertEqual(findings[0].certainty, .samples(18))
+    }
+
+    /// Runtime kinds were exclusive only: type-by-name look-ups read 10%
+    /// where they were on 15% of the stacks, the rest being scans inside
+    /// them. Each kind has its share on the stack beside its own, and a
+    /// kind only ever under another still has its row.
+    func testRuntimeKindsSayTheirShareOnTheStack() throws {
+        let core = "libswiftCore.so"
+        let app = NamedFrame(function: "App.parse()", module: "tool")
+        let lookup = NamedFrame(function: "swift_getTypeByMangledName", module: core)
+        let scanUnderCast = [NamedFrame(function: "swift_conformsToProtocolMaybeInstantiateSuperclasses", module: core),
+                             NamedFrame(function: "swift_dynamicCast", module: core), lookup, app]
+        let costs = RuntimeCostSummary(
+            stacks: Array(repeating: scanUnderCast, count: 5) + Array(repeating: [lookup, app], count: 10) + Array(repeating: [app], count: 85),
+            nsPerSample: 1_000_000, isAppModule: { $0 == "tool" })
+        let rows = Dictionary(uniqueKeysWithValues: costs.rows.map { ($0.kind, $0) })
+        XCTAssertEqual(rows[.metadataLookup]?.samples, 10)
+        XCTAssertEqual(rows[.metadataLookup]?.onStackSamples, 15)
+        XCTAssertEqual(try XCTUnwrap(rows[.metadataLookup]?.onStackPercent), 15, accuracy: 1e-9)
+        XCTAssertEqual(rows[.conformanceScan]?.onStackSamples, 5)
+        XCTAssertEqual(rows[.dynamicCast]?.samples, 0)
+        XCTAssertEqual(rows[.dynamicCast]?.onStackSamples, 5)
+        XCTAssertEqual(costs.rows.map(\.kind), [.metadataLookup, .conformanceScan, .dynamicCast])
+        let text = costs.lines(width: 100)
+        XCTAssertTrue(text.contains { $0.contains("10.0 ms  10.0%  on the stack  15.0%  10 samples") }, text.joined(separator: "\n"))
+
+        var inputs = FindingInputs(launchMs: 100)
+        inputs.runtimeCosts = costs
+        let finding = try XCTUnwrap(Finding.ranked(inputs).first { $0.title == "type metadata and type-by-name look-ups" })
+        XCTAssertEqual(finding.totalMs, 15)
+        XCTAssertTrue(finding.location.hasPrefix("on the stack in 15% of the samples (15.0 ms); called from App.parse()"), finding.location)
     }
 
     /// CodableTool's first screen listed `inventoryToolMain` and the

@@ -169,8 +169,10 @@ final class RuntimeCostsTests: XCTestCase {
         let stacks = Array(repeating: slowLazyGlobal, count: 6) + Array(repeating: conformanceScanUnderTypeLookup, count: 3) + [other]
         let summary = RuntimeCostSummary(stacks: stacks, nsPerSample: 100_000, isAppModule: isExample)
         XCTAssertEqual(summary.totalSamples, 10)
-        XCTAssertEqual(summary.rows.map(\.kind), [.lazyGlobal, .conformanceScan])
-        XCTAssertEqual(summary.rows.map(\.samples), [6, 3])
+        // The type look-up the scans are under is on their stacks: a row of its own, of no sample of its kind.
+        XCTAssertEqual(summary.rows.map(\.kind), [.lazyGlobal, .conformanceScan, .metadataLookup])
+        XCTAssertEqual(summary.rows.map(\.samples), [6, 3, 0])
+        XCTAssertEqual(summary.rows.map(\.onStackSamples), [6, 3, 3])
         XCTAssertEqual(summary.rows[0].ms, 0.6, accuracy: 1e-9)
         XCTAssertEqual(summary.rows[1].percent, 30, accuracy: 1e-9)
         XCTAssertEqual(summary.rows[0].callers, [.init(function: "one-time initialization function for routingTable", samples: 6)])

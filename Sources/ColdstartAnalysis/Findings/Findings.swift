@@ -393,8 +393,9 @@ extension Finding {
                 candidates.append(Finding(
                     kind: .runtimeCost, title: row.kind.titleInSentence,
                     ms: row.ms, percent: percent(row.ms),
-                    location: callers.isEmpty ? "no frame of the app above it" : "called from " + callers.joined(separator: "; "),
-                    certainty: .samples(row.samples), advice: row.kind.advice))
+                    location: String(format: "on the stack in %.0f%% of the samples (%.1f ms); ", row.onStackPercent, row.onStackMs)
+                        + (callers.isEmpty ? "no frame of the app above it" : "called from " + callers.joined(separator: "; ")),
+                    certainty: .samples(row.samples), advice: row.kind.advice, totalMs: row.onStackMs))
             }
         }
         if let cost = inputs.profilerCost {

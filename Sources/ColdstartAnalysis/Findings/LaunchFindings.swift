@@ -44,16 +44,18 @@ extension ProfileAnalysis {
         let app = Set(executableModules.map(moduleName))
         let isAppModule = moduleNames.map(app.contains)
         var classified: [(kind: RuntimeCostKind, caller: String?, samples: Int)] = []
+        var onStack: [RuntimeCostKind: Int] = [:]
         for counted in shapeCounts(indices) {
             let stack = shapes[counted.shape]
             guard let match = rules.classify(stack) else { continue }
+            for kind in rules.kinds(stack) { onStack[kind, default: 0] += counted.samples }
             let caller = rules.appFrame(in: stack, from: match.depth) { id in
                 let module = functions[id].module
                 return module >= 0 && isAppModule[module]
             }
             classified.append((match.kind, caller?.function, counted.samples))
         }
-        return RuntimeCostSummary(classified: classified, totalSamples: indices.count, nsPerSample: nsPerSample)
+        return RuntimeCostSummary(classified: classified, onStack: onStack, totalSamples: indices.count, nsPerSample: nsPerSample)
     }
 
     /// The app's own functions that cost most on the critical path, by

@@ -248,6 +248,15 @@ package enum RuntimeCostClassifier {
     /// or above it (towards the root) in one of the app's own modules that
     /// is not itself runtime work (`__swift_instantiateConcreteTypeFromMangledName`
     /// is emitted into every binary).
+    /// The kinds with a frame anywhere on a stack of `depths` frames
+    /// (`rule` as for `match`).
+    static func kinds(depths: Int, rule: (Int) -> Int) -> Set<RuntimeCostKind> {
+        Set((0..<depths).compactMap { depth in
+            let rule = rule(depth)
+            return rule < rules.count ? rules[rule].kind : nil
+        })
+    }
+
     static func appFrame(in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool) -> NamedFrame? {
         appFrameDepth(depths: stack.count, from: depth, isApp: { isAppModule(stack[$0].module) },
                       rule: { rule(for: stack[$0], isLeaf: false) }).map { stack[$0] }
@@ -299,6 +308,10 @@ struct FrameRules {
 
     /// `RuntimeCostClassifier.appFrame` of a stack of function ids: the
     /// app's function, named as the table reads it.
+    mutating func kinds(_ stack: [Int]) -> Set<RuntimeCostKind> {
+        RuntimeCostClassifier.kinds(depths: stack.count) { rule(stack[$0], isLeaf: $0 == 0) }
+    }
+
     mutating func appFrame(in stack: [Int], from depth: Int, isApp: (Int) -> Bool) -> NamedFrame? {
         RuntimeCostClassifier.appFrameDepth(depths: stack.count, from: depth, isApp: { isApp(stack[$0]) },
                                             rule: { rule(stack[$0], isLeaf: false) }).map { frame(stack[$0]) }
@@ -319,11 +332,18 @@ package struct RuntimeCostSummary: Codable, Sendable {
         package var ms: Double
         /// Of all the samples given, in %.
         package var percent: Double
+        /// The samples with a frame of this kind anywhere on the stack,
+        /// under another kind's frames too (perf's "children" share): a
+        /// type-by-name look-up whose time is a conformance scan inside it
+        /// is on the stack, not its kind.
+        package var onStackSamples: Int
+        package var onStackMs: Double
+        package var onStackPercent: Double
         /// The app frames that led there, most samples first (at most five).
         package var callers: [Caller]
     }
 
-    /// Kinds with at least one sample, most samples first.
+    /// Kinds with at least one sample on the stack, most samples of the kind first.
     package var rows: [Row]
     package var totalSamples: Int
     /// Which samples these are (`CriticalPathScope`), as the report's
@@ -333,16 +353,24 @@ package struct RuntimeCostSummary: Codable, Sendable {
     /// `stacks` are the samples (leaf first), each standing for
     /// `nsPerSample` of CPU time.
     package init(stacks: [[NamedFrame]], nsPerSample: Double, isAppModule: (String) -> Bool) {
+        var onStack: [RuntimeCostKind: Int] = [:]
+        for stack in stacks {
+            for kind in RuntimeCostClassifier.kinds(depths: stack.count, rule: { RuntimeCostClassifier.rule(for: stack[$0], isLeaf: $0 == 0) }) {
+                onStack[kind, default: 0] += 1
+            }
+        }
         self.init(classified: stacks.compactMap { stack in
             RuntimeCostClassifier.classify(stack).map { match in
                 (match.kind, RuntimeCostClassifier.appFrame(in: stack, from: match.depth, isAppModule: isAppModule)?.function, 1)
             }
-        }, totalSamples: stacks.count, nsPerSample: nsPerSample)
+        }, onStack: onStack, totalSamples: stacks.count, nsPerSample: nsPerSample)
     }
 
     /// From stacks already classified: each one's kind, the app function
-    /// that led there, and how many of the `totalSamples` samples had it.
-    init(classified: [(kind: RuntimeCostKind, caller: String?, samples: Int)], totalSamples: Int, nsPerSample: Double) {
+    /// that led there, and how many of the `totalSamples` samples had it;
+    /// `onStack`: the samples with each kind anywhere on the stack.
+    init(classified: [(kind: RuntimeCostKind, caller: String?, samples: Int)], onStack: [RuntimeCostKind: Int], totalSamples: Int,
+         nsPerSample: Double) {
         var samples: [RuntimeCostKind: Int] = [:]
         var callers: [RuntimeCostKind: [String: Int]] = [:]
         for (kind, caller, count) in classified {
@@ -351,12 +379,15 @@ package struct RuntimeCostSummary: Codable, Sendable {
         }
         self.totalSamples = totalSamples
         let total = Double(max(totalSamples, 1))
-        rows = samples.map { kind, count in
-            Row(
+        // A kind only ever under another (casts inside scans) still has its row.
+        rows = Set(samples.keys).union(onStack.keys).map { kind in
+            let count = samples[kind] ?? 0, stacked = max(onStack[kind] ?? 0, count)
+            return Row(
                 kind: kind, samples: count, ms: Double(count) * nsPerSample / 1e6, percent: Double(count) * 100 / total,
+                onStackSamples: stacked, onStackMs: Double(stacked) * nsPerSample / 1e6, onStackPercent: Double(stacked) * 100 / total,
                 callers: (callers[kind] ?? [:]).map { Caller(function: $0.key, samples: $0.value) }
                     .sorted { ($0.samples, $1.function) > ($1.samples, $0.function) }.prefix(5).map { $0 })
-        }.sorted { ($0.samples, $1.kind.rawValue) > ($1.samples, $0.kind.rawValue) }
+        }.sorted { ($0.samples, $0.onStackSamples, $1.kind.rawValue) > ($1.samples, $1.onStackSamples, $0.kind.rawValue) }
     }
 }
 
