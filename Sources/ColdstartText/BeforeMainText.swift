@@ -25,7 +25,8 @@ extension BeforeMain {
         }
         if !mapped.isEmpty {
             let total = mapped.reduce(0) { $0 + $1.ms }
-            lines.append("  objects mapped (LD_AUDIT la_objopen, \(mapped.count) objects, \(ms(total)) ms): slowest "
+            let what = objects?.phrase() ?? "\(mapped.count) objects"
+            lines.append("  objects mapped (LD_AUDIT la_objopen: \(what); \(ms(total)) ms): slowest "
                 + mapped.prefix(6).map { "\($0.name) \(ms($0.ms))" }.joined(separator: " · "))
         } else {
             lines.append("  objects mapped: not timed (the LD_AUDIT module did not run)")

@@ -5,7 +5,8 @@ extension LoaderStatistics {
     /// The totals in one line, as `LD_DEBUG=statistics` would count them.
     package var summary: String {
         func n(_ value: Int) -> String { value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US"))) }
-        return "relocations (\(objects.count) objects, read from their ELF files): \(n(symbolic)) symbolic, "
+        let what = loaded?.phrase(withVDSO: false) ?? "\(objects.count) objects"
+        return "relocations (\(what), read from their ELF files): \(n(symbolic)) symbolic, "
             + "\(n(lookups)) symbol look-ups at start-up (+\(n(cachedLookups)) reused), \(n(plt)) PLT slots"
             + ", \(n(relative)) relative" + (packedRelative > 0 ? " + \(n(packedRelative)) packed (DT_RELR)" : "")
             + (unreadable.isEmpty ? "" : "; not read: " + unreadable.joined(separator: ", "))

@@ -15,6 +15,35 @@ final class LoaderTests: XCTestCase {
         module >= 0 && (timeline.modules[module].path as NSString).lastPathComponent.hasPrefix("ld-linux")
     }
 
+    /// Every figure of the report that counts libraries counts the same
+    /// ones (issue 26: one report read 54, 56 and 57): the loader finding,
+    /// the objects mapped and the loader statistics, each the audit
+    /// module's objects less the executable, the loader and the vDSO.
+    private func assertOneLibraryCount(_ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let report = try coldstart(["report", "--full", path])
+        XCTAssertEqual(report.status, 0, report.stderr, file: file, line: line)
+        let counts = report.stdout.matches(of: #/(\d+) (?:shared )?librar(?:y|ies)\b/#).map { Int($0.output.1)! }
+        let timeline = try Timeline(contentsOf: path)
+        let audited = try XCTUnwrap((((timeline.document["coldstart"] as? [String: Any])?["launcher"] as? [String: Any])?["audit"]
+            as? [String: Any])?["objects"] as? [[String: Any]], file: file, line: line)
+        let libraries = audited.compactMap { $0["path"] as? String }.filter {
+            let name = ($0 as NSString).lastPathComponent
+            return $0 != "-" && !name.hasPrefix("ld-linux") && !name.hasPrefix("linux-vdso") && !name.contains("libColdstartAudit")
+        }.count
+        XCTAssertEqual(counts.count, 3, "the finding, the objects mapped and the loader statistics count libraries: \(report.stdout)", file: file, line: line)
+        XCTAssertEqual(Set(counts), [libraries], "one library count: \(counts)", file: file, line: line)
+    }
+
+    func testLoadedObjectsCountLibrariesApartFromTheExecutableLoaderAndVDSO() {
+        let objects = LoadedObjects(paths: ["/app/Tool", "/lib64/ld-linux-x86-64.so.2", "linux-vdso.so.1", "/lib/libc.so.6", "/lib/libm.so.6"],
+                                    executable: "/app/Tool", source: "LD_AUDIT la_objopen")
+        XCTAssertEqual(objects.libraries, 2)
+        XCTAssertEqual(objects.phrase(), "2 shared libraries, the executable, the loader and the vDSO")
+        XCTAssertEqual(objects.phrase(withVDSO: false), "2 shared libraries, the executable and the loader")
+        let one = LoadedObjects(paths: ["/lib/libc.so.6"], executable: "/app/Tool", source: "modules mapped")
+        XCTAssertEqual(one.phrase(), "1 shared library")
+    }
+
     func testProgramWithoutColdstartGetsLoaderInitializersAndMainPhases() throws {
         let tool = try FixturePrograms.path("FoundationTool")
         let dir = try makeTemporaryDirectory(for: self).path
@@ -25,8 +54,9 @@ final class LoaderTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("objects mapped (LD_AUDIT la_objopen"), result.stdout)
         XCTAssertNotNil(result.stdout.range(of: #"CPU by phase, user \+ kernel \(.*main → exit\(0\) \d+\.\d\d \+ \d+\.\d\d ms \(\d+% kernel\)"#,
                                             options: .regularExpression), result.stdout)
-        XCTAssertNotNil(result.stdout.range(of: #"relocations \(2\d objects, read from their ELF files\): [\d,]+ symbolic, [\d,]+ symbol look-ups"#,
+        XCTAssertNotNil(result.stdout.range(of: #"relocations \(\d+ shared libraries, the executable and the loader, read from their ELF files\): [\d,]+ symbolic, [\d,]+ symbol look-ups"#,
                                             options: .regularExpression), result.stdout)
+        try assertOneLibraryCount(dir + "/run-2.json")
 
         let timeline = try Timeline(contentsOf: dir + "/run-2.json")
         XCTAssertEqual(timeline.phases.map(\.kind), ["loader", "initializers", "app"])

@@ -66,7 +66,7 @@ final class RelocationTests: XCTestCase {
             return try XCTUnwrap(Finding.ranked(inputs).first { $0.kind == .loader })
         }
         let toolchain = try loaderFinding(.init(name: "lib_FoundationICU.so", symbolic: 3377, lookups: 2110, ms: 1.93, isOwn: false))
-        XCTAssertEqual(toolchain.location, "21 libraries, 21123 symbolic relocations (8477 look-ups); slowest lib_FoundationICU.so 1.9 ms")
+        XCTAssertEqual(toolchain.location, "21 shared libraries, 21123 symbolic relocations (8477 look-ups); slowest lib_FoundationICU.so 1.9 ms")
         XCTAssertTrue(toolchain.advice.contains("-static-stdlib"), toolchain.advice)
 
         let own = try loaderFinding(.init(name: "libModels.so", symbolic: 40000, lookups: 9000, ms: nil, isOwn: true))

@@ -149,6 +149,7 @@ package struct FindingInputs: Sendable {
     package struct Loader: Sendable {
         /// Process start to the first user code (the loader phase).
         package var ms: Double
+        /// The shared libraries loaded before `main` (`LoadedObjects.libraries`).
         package var libraryCount: Int
         /// Symbolic relocations processed at start-up, when known (`LoaderStatistics`).
         package var relocations: Int?
@@ -324,8 +325,7 @@ extension Finding {
         if let loader = inputs.loader {
             candidates.append(Finding(
                 kind: .loader, title: "dynamic loading before any code runs", ms: loader.ms, percent: percent(loader.ms),
-                location: (loader.relocations == nil ? "\(loader.libraryCount) shared librar\(loader.libraryCount == 1 ? "y" : "ies")"
-                                : "\(loader.libraryCount) libraries")
+                location: LoadedObjects.librariesPhrase(loader.libraryCount)
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in

@@ -195,11 +195,10 @@ extension FindingInputs {
         let objects = Dictionary((loaderStatistics?.objects ?? []).map { ($0.name, $0) }) { first, _ in first }
         if let phase = phases.first(where: { $0.kind == "loader" }) {
             let statistics = loaderStatistics
-            func isLibrary(_ name: String) -> Bool { name.contains(".so") && !name.hasPrefix("ld-linux") && !name.hasPrefix("linux-vdso") }
             loader = Loader(
                 ms: phase.durationMs,
-                // The objects loaded before main when known: the modules at the end also hold what was dlopen'ed later.
-                libraryCount: (statistics?.objects.map(\.name) ?? modules).filter(isLibrary).count,
+                // The one count (the objects loaded before main when the audit module saw them, else the modules mapped).
+                libraryCount: LoadedObjects(timeline)?.libraries ?? 0,
                 relocations: statistics?.symbolic, lookups: statistics?.lookups,
                 heaviest: statistics.flatMap { Loader.heaviest($0.objects, relocation: beforeMain?.relocation ?? []) },
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },

@@ -26,6 +26,8 @@ package struct BeforeMain: Codable, Sendable {
     package var loaderFunctions: [Entry]
     /// la_objopen gaps: the time the loader took to find and map each object.
     package var mapped: [Entry]
+    /// What those objects are, counted as every figure of the report counts them.
+    package var objects: LoadedObjects?
     /// Loader samples after the last object was mapped, by the file the
     /// loader last faulted on (the one it was relocating).
     package var relocation: [Entry]
@@ -101,6 +103,7 @@ package struct BeforeMain: Codable, Sendable {
             previous = ns
         }
         mapped = gaps.sorted { $0.ms > $1.ms }
+        self.objects = LoadedObjects(timeline)
 
         // Relocation: which object's pages the loader was writing.
         let lastMapped = objects.last?.1 ?? 0

@@ -150,6 +150,9 @@ package struct LoaderStatistics: Codable, Sendable {
     package var source: String
     /// Objects whose file could not be read or no longer matches (skipped).
     package var unreadable: [String]
+    /// The objects counted as every other figure of the report counts
+    /// them (`LoadedObjects`); nil only in a value decoded on its own.
+    package var loaded: LoadedObjects?
 
     /// The statistics of `timeline`: those `coldstart symbolize` wrote into
     /// it (`coldstart.loaderStatistics`), else, unless it is symbolized (a
@@ -161,6 +164,7 @@ package struct LoaderStatistics: Codable, Sendable {
                   let decoded = try? JSONDecoder().decode(LoaderStatistics.self, from: data),
                   decoded.isPlausible else { return nil }
             self = decoded
+            loaded = LoadedObjects(timeline)
             return
         }
         guard !timeline.isSymbolized else { return nil }
@@ -181,18 +185,10 @@ package struct LoaderStatistics: Codable, Sendable {
     /// modules it had mapped, less the audit module's own namespace and the
     /// vDSO, each read from its file. Nil when there is no object to read.
     init?(readingFilesOf timeline: Timeline) {
-        let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
-        let audited = ((launcher?["audit"] as? [String: Any])?["objects"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
-        var paths: [String]
-        if let audited, !audited.isEmpty {
-            source = "LD_AUDIT la_objopen"
-            paths = audited.map { $0 == "-" ? timeline.process.executable : $0 }
-        } else {
-            source = "modules mapped"
-            paths = timeline.modules.map(\.path)
-        }
-        var seen = Set<String>()
-        paths = paths.filter { $0.hasPrefix("/") && !$0.contains("libColdstartAudit") && seen.insert(SharedLibraries.canonicalPath($0)).inserted }
+        guard let (all, source) = LoadedObjects.paths(timeline) else { return nil }
+        self.source = source
+        loaded = LoadedObjects(paths: all, executable: timeline.process.executable, source: source)
+        let paths = all.filter { $0.hasPrefix("/") }
         guard !paths.isEmpty else { return nil }
         let buildIDs = Dictionary(timeline.modules.compactMap { module in module.buildId.map { (module.path, $0) } }) { first, _ in first }
         var objects: [ObjectRelocations] = []
