@@ -51,7 +51,7 @@ extension HTMLPage {
             + "\(ms(initializers.ms)) under constructors (a library's, or the program's preinit and constructors)</span></h2>\n"
         if initializers.unattributedSamples > 0 {
             out += "<p class=\"dim\">\(initializers.unattributedSamples) samples of the library-initializers phase had no constructor "
-                + "on their stack (the loader's own work, or a stack the unwinder cut short).</p>\n"
+                + "on their stack (the loader's own work, or a stack cut short in the loader).</p>\n"
         }
         var table = HTMLTable(columns: [
             .number("ms"), .number("%"), .number("samples"), .number("first seen ms"), .text("module"), .text("constructors (samples)"),

@@ -142,7 +142,7 @@ extension ProfileReport {
         ]
         if initializers.unattributedSamples > 0 {
             lines.append("  \(Self.count(initializers.unattributedSamples)) of the library-initializers phase had no constructor on their stack "
-                + "(the loader's own work, or a stack the unwinder cut short)")
+                + "(the loader's own work, or a stack cut short in the loader)")
         }
         guard !initializers.libraries.isEmpty else { return lines + ["  (none over the thresholds)"] }
         var table = Table(columns: [

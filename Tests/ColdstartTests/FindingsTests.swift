@@ -100,6 +100,15 @@ final class FindingsTests: XCTestCase {
         XCTAssertEqual(findings.map(\.title).first, "slow function f12")
         XCTAssertEqual(findings.map(\.ms), findings.map(\.ms).sorted(by: >))
 
+        // A finding-sized library initializer is never crowded out.
+        inputs.initializers = [.init(module: "libSlow.so", isExecutable: false, ms: 1.5, samples: 15)]
+        let withInitializer = Finding.ranked(inputs)
+        XCTAssertEqual(withInitializer.count, Finding.limit)
+        XCTAssertEqual(withInitializer.last?.title, "slow library initializer libSlow.so", "\(withInitializer.map(\.title))")
+        XCTAssertEqual(withInitializer.dropLast().map(\.ms), [12, 11, 10, 9, 8, 7])
+        inputs.initializers[0].ms = 0.4
+        XCTAssertFalse(Finding.ranked(inputs).contains { $0.kind == .slowInitializer }, "under 0.5 ms it is no finding")
+
         // Small costs only: the three largest that are not noise.
         var quiet = FindingInputs(launchMs: 100)
         quiet.functions = [0.05, 0.6, 0.7, 0.8, 0.9].map { .init(name: "g\($0)", module: "App", ms: $0, samples: 1) }
@@ -357,5 +366,31 @@ extension FindingsTests {
         XCTAssertEqual(ProfileAnalysis.briefName("std::vector<int>::push_back(int const&)"), "std::vector::push_back")
         XCTAssertEqual(ProfileAnalysis.withoutModule("FoundationEssentials.JSONEncoder.encode(_:)"), "JSONEncoder.encode(_:)")
         XCTAssertEqual(ProfileAnalysis.withoutModule("App.load()"), "App.load()")
+    }
+}
+
+extension FindingsTests {
+    /// A C library built without frame pointers ends the kernel's chain in
+    /// its constructor: 30 ms of "unattributed" samples and no finding. A
+    /// stack of the initializers phase rooted in a library is that
+    /// library's initializer; one rooted in the loader stays the loader's.
+    func testAnInitializerWhoseStackWasCutShortIsStillAFinding() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let slow = builder.module("/opt/app/lib/libSlowInit.so")
+        let loader = builder.module("/lib64/ld-linux-x86-64.so.2")
+        for index in 0..<8 {
+            builder.sample(at: 11 + Double(index), [.init(module: slow, name: "slow_init_burn")])
+        }
+        builder.sample(at: 19.5, [.init(module: loader, name: "_dl_relocate_object")])
+        for index in 0..<30 { builder.sample(at: 21 + Double(index), [.init(module: app, name: "main"), .init(module: app, name: "App.run()")]) }
+        let report = try LaunchAnalysis(timeline: builder.timeline()).report
+        let initializers = try XCTUnwrap(report.profile?.initializers)
+        XCTAssertEqual(initializers.libraries.map(\.module), ["libSlowInit.so"])
+        XCTAssertEqual(initializers.libraries.first?.samples, 8)
+        XCTAssertEqual(initializers.libraries.first?.constructors.first?.name, "slow_init_burn")
+        XCTAssertEqual(initializers.unattributedSamples, 1, "the loader's own sample")
+        XCTAssertTrue(report.findings?.contains { $0.title == "slow library initializer libSlowInit.so" } == true,
+                      "\(report.findings?.map(\.title) ?? [])")
     }
 }

@@ -236,25 +236,28 @@ final class ProfileTests: XCTestCase {
         builder.sample(at: 16, [start, dlInit, f(exe, "coldstart_preinit")])
         // … and, with glibc < 2.34, through __libc_csu_init.
         builder.sample(at: 17, [f(exe, "_start"), f(libc, "__libc_start_main"), f(exe, "__libc_csu_init"), f(exe, "old_ctor")])
-        // A stack cut short during the initializers phase.
+        // A stack cut short during the initializers phase: in libA's
+        // constructor (a library without frame pointers ends the chain) …
         builder.sample(at: 18, [f(libA, "a_work")])
+        // … and in the loader, its own work.
+        builder.sample(at: 18.5, [f(loader, "_dl_relocate_object")])
         // main, with and without libc's symbols: not an initializer.
         builder.sample(at: 25, [f(exe, "_start"), f(libc, "__libc_start_main"), f(libc, "__libc_start_call_main"), f(exe, "main")])
         builder.sample(at: 26, [f(exe, "_start"), f(libc, "__libc_start_main"), f(libc, "libc.so.6+0x271d0"), f(exe, "main")])
         builder.sample(at: 27, [f(exe, "_start"), f(libc, "__libc_start_main"), f(libc, "libc.so.6+0x271d0"), f(exe, "App_main")])
 
         let result = try report().initializers
-        XCTAssertEqual(result.samples, 7)
-        XCTAssertEqual(result.ms, 7)
+        XCTAssertEqual(result.samples, 8)
+        XCTAssertEqual(result.ms, 8)
         XCTAssertEqual(result.unattributedSamples, 1)
         XCTAssertEqual(result.libraries.map(\.module), ["App", "libA.so", "libB.so", "libC.so", "libD.so"])
-        XCTAssertEqual(result.libraries.map(\.samples), [3, 2, 1, 1, 1])
+        XCTAssertEqual(result.libraries.map(\.samples), [3, 3, 1, 1, 1])
         XCTAssertEqual(result.libraries.map(\.isExecutable), [true, false, false, false, false])
         XCTAssertEqual(result.libraries[0].constructors.map(\.name), ["coldstart_preinit", "early_ctor", "old_ctor"])
-        XCTAssertEqual(result.libraries[1].constructors.map(\.name), ["a_ctor"])
+        XCTAssertEqual(result.libraries[1].constructors.map(\.name), ["a_ctor", "a_work"])
         XCTAssertEqual(result.libraries[1].constructors.first?.samples, 2)
         XCTAssertEqual(result.libraries[1].firstSeenMs, 11)
-        XCTAssertEqual(result.libraries[1].percent, 2.0 / 11 * 100, accuracy: 1e-9)
+        XCTAssertEqual(result.libraries[1].percent, 3.0 / 12 * 100, accuracy: 1e-9)
         XCTAssertEqual(result.libraries[3].constructors.map(\.name), ["c_ctor"])
         XCTAssertEqual(result.libraries[4].path, "/usr/lib/libD.so")
     }

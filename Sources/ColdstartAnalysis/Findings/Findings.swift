@@ -312,7 +312,8 @@ extension Finding {
     package static let minimum = 3
 
     /// The launch's findings, most milliseconds first: every candidate of
-    /// at least `floorPercent` of the launch (and 0.5 ms), at most `limit`;
+    /// at least `floorPercent` of the launch (and 0.5 ms), at most `limit`,
+    /// library initializers of that size first in;
     /// fewer than `minimum` are topped up with the next largest of at least
     /// 0.5 % and 0.1 ms.
     /// Runtime work already inside a reported lazy global, and the loader's
@@ -416,7 +417,11 @@ extension Finding {
         }
         let sorted = candidates.sorted { ($0.ms, $1.title) > ($1.ms, $0.title) }
         let kept = sorted.filter { $0.ms >= 0.5 && $0.percent >= floorPercent }
-        if kept.count >= minimum { return Array(kept.prefix(limit)) }
+        // A finding-sized library initializer runs before main on every
+        // launch whatever the app does: it is never crowded out.
+        let initializers = kept.filter { $0.kind == .slowInitializer }.prefix(limit)
+        let others = kept.filter { $0.kind != .slowInitializer }.prefix(limit - initializers.count)
+        if kept.count >= minimum { return (initializers + others).sorted { ($0.ms, $1.title) > ($1.ms, $0.title) } }
         return Array(sorted.filter { $0.ms >= 0.1 && $0.percent >= 0.5 }.prefix(minimum))
     }
 

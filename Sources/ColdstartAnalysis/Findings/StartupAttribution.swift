@@ -39,6 +39,10 @@ extension ProfileAnalysis {
         return found
     }
 
+    private func isLoaderOrLibc(_ module: Int) -> Bool {
+        module < 0 || loaderModules.contains(module) || libcModules.contains(module)
+    }
+
     func initializers(_ indices: [Int], options: ProfileOptions) -> ProfileReport.Initializers {
         struct Tally { var samples = 0; var first = Int64.max; var constructors: [Int: Int] = [:] }
         var byModule: [Int: Tally] = [:]
@@ -47,17 +51,26 @@ extension ProfileAnalysis {
         var framesOfShape: [Int: [Int]] = [:]
         for index in indices {
             let stack = stacks[index]
-            let frames: [Int]
+            var frames: [Int]
             if let known = framesOfShape[stack.shape] {
                 frames = known
             } else {
                 frames = initializerFrames(stack.functions)
                 framesOfShape[stack.shape] = frames
             }
-            if frames.isEmpty {
-                if initializerPhases.contains(stack.phase) { unattributed += 1 }
-                continue
+            if frames.isEmpty, initializerPhases.contains(stack.phase) {
+                // A stack of the initializers phase rooted in a library, not
+                // the loader: the unwinder stopped in that library's
+                // constructor (a library built without frame pointers ends
+                // the kernel's chain); the loader's own work stays apart.
+                if let root = stack.functions.indices.last, !isLoaderOrLibc(functions[stack.functions[root]].module) {
+                    frames = [root]
+                } else {
+                    unattributed += 1
+                    continue
+                }
             }
+            if frames.isEmpty { continue }
             under += 1
             var modulesSeen: Set<Int> = []
             for frame in frames {

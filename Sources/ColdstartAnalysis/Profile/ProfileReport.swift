@@ -158,7 +158,7 @@ package struct ProfileReport: Codable, Sendable, Equatable {
         package var samples: Int
         package var ms: Double
         /// Samples of the library-initializers phase under no recognisable
-        /// initializer (the loader's own work, or a stack the unwinder cut short).
+        /// initializer (the loader's own work, or a stack cut short in the loader).
         package var unattributedSamples: Int
         package var libraries: [LibraryInitializer]
     }
