@@ -1,16 +1,6 @@
 import Foundation
 
 extension Timeline {
-    /// `coldstart.labels` (docs/timeline-format.md): what the launch was
-    /// tagged with (`version`, `region`, `host` …); empty when absent. Values
-    /// that are not strings are left out.
-    package var labels: [String: String] {
-        guard let section = parsedDocument["coldstart"] as? [String: Any],
-              let labels = section["labels"] as? [String: Any]
-        else { return [:] }
-        return labels.compactMapValues { $0 as? String }
-    }
-
     /// The executable's GNU build-id, from the module table (written when
     /// sampling or the watcher ran); nil otherwise.
     package var executableBuildId: String? {

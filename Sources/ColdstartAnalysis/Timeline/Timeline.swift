@@ -20,9 +20,13 @@ package struct Timeline: Sendable {
     package var symbols: [String: Symbol]
     /// Present when the off-CPU watcher ran (Watch.swift).
     package var watch: Watch?
+    /// `coldstart.labels` (docs/timeline-format.md): what the launch was
+    /// tagged with (`version`, `region`, `host` …); empty when absent. Values
+    /// that are not strings are left out.
+    package var labels: [String: String]
     /// The whole file as parsed, for tools that rewrite it and keep what they
     /// do not understand (the samples rebuilt from `samples`: they are read
-    /// from the bytes, not kept as parsed JSON).
+    /// from the bytes, not kept as parsed JSON). Parsed when first asked for.
     package var document: [String: Any] {
         var root = documentBox.value
         guard var section = root["coldstart"] as? [String: Any], section["samples"] is [Any] else { return root }
@@ -316,191 +320,6 @@ package struct TimelineError: Error, CustomStringConvertible, Sendable {
     package var path: String
     package var problem: String
     package var description: String { "\(path): \(problem)" }
-}
-
-/// Wraps the parsed JSON object (not Sendable by type, never mutated).
-final class DocumentBox: @unchecked Sendable {
-    let value: [String: Any]
-    init(_ value: [String: Any]) { self.value = value }
-}
-
-extension Timeline {
-    /// The newest format version this build reads.
-    static let formatVersion = 1
-
-    /// Reads and validates a timeline file: a regular file of at most
-    /// `TimelineLimits.maxFileBytes`.
-    package init(contentsOf path: String) throws {
-        let data: Data
-        do {
-            data = try RegularFile(path: path).readAll(limit: TimelineLimits.maxFileBytes)
-        } catch let error as RegularFile.OpenError {
-            let problem: String
-            switch error {
-            case .directory, .notRegular: problem = error.problem + ", not a timeline file"
-            case .tooLarge(let size, let limit):
-                problem = "too large for a timeline (\(size / 1_000_000) MB; coldstart reads at most \(limit / 1_000_000) MB)"
-            default: problem = error.problem
-            }
-            throw TimelineError(path: path, problem: problem)
-        }
-        try self.init(data: data, path: path)
-    }
-
-    /// Parses a timeline; `path` only names it in errors.
-    package init(data: Data, path: String = "<timeline>") throws {
-        func fail(_ problem: String) -> TimelineError { TimelineError(path: path, problem: problem) }
-        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-            throw fail("empty file")
-        }
-        // JSON must be UTF-8, and one byte that is not (a Latin-1 file name
-        // from an older recorder) made JSONSerialization refuse the whole
-        // file: each such byte becomes U+FFFD, as the recorder writes it now.
-        let (text, replaced) = UTF8Repair.replacingInvalidBytes(data)
-        let scanned: (samples: [Sample], rest: Data)
-        do {
-            scanned = try TimelineScanner.scan(text)
-        } catch {
-            throw fail(TimelineScanner.problem(error, data: text))
-        }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: scanned.rest)
-        } catch {
-            throw fail("not JSON")
-        }
-        guard let root = object as? [String: Any] else { throw fail("not a Coldstart timeline (top level is not an object)") }
-        guard let section = root["coldstart"] as? [String: Any] else {
-            throw fail("not a Coldstart timeline (no \"coldstart\" section; a plain Chrome trace?)")
-        }
-        guard let version = section["version"] as? Int else { throw fail("not a Coldstart timeline (no format version)") }
-        guard version <= Timeline.formatVersion else {
-            throw fail("format version \(version) is newer than this coldstart reads (\(Timeline.formatVersion)); update coldstart")
-        }
-        // The typed sections in one JSONDecoder pass over the same bytes (each
-        // section re-encoded and decoded on its own cost 2.5 ms per 8 kB file);
-        // each section's failure is kept and reported as before, by key.
-        let typed: TypedSections
-        do {
-            typed = try JSONDecoder().decode(TypedRoot.self, from: scanned.rest).coldstart
-        } catch {
-            throw fail("malformed timeline: bad \"coldstart\" (\(Self.decodingSummary(error, dropping: 1)))")
-        }
-        func decode<T>(_ result: Result<T, Error>?, _ key: String, required: Bool = true) throws -> T? {
-            guard let value = section[key], !Self.isNull(value), let result else {
-                if required { throw fail("malformed timeline: missing \"\(key)\"") }
-                return nil
-            }
-            do {
-                return try result.get()
-            } catch {
-                throw fail("malformed timeline: bad \"\(key)\" (\(Self.decodingSummary(error, dropping: 2)))")
-            }
-        }
-        launch = try decode(typed.launch, "launch")!
-        process = try decode(typed.process, "process")!
-        rusage = try decode(typed.rusage, "rusage") ?? []
-        phases = try decode(typed.phases, "phases")!
-        marks = try decode(typed.marks, "marks")!
-        spans = try decode(typed.spans, "spans")!
-        threads = try decode(typed.threads, "threads") ?? []
-        dropped = try decode(typed.dropped, "dropped", required: false) ?? Dropped(events: 0, nameBytes: 0)
-        var kept = root
-        if replaced > 0 {
-            dropped.notUtf8Bytes = (dropped.notUtf8Bytes ?? 0) + replaced
-            // A rewrite (`symbolize`) keeps the count with the replaced strings.
-            var section = section, counts = section["dropped"] as? [String: Any] ?? [:]
-            (counts["events"], counts["nameBytes"]) = (dropped.events, dropped.nameBytes)
-            counts["notUtf8Bytes"] = dropped.notUtf8Bytes
-            section["dropped"] = counts
-            kept["coldstart"] = section
-        }
-        sampling = try decode(typed.sampling, "sampling", required: false)
-        modules = try decode(typed.modules, "modules", required: false) ?? []
-        symbols = try decode(typed.symbols, "symbols", required: false) ?? [:]
-        if let value = section["samples"], !Self.isNull(value), !(value is [Any]) {
-            throw fail("malformed timeline: \"samples\" is not an array")
-        }
-        let moduleCount = modules.count
-        for (index, sample) in scanned.samples.enumerated() {
-            if let frame = sample.frames.first(where: { $0.module >= moduleCount }) {
-                throw fail("malformed timeline: sample \(index) names module \(frame.module) of \(moduleCount)")
-            }
-        }
-        samples = scanned.samples
-        watch = try Watch.parse(section["watch"], moduleCount: modules.count, fail: fail)
-        documentBox = DocumentBox(kept)
-        if phases.isEmpty { throw fail("malformed timeline: no phases") }
-        try validate(TimelineValidator(fail: fail))
-    }
-
-    /// `dropping` the leading keys of the coding path that name where the
-    /// section sits ("coldstart", the section's key).
-    private static func decodingSummary(_ error: Error, dropping: Int) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, _): return "missing \"\(key.stringValue)\""
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            let path = context.codingPath.dropFirst(dropping).map(\.stringValue).joined(separator: ".")
-            return path.isEmpty ? "wrong type" : "wrong type at \(path)"
-        default: return "unreadable"
-        }
-    }
-
-    /// Whether a parsed JSON value is `null`. By its type: `value is NSNull`
-    /// bridged a whole array or dictionary to Foundation's classes first
-    /// (a fifth of reading a small timeline).
-    static func isNull(_ value: Any) -> Bool { type(of: value) == NSNull.self }
-
-    /// The whole launch: process start to its end (ready, exit or signal).
-    package var launchDurationNs: Int64 { launch.endNs }
-}
-
-/// The document's typed sections, decoded in one pass; each section's
-/// result kept apart so that a bad one is reported by its key.
-private struct TypedRoot: Decodable {
-    let coldstart: TypedSections
-}
-
-private struct TypedSections: Decodable {
-    var launch: Result<Timeline.Launch, Error>?
-    var process: Result<Timeline.Process, Error>?
-    var rusage: Result<[Timeline.RusageSnapshot], Error>?
-    var phases: Result<[Timeline.Phase], Error>?
-    var marks: Result<[Timeline.Mark], Error>?
-    var spans: Result<[Timeline.Span], Error>?
-    var threads: Result<[Timeline.Thread], Error>?
-    var dropped: Result<Timeline.Dropped, Error>?
-    var sampling: Result<Timeline.Sampling, Error>?
-    var modules: Result<[Timeline.Module], Error>?
-    var symbols: Result<[String: Timeline.Symbol], Error>?
-
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: Key.self)
-        /// nil when absent or null (the caller says whether that is allowed).
-        func section<T: Decodable>(_ key: String) -> Result<T, Error>? {
-            let key = Key(stringValue: key)
-            guard container.contains(key), (try? container.decodeNil(forKey: key)) == false else { return nil }
-            return Result { try container.decode(T.self, forKey: key) }
-        }
-        launch = section("launch")
-        process = section("process")
-        rusage = section("rusage")
-        phases = section("phases")
-        marks = section("marks")
-        spans = section("spans")
-        threads = section("threads")
-        dropped = section("dropped")
-        sampling = section("sampling")
-        modules = section("modules")
-        symbols = section("symbols")
-    }
 }
 
 /// What a timeline file may hold, at most: beyond these the file is refused

@@ -1,14 +1,33 @@
 import Foundation
 
-/// One pass over a timeline's bytes before `JSONSerialization` sees them.
+/// One pass over a timeline's bytes, the only one over the whole file.
 ///
-/// It checks the JSON syntax, every string's length and the nesting depth
-/// against `TimelineLimits`, and reads `coldstart.samples` (nearly all of a
-/// big timeline) straight from the bytes into `Timeline.Sample`s: through
-/// `JSONSerialization` each number was an `NSNumber` and each row an
-/// `NSArray`, 1.4 GB and 15 s for an 83 MB file. What remains (with
-/// `"samples": []` in their place) is small and goes to `JSONSerialization`.
+/// It checks the JSON syntax (refusing all that `JSONSerialization` refuses,
+/// so that the document it leaves can be parsed later, when asked for),
+/// every string's length and the nesting depth against `TimelineLimits`,
+/// and reads `coldstart.samples` (nearly all of a big timeline) straight
+/// from the bytes into `Timeline.Sample`s: through `JSONSerialization` each
+/// number was an `NSNumber` and each row an `NSArray`, 1.4 GB and 15 s for
+/// an 83 MB file. It notes where the `coldstart` section and each of its
+/// values lie, so that the reader decodes that section alone and parses
+/// the whole document (`Timeline.parsedDocument`) only for the tools that
+/// read more: two parses of every file were most of `coldstart aggregate`.
 struct TimelineScanner {
+    /// What `scan` found.
+    struct Scan {
+        var samples: [Timeline.Sample]
+        /// The document with every `coldstart.samples` value replaced by `[]`.
+        var rest: Data
+        /// The top-level value's first byte (`{` for an object).
+        var root: UInt8
+        /// The `coldstart` object's bytes in `rest`; nil when the document
+        /// has no such key or its value is not an object.
+        var section: Range<Int>?
+        /// Each key of that object and its value's bytes in the scanned
+        /// data (not `rest`); keys longer than 16 bytes are left out.
+        var sectionValues: [String: Range<Int>]
+    }
+
     /// Why the bytes are not a timeline; `truncated` when they end mid-value.
     enum Failure: Error {
         case syntax(truncated: Bool)
@@ -20,21 +39,30 @@ struct TimelineScanner {
     /// Every `coldstart.samples` value, as byte ranges, and its parsed rows.
     private(set) var samplesRanges: [Range<Int>] = []
     private(set) var samples: [Timeline.Sample] = []
+    private var section: Range<Int>?
+    private var sectionValues: [String: Range<Int>] = [:]
     /// The row being read's frames, reused from row to row.
     private var frames: [Timeline.Frame] = []
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-    /// Scans `data`; returns the samples and the document with every
-    /// `coldstart.samples` value replaced by `[]`.
-    static func scan(_ data: Data) throws -> (samples: [Timeline.Sample], rest: Data) {
+    /// Scans `data`, throwing `Failure` or `MalformedSample`.
+    static func scan(_ data: Data) throws -> Scan {
         try data.withUnsafeBytes { raw in
             var scanner = TimelineScanner(raw.bindMemory(to: UInt8.self))
             scanner.skipSpace()
+            let root = scanner.current ?? 0
             try scanner.value(depth: 0, context: .root)
             scanner.skipSpace()
             guard scanner.at == scanner.bytes.count else { throw Failure.syntax(truncated: false) }
-            guard !scanner.samplesRanges.isEmpty else { return (scanner.samples, data) }
+            // Where `at` of the scanned bytes is once the samples before it are `[]`.
+            func inRest(_ at: Int) -> Int {
+                scanner.samplesRanges.reduce(at) { $1.upperBound <= at ? $0 - ($1.count - 2) : $0 }
+            }
+            let section = scanner.section.map { inRest($0.lowerBound)..<inRest($0.upperBound) }
+            guard !scanner.samplesRanges.isEmpty else {
+                return Scan(samples: scanner.samples, rest: data, root: root, section: section, sectionValues: scanner.sectionValues)
+            }
             var rest = Data()
             var from = 0
             for range in scanner.samplesRanges {
@@ -43,7 +71,7 @@ struct TimelineScanner {
                 from = range.upperBound
             }
             rest.append(contentsOf: UnsafeBufferPointer(rebasing: scanner.bytes[from...]))
-            return (scanner.samples, rest)
+            return Scan(samples: scanner.samples, rest: rest, root: root, section: section, sectionValues: scanner.sectionValues)
         }
     }
 
@@ -90,16 +118,21 @@ struct TimelineScanner {
             let key = try string()
             try expect(UInt8(ascii: ":"))
             skipSpace()
+            let start = at
             switch (context, key) {
             case (.root, "coldstart"):
+                // A repeated key: the last one counts, as for JSONSerialization.
+                (samples, sectionValues) = ([], [:])
+                let isObject = current == UInt8(ascii: "{")
                 try value(depth: depth, context: .section)
+                section = isObject ? start..<at : nil
             case (.section, "samples") where current == UInt8(ascii: "["):
-                let start = at
                 samples = try sampleRows()
                 samplesRanges.append(start..<at)
             default:
                 try value(depth: depth, context: .other)
             }
+            if context == .section, let key { sectionValues[key] = start..<at }
             skipSpace()
             guard let next = current else { throw fail() }
             at += 1
@@ -166,17 +199,27 @@ struct TimelineScanner {
     private mutating func number() throws {
         let start = at
         if current == UInt8(ascii: "-") { at += 1 }
-        guard try digits() > 0 else { throw fail() }
+        let first = at
+        let whole = try digits()
+        // JSON has no leading zeros (`01`), and JSONSerialization refuses them.
+        guard whole > 0, whole == 1 || bytes[first] != UInt8(ascii: "0") else { throw fail() }
         if current == UInt8(ascii: ".") {
             at += 1
             guard try digits() > 0 else { throw fail() }
         }
+        var exponent = false
         if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            exponent = true
             at += 1
             if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { at += 1 }
             guard try digits() > 0 else { throw fail() }
         }
         if at - start > 400 { throw Failure.limit("a number of more than 400 characters") }
+        // JSONSerialization refuses a number beyond Double's range (1e400).
+        if exponent || whole > 308 {
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
+            guard Double(text)?.isFinite == true else { throw fail() }
+        }
     }
 
     private mutating func digits() throws -> Int {
