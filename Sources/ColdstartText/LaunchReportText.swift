@@ -204,6 +204,14 @@ extension LaunchReport {
         return cleaned.count > limit ? String(cleaned.prefix(limit - 1)) + "…" : cleaned
     }
 
+    /// A function's name fit for a table cell: as a person reads it
+    /// (`RuntimeCostClassifier.displayName`), printable, whole; a table
+    /// column (`Table.Column.limit`) or `limit` clips it with `Table.clip`,
+    /// which keeps the end that tells two functions apart.
+    static func functionName(_ name: String, limit: Int = .max) -> String {
+        Table.clip(printable(RuntimeCostClassifier.displayName(name), limit: .max), to: limit)
+    }
+
     private static func ms(_ value: Double) -> String { number(value) + " ms" }
     private static func number(_ value: Double) -> String { Figure.format(value, decimals: 2) }
 

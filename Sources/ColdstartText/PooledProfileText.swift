@@ -64,14 +64,14 @@ extension PooledProfileReport {
         var table = Table(columns: [
             .init("\(first) samples", .right), .init("\(first) ms/launch", .right), .init("%", .right),
             .init("\(second) ms/launch", .right, droppable: true), .init("in", .right, droppable: true),
-            .init("function", .left), .init("module", .left, droppable: true),
+            .init("function", .left, limit: 110), .init("module", .left, droppable: true),
         ], flexible: 5)
         for row in rows {
             let (samples, ms, percent, other) = selfFirst
                 ? (row.selfSamples, row.selfMsPerLaunch, row.selfPercent, row.totalMsPerLaunch)
                 : (row.totalSamples, row.totalMsPerLaunch, row.totalPercent, row.selfMsPerLaunch)
             table.add([String(samples), Self.format(ms, decimals: 2), Self.format(percent, decimals: 1),
-                       Self.format(other, decimals: 2), String(row.launches), row.name, row.module])
+                       Self.format(other, decimals: 2), String(row.launches), LaunchReport.functionName(row.name), row.module])
         }
         return [title] + (rows.isEmpty ? ["  none"] : table.render(width: width))
     }

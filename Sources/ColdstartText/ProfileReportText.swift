@@ -87,14 +87,14 @@ extension ProfileReport {
             .init("total ms", .right), .init("total %", .right, droppable: selfFirst), .init("samples", .right, droppable: selfFirst),
         ]
         return (selfFirst ? selfColumns + totalColumns : totalColumns + selfColumns)
-            + [.init("first seen ms", .right, droppable: true), .init("function", .left), .init("module", .left)]
+            + [.init("first seen ms", .right, droppable: true), .init("function", .left, limit: 110), .init("module", .left)]
     }
 
     private func functionRow(_ row: FunctionTime, selfFirst: Bool) -> [String] {
         let selfCells = [Self.number(row.selfMs), Self.percent(row.selfPercent), "\(row.selfSamples)"]
         let totalCells = [Self.number(row.totalMs), Self.percent(row.totalPercent), "\(row.totalSamples)"]
         return (selfFirst ? selfCells + totalCells : totalCells + selfCells)
-            + [Self.number(row.firstSeenMs), LaunchReport.printable(row.name, limit: 110), row.module]
+            + [Self.number(row.firstSeenMs), LaunchReport.functionName(row.name), row.module]
     }
 
     private func functionLines(_ table: FunctionTable, title: String, order: KeyPath<FunctionTable, [FunctionTime]>, width: Int?) -> [String] {
@@ -150,7 +150,7 @@ extension ProfileReport {
             .init("module", .left), .init("constructors (samples)", .left),
         ])
         for library in initializers.libraries {
-            let constructors = library.constructors.map { "\(LaunchReport.printable($0.name, limit: 60)) (\($0.samples))" }
+            let constructors = library.constructors.map { "\(LaunchReport.functionName($0.name, limit: 60)) (\($0.samples))" }
             table.add([
                 Self.number(library.ms), Self.percent(library.percent), "\(library.samples)", Self.number(library.firstSeenMs),
                 library.module + (library.isExecutable ? " (the program)" : ""), constructors.joined(separator: ", "),
@@ -181,7 +181,7 @@ extension ProfileReport {
             .init("seen ms", .right), .init("top self", .left),
         ])
         for thread in threads {
-            let top = thread.topSelf.map { "\(LaunchReport.printable($0.name, limit: 50)) (\($0.selfSamples))" }
+            let top = thread.topSelf.map { "\(LaunchReport.functionName($0.name, limit: 50)) (\($0.selfSamples))" }
             table.add([
                 "\(LaunchReport.printable(thread.name, limit: 30)) (\(thread.tid))", "\(thread.samples)", Self.number(thread.ms),
                 Self.percent(thread.percent), "\(Self.number(thread.firstMs)) → \(Self.number(thread.lastMs))",
@@ -196,14 +196,17 @@ extension ProfileReport {
         if selection.minMs > 0 { limits.append("≥ \(Self.format(selection.minMs, decimals: 2)) ms") }
         var lines = ["Call tree, top-down (total %, ms, samples, self samples; \(limits.joined(separator: ", ")))"]
         func walk(_ nodes: [CallNode], depth: Int) {
-            for node in nodes {
-                let figures = "\(Self.percent(node.percent).leftPadded(6))  \(Self.number(node.ms).leftPadded(9)) ms  "
-                    + "\(String(node.samples).leftPadded(6))  \(String(node.selfSamples).leftPadded(6))  "
-                let module = node.module.isEmpty ? "" : "  [\(node.module)]"
-                let lead = "  " + figures + String(repeating: "  ", count: depth)
-                // A narrow terminal clips the name, never the figures or the module.
-                let room = width.map { max(12, $0 - lead.count - module.count) } ?? 110
-                lines.append(lead + LaunchReport.printable(node.name, limit: min(room, 110)) + module)
+            func module(_ node: CallNode) -> String { node.module.isEmpty ? "" : "  [\(node.module)]" }
+            let leads = nodes.map { node in
+                "  \(Self.percent(node.percent).leftPadded(6))  \(Self.number(node.ms).leftPadded(9)) ms  "
+                    + "\(String(node.samples).leftPadded(6))  \(String(node.selfSamples).leftPadded(6))  " + String(repeating: "  ", count: depth)
+            }
+            // A narrow terminal clips the name, never the figures or the module;
+            // siblings clipped alike never read the same.
+            let room = zip(nodes, leads).map { node, lead in width.map { max(12, $0 - lead.count - module(node).count) } ?? 110 }.min() ?? 110
+            let names = Table.clipDistinct(nodes.map { LaunchReport.functionName($0.name) }, to: min(room, 110))
+            for (index, node) in nodes.enumerated() {
+                lines.append(leads[index] + names[index] + module(node))
                 walk(node.children, depth: depth + 1)
             }
         }

@@ -9,10 +9,14 @@ package struct Table {
         var alignment: Alignment
         /// Left out, rightmost first, when the table cannot fit otherwise.
         var droppable: Bool
-        package init(_ title: String, _ alignment: Alignment, droppable: Bool = false) {
+        /// The widest the column gets, at any width (a function's name in a
+        /// file): its cells are clipped as for a narrow terminal.
+        var limit: Int?
+        package init(_ title: String, _ alignment: Alignment, droppable: Bool = false, limit: Int? = nil) {
             self.title = title
             self.alignment = alignment
             self.droppable = droppable
+            self.limit = limit
         }
     }
 
@@ -35,7 +39,7 @@ package struct Table {
     package func render(width maxWidth: Int? = nil) -> [String] {
         var shown = Array(columns.indices)
         var widths = columns.indices.map { index in
-            ([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0
+            min(([columns[index].title] + rows.map { $0[index] }).map(\.count).max() ?? 0, columns[index].limit ?? .max)
         }
         if let maxWidth {
             func total() -> Int { 2 + shown.map { widths[$0] }.reduce(0, +) + 2 * max(shown.count - 1, 0) }
@@ -49,7 +53,8 @@ package struct Table {
             if let flexible { shrink(flexible, floor: 24) }
             while total() > maxWidth, let drop = shown.last(where: { columns[$0].droppable }) {
                 shown.removeAll { $0 == drop }
-                let natural = ([columns[flexible ?? drop].title] + rows.map { $0[flexible ?? drop] }).map(\.count).max() ?? 0
+                let natural = min(([columns[flexible ?? drop].title] + rows.map { $0[flexible ?? drop] }).map(\.count).max() ?? 0,
+                                  columns[flexible ?? drop].limit ?? .max)
                 if let flexible { widths[flexible] = natural; shrink(flexible, floor: 24) }
             }
             for column in left.sorted(by: { widths[$0] > widths[$1] }) where column != flexible { shrink(column, floor: 12) }

@@ -52,6 +52,58 @@ final class NameClippingTests: XCTestCase {
         XCTAssertEqual(Table.clip(closure, to: 30), "…eStartup.buildRoutingTable(…)")
     }
 
+    /// libswiftCore's conformance-scan lambda reads as the scan (the runtime
+    /// kinds' table classifies the function it is in), innermost first.
+    func testTheConformanceScansLambdaHasAHumanName() {
+        let function = "swift_conformsToProtocolMaybeInstantiateSuperclasses(swift::TargetMetadata<swift::InProcess> const*, swift::TargetProtocolDescriptor<swift::InProcess> const*, bool)"
+        let closure = function + "::$_2::operator()((anonymous namespace)::ConformanceSection const&) const"
+        let lambda = closure + "::{lambda(swift::TargetProtocolConformanceDescriptor<swift::InProcess> const&)#1}::operator()(swift::TargetProtocolConformanceDescriptor<swift::InProcess> const&) const"
+        XCTAssertEqual(RuntimeCostClassifier.displayName(lambda), "conformance scan: lambda #1 in $_2 in swift_conformsToProtocolMaybeInstantiateSuperclasses")
+        XCTAssertEqual(RuntimeCostClassifier.displayName(closure), "conformance scan: $_2 in swift_conformsToProtocolMaybeInstantiateSuperclasses")
+        XCTAssertEqual(RuntimeCostClassifier.displayName(function), function, "not a lambda: as it is")
+        XCTAssertEqual(RuntimeCostClassifier.displayName("ns::f(int)::{lambda(int)#2}::operator()(int) const"), "lambda #2 in ns::f",
+                       "outside every kind: no kind")
+        XCTAssertTrue(LaunchReport.functionName(lambda, limit: 30).hasPrefix("conformance scan: lambda #1"), LaunchReport.functionName(lambda, limit: 30))
+    }
+
+    /// swift-format under `coldstart run`: its #1 function by self time is the
+    /// conformance scan's lambda, which the report names as the scan, and no
+    /// two rows of a function table read the same, in a file (the names were
+    /// cut at 110 characters, which made the lambda and the function it is in
+    /// one text) or on the first screen.
+    func testSwiftFormatsFunctionRowsAreDistinctAndTheScanIsNamed() throws {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        guard let tool = path.split(separator: ":").map({ "\($0)/swift-format" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else { throw XCTSkip("no swift-format on PATH") }
+        let directory = try makeTemporaryDirectory(for: self)
+        let input = directory.appendingPathComponent("input.swift")
+        try "let x = 1\n".write(to: input, atomically: true, encoding: .utf8)
+        let out = directory.appendingPathComponent("runs").path
+        let run = try coldstart(["run", "-n", "1", "--warmup", "0", "--out", out, "--", tool, "format", input.path])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let full = try coldstart(["report", "--full", "\(out)/run-1.json"])
+        let first = try coldstart(["report", "\(out)/run-1.json"])
+        XCTAssertEqual(full.status, 0, full.stderr)
+        for text in [full.stdout, first.stdout] {
+            XCTAssertFalse(text.contains("{lambda("), text)
+            XCTAssertTrue(text.contains("conformance scan: lambda #1 in"), text)
+        }
+        // Each function table of the full text, by its header's columns.
+        let lines = full.stdout.components(separatedBy: "\n")
+        var tables = 0
+        for (index, line) in lines.enumerated() where line.contains("  function") && line.contains("  module") {
+            let header = Array(line)
+            guard let start = line.range(of: "function")?.lowerBound, let end = line.range(of: "module")?.lowerBound else { continue }
+            let (from, to) = (line.distance(from: line.startIndex, to: start), line.distance(from: line.startIndex, to: end))
+            let rows = lines[(index + 1)...].prefix { !$0.isEmpty && $0.count > from }.map { row in
+                String(Array(row)[from..<min(to, row.count)]).trimmingCharacters(in: .whitespaces)
+            }
+            XCTAssertEqual(Set(rows).count, rows.count, "rows that read the same under \(String(header)): \(rows)")
+            tables += 1
+        }
+        XCTAssertGreaterThanOrEqual(tables, 2, "the function tables were found")
+    }
+
     func testNameWithoutParenthesesIsCutAtItsEnd() {
         XCTAssertEqual(Table.clip("ServiceStartup.someVeryLongGlobalName", to: 20), "ServiceStartup.some…")
     }

@@ -47,6 +47,22 @@ package enum RuntimeCostKind: String, CaseIterable, Codable, Sendable {
 
     /// The title inside a sentence (a finding's): lower case, but for the
     /// names that keep their capitals (Foundation, ARC).
+    /// A few words for a function's name (`RuntimeCostClassifier.displayName`).
+    var noun: String {
+        switch self {
+        case .lazyBinding: "lazy binding"
+        case .loader: "loader"
+        case .conformanceScan: "conformance scan"
+        case .metadataLookup: "metadata look-up"
+        case .dynamicCast: "dynamic cast"
+        case .reflection: "reflection"
+        case .foundationInit: "Foundation set-up"
+        case .arcAndAllocation: "allocation"
+        case .lazyGlobal: "lazy global"
+        case .kernel: "kernel"
+        }
+    }
+
     var titleInSentence: String {
         switch self {
         case .foundationInit, .arcAndAllocation: title
@@ -400,4 +416,53 @@ package enum CriticalPathScope: String, Sendable {
     /// No path known and the main thread ran under half of the samples after
     /// `main` (an async main parks it): the work ran on other threads.
     case everyThread = "every thread's samples after main (the main thread had under half), the main thread's before"
+}
+
+extension RuntimeCostClassifier {
+    /// A C++ lambda read as what it does, innermost first, with the runtime
+    /// kind its enclosing function is classified as (the table above):
+    /// libswiftCore's `swift_conformsToProtocolMaybeInstantiateSuperclasses(…)::$_2::operator()(…) const::{lambda(…)#1}::operator()(…) const`
+    /// reads "conformance scan: lambda #1 in $_2 in swift_conformsToProtocolMaybeInstantiateSuperclasses",
+    /// where a name clipped to a table cell kept `…onst::{lambda(…)#1}::operator()(…) const`,
+    /// which says neither. Any other name is returned as it is.
+    package static func displayName(_ name: String) -> String {
+        guard name.containsBytes("::operator()"), name.containsBytes("{lambda(") || name.containsBytes("::$_") else { return name }
+        let parts = scopes(name)
+        guard let first = parts.firstIndex(where: isLambda), first > 0 else { return name }
+        let enclosing = parts[..<first].joined(separator: "::")
+        let function = String(enclosing.prefix { $0 != "(" })
+        let lambdas = parts[first...].filter(isLambda).reversed().map { part -> String in
+            // "{lambda(…)#1}" → "lambda #1"; "$_2" stays.
+            guard part.hasPrefix("{lambda("), let hash = part.lastIndex(of: "#") else { return part }
+            return "lambda " + part[hash...].dropLast()
+        }
+        let kind = rules.first { rule in !rule.leafOnly && rule.patterns.contains { $0.matches(NamedFrame(function: enclosing, module: "")) } }?.kind
+        return (kind.map { $0.noun + ": " } ?? "") + (lambdas + [function]).joined(separator: " in ")
+    }
+
+    private static func isLambda(_ part: String) -> Bool { part.hasPrefix("$_") || part.hasPrefix("{lambda(") }
+
+    /// `name` split at each `::` outside brackets (a parameter list, a
+    /// template's arguments, a lambda's braces).
+    private static func scopes(_ name: String) -> [String] {
+        var parts: [String] = [], current = "", depth = 0
+        var previous: Character?
+        for character in name {
+            switch character {
+            case "(", "<", "{", "[": depth += 1
+            case ")", ">", "}", "]": depth = max(depth - 1, 0)
+            default: break
+            }
+            if character == ":", previous == ":", depth == 0 {
+                current.removeLast()
+                parts.append(current)
+                current = ""
+                previous = nil
+                continue
+            }
+            current.append(character)
+            previous = character
+        }
+        return parts + [current]
+    }
 }
