@@ -295,14 +295,22 @@ final class HostIntegrityTests: XCTestCase {
     /// kernel takes them (no signal frame on its stack at all); the signal
     /// fallback's handler skips a sample when under 2 KiB would be left
     /// below it (libunwind in the handler needed 8–10 KiB: a thread with 6 KiB
-    /// left died of SIGSEGV).
+    /// left died of SIGSEGV). Any signal first needs the kernel's own frame
+    /// on that stack, whoever sends it: _SC_MINSIGSTKSZ (AT_MINSIGSTKSZ), 3376 bytes with the
+    /// AVX-512 state, ~2 KiB with AVX2. Below that no handler can help, so
+    /// the fallback's cases are that frame plus room to sample, and plus too
+    /// little room, where the sample must be skipped.
     func testAThreadWithLittleStackLeftSurvivesItsSamples() throws {
-        for (mode, left) in [("perf", "1024"), ("signals", "4096"), ("signals", "3072")] {
-            let result = try profiled(["stack-edge", left], ["COLDSTART_SAMPLER": mode, "COLDSTART_HZ": "10000"])
+        let kernelFrame = sysconf(Int32(_SC_MINSIGSTKSZ))
+        XCTAssertGreaterThan(kernelFrame, 0, "the kernel says how large its signal frame is")
+        let cases = [("perf", 1024, false), ("signals", kernelFrame + 3072, false), ("signals", kernelFrame + 768, true)]
+        for (mode, left, skipped) in cases {
+            let result = try profiled(["stack-edge", String(left)], ["COLDSTART_SAMPLER": mode, "COLDSTART_HZ": "10000"])
             XCTAssertEqual(result.status, 0, "\(mode), \(left) bytes left: \(result.stderr)")
             XCTAssertEqual(result.stdout, "survived\n")
             let sampling = try XCTUnwrap(Timeline(contentsOf: timelinePath()).sampling)
             XCTAssertGreaterThan(sampling.samples + (sampling.stackSkips ?? 0), 500, "100 ms at 10 kHz, sampled or skipped (\(mode))")
+            if skipped { XCTAssertGreaterThan(sampling.stackSkips ?? 0, 400, "\(left) bytes left: the handler skips rather than overflow") }
         }
     }
 
