@@ -115,6 +115,19 @@ final class SamplePrecisionTests: XCTestCase {
                        late.noSamples ?? "")
         var builder = SampledTimelineBuilder()
         XCTAssertEqual(try builder.timeline().unsampledReason?.hasPrefix("the sampling clock never ran: the launch ended at 100.0 ms"), true)
+        // A clock the scan thread never opened is not a refused one.
+        var unopened = SampledTimelineBuilder()
+        unopened.clock = "none"
+        let notOpen = try unopened.timeline().unsampledReason ?? ""
+        XCTAssertTrue(notOpen.hasPrefix("the sampling clock was not open yet when the launch ended at 100.0 ms"), notOpen)
+        var document = unopened.document
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        var sampling = try XCTUnwrap(section["sampling"] as? [String: Any])
+        sampling["perfRefused"] = ["errno": 1, "paranoid": 3]
+        section["sampling"] = sampling
+        document["coldstart"] = section
+        let refused = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        XCTAssertEqual(refused.unsampledReason, "no sampling clock could be opened (perf_event_open and the POSIX timers refused)")
         builder.clockArmedNs = 12_000_000
         let app = builder.module("/opt/app/App")
         builder.sample(at: 20, [.init(module: app, name: "main")])

@@ -50,7 +50,14 @@ extension Timeline {
     package var unsampledReason: String? {
         guard let sampling else { return "sampling was off" }
         let endMs = Figure.format(Double(launch.endNs) / 1e6, decimals: 1)
-        if sampling.clock == "none" { return "no sampling clock could be opened (perf_event_open and the POSIX timers refused)" }
+        if sampling.clock == "none" {
+            // The writer says "none" for a clock refused and for one not
+            // opened yet; only a refusal leaves its errno in the file.
+            let section = (parsedDocument["coldstart"] as? [String: Any])?["sampling"] as? [String: Any]
+            if section?["perfRefused"] is [String: Any] { return "no sampling clock could be opened (perf_event_open and the POSIX timers refused)" }
+            return "the sampling clock was not open yet when the launch ended at \(endMs) ms: Coldstart's scan thread opens it, and had not "
+                + "(on a busy machine it waits for a CPU; on a quiet kernel its first perf event waits 10–18 ms)"
+        }
         // Only an app linked with Coldstart has a clock of its own to arm
         // (an unmodified one's samples are all the launcher's); a file old
         // enough to have no `kernelStacks` may have samples without saying
