@@ -50,7 +50,7 @@ enum ReportCommand: Command {
 
     With a directory (one written by `coldstart run --out DIR`, or any
     directory of timelines of one executable, sub-directories included, a
-    run's warmup/ left out), prints one profile pooled over every sampled
+    run's warmup/ and reference/ left out), prints one profile pooled over every sampled
     launch in it: samples per phase, functions by self and total time, slow
     initializers and lazy globals, each with its pooled sample count and ms
     per launch (pooled samples × sampling period ÷ launches pooled), and in

@@ -154,6 +154,48 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(timeline.sampling?.samples, timeline.samples.count)
     }
 
+    /// The run also launches the linked app without loader sampling,
+    /// interleaved, and says what the sampling added before the app's first
+    /// code: in its summary, in every sampled timeline, and in the estimate
+    /// without profiling, which otherwise could not be made. Those launches
+    /// are not pooled; `--no-reference` skips them.
+    func testLinkedAppIsAlsoLaunchedWithoutLoaderSamplingToSayWhatItAdds() throws {
+        let app = try FixturePrograms.path("CodableTool")
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "3", "--warmup", "0", "--out", dir, "--", app])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("before the app's first code (exec → earliest init): "), result.stdout)
+        XCTAssertTrue(result.stdout.contains("without the launcher's loader sampling (median of 3 interleaved launches"), result.stdout)
+        let references = try FileManager.default.contentsOfDirectory(atPath: dir + "/reference").sorted()
+        XCTAssertEqual(references, ["reference-1.json", "reference-2.json", "reference-3.json"])
+        for name in references {
+            let reference = try Timeline(contentsOf: "\(dir)/reference/\(name)")
+            XCTAssertNotNil(reference.launch.earliestInitNs)
+            XCTAssertEqual(LaunchMode(reference), .linked, "\(name): nothing attached before exec")
+        }
+        for index in 1...3 {
+            let timeline = try Timeline(contentsOf: "\(dir)/run-\(index).json")
+            let stored = try XCTUnwrap(LoaderReference(timeline), "run-\(index)")
+            XCTAssertEqual(stored.launches, 3)
+            XCTAssertEqual(stored.sampledLaunches, 3)
+            XCTAssertLessThanOrEqual(stored.p25Ns, stored.medianNs)
+            XCTAssertLessThanOrEqual(stored.medianNs, stored.p75Ns)
+            let estimate = UnprofiledEstimate(timeline)
+            XCTAssertTrue(estimate.parts.contains { $0.name == "loader sampling" }, "\(estimate)")
+            XCTAssertFalse(estimate.unknown?.contains("sampled the loader") ?? false, estimate.unknown ?? "")
+        }
+        let pooled = try coldstart(["report", "--json", dir])
+        XCTAssertEqual(pooled.status, 0, pooled.stderr)
+        XCTAssertEqual(try JSONDecoder().decode(PooledLaunches.self, from: Data(pooled.stdout.utf8)).filesRead, 3, "reference launches are not pooled")
+
+        let without = try makeTemporaryDirectory(for: self).path
+        let skipped = try coldstart(["run", "-n", "1", "--warmup", "0", "--no-reference", "--out", without, "--", app])
+        XCTAssertEqual(skipped.status, 0, skipped.stderr)
+        XCTAssertFalse(skipped.stdout.contains("before the app's first code"), skipped.stdout)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: without + "/reference"))
+        XCTAssertNil(LoaderReference(try Timeline(contentsOf: without + "/run-1.json")))
+    }
+
     // MARK: decoding
 
     /// Little-endian bytes of a perf record.

@@ -173,7 +173,7 @@ final class PooledProfileTests: XCTestCase {
 final class AggregatePooledProfileTests: XCTestCase {
     func testAggregatePoolsTheSampledLaunchesOfEachGroupOnAnyNumberOfThreads() throws {
         let directory = try makeTemporaryDirectory(for: self).appendingPathComponent("runs").path
-        let run = try coldstart(["run", "-n", "3", "--warmup", "0", "--out", directory, "--", try FixturePrograms.path("KnownCosts")])
+        let run = try coldstart(["run", "-n", "3", "--warmup", "0", "--no-reference", "--out", directory, "--", try FixturePrograms.path("KnownCosts")])
         XCTAssertEqual(run.status, 0, run.stderr)
         let timelines = try (1...3).map { try Timeline(contentsOf: "\(directory)/run-\($0).json") }
 

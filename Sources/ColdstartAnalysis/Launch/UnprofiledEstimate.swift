@@ -24,11 +24,15 @@ import Foundation
 ///   busy, the wait shared out by use). The estimate takes the middle, ±
 ///   half the range: on a contended machine a fair share of their CPU time
 ///   comes out of the path's (about 1 / CPUs of it), which lies between.
+/// - **loader sampling** (`coldstart run`): the median time before the
+///   app's first code in the run's sampled launches less that of its
+///   launches without loader sampling (`LoaderReference`), ± half the
+///   latter's interquartile range.
 ///
 /// When the uncertainty is over a tenth of the estimate, or a cost cannot
 /// be known at all (the start known to a clock tick only, the loader sampled
-/// by `coldstart run`, figures missing), there is no number: `unknown` says
-/// why.
+/// by `coldstart run` without reference launches to compare with, figures
+/// missing), there is no number: `unknown` says why.
 package struct UnprofiledEstimate: Codable, Sendable, Equatable {
     /// The estimate, wall ms; absent when it cannot be known well enough.
     package var ms: Double?
@@ -44,7 +48,7 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
     package var unknown: String?
 
     package struct Part: Codable, Sendable, Equatable {
-        /// "set-up", "sampling", "Coldstart's threads", "start time".
+        /// "set-up", "sampling", "Coldstart's threads", "start time", "loader sampling".
         package var name: String
         package var ms: Double
         package var uncertaintyMs: Double
@@ -114,6 +118,14 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
         if !linked {
             unknown.append("the program ran under coldstart run's perf events (or ptrace, where perf is refused) and LD_AUDIT module, whose cost the launch "
                 + "cannot time; time it without coldstart run to know")
+        } else if Self.loaderWasSampled(timeline), timeline.sampling?.clock != "ptrace", let reference = LoaderReference(timeline) {
+            // The run also launched the app without loader sampling: what the
+            // sampling added is the medians' difference, as well known as
+            // the reference launches' spread.
+            parts.append(Part(name: "loader sampling", ms: Double(max(reference.addedNs, 0)) / 1e6,
+                              uncertaintyMs: Double(reference.p75Ns - reference.p25Ns) / 2e6,
+                              basis: "median exec → earliest init of \(reference.sampledLaunches) sampled launches less that of "
+                                  + "\(reference.launches) without loader sampling, ± half their interquartile range"))
         } else if Self.loaderWasSampled(timeline) {
             unknown.append("coldstart run sampled the loader (an LD_AUDIT module and perf events, or ptrace where perf is refused, from exec), "
                 + "which slows the time before main by an amount the launch cannot time; run with --no-sample-loader")

@@ -21,15 +21,18 @@ package struct PooledLaunches: Codable, Sendable {
     /// Pools the timelines of one executable under `directory` and its
     /// sub-directories (as `coldstart aggregate` finds them), except a run
     /// directory's `warmup/` launches, which `coldstart run` does not
-    /// measure either, and exports beside them (`exportSuffixes`).
+    /// measure either, its `reference/` launches, which it made without
+    /// loader sampling to compare with, and exports beside them
+    /// (`exportSuffixes`).
     /// `debugDirectory` is where separate debug files live.
     package init(directory: String, exportSuffixes: [String], top: Int, debugDirectory: String? = "/usr/lib/debug") {
         var files: [String] = []
         var skipped: [AggregateSummary.Skipped] = []
-        let warmups = (directory.hasSuffix("/") ? directory : directory + "/") + "warmup/"
+        let run = directory.hasSuffix("/") ? directory : directory + "/"
+        let unmeasured = [run + "warmup/", run + "reference/"]
         for entry in TimelineFiles([directory], exportSuffixes: exportSuffixes) {
             switch entry {
-            case .file(let path) where !path.hasPrefix(warmups): files.append(path)
+            case .file(let path) where !unmeasured.contains(where: path.hasPrefix): files.append(path)
             case .file: continue
             case .unreadable(let path, let reason): skipped.append(.init(file: path, reason: reason))
             }

@@ -59,6 +59,12 @@ enum RunCommand: Command {
                           is refused, the program is traced instead, every thread
                           sampled by ptrace at 4 kHz: docs/containers.md); a
                           program not linked with Coldstart is then refused
+      --no-reference      with loader sampling, an app linked with Coldstart is
+                          also launched without it, up to 10 times interleaved
+                          with the measured launches (timelines in DIR/reference/,
+                          not pooled): the summary and each timeline then say
+                          what the sampling added before the app's first code;
+                          this skips those launches
       -h, --help          show this text
 
     Exit status: the app's, when a launch failed (the first non-zero status,
@@ -81,6 +87,7 @@ enum RunCommand: Command {
         options.stopAfterReady = arguments.flag("--stop-after-ready")
         options.json = arguments.flag("--json")
         options.sampleLoader = !arguments.flag("--no-sample-loader") && !options.phasesOnly  // LoaderSampling.swift
+        options.reference = !arguments.flag("--no-reference")
         try arguments.finish()
         if options.phasesOnly && options.hz != nil {
             throw UsageError(message: "--phases-only samples nothing: --hz does not apply")
@@ -105,6 +112,8 @@ enum RunCommand: Command {
         var stopAfterReady = false
         var json = false
         var sampleLoader = true
+        /// Launches without loader sampling beside the sampled ones.
+        var reference = true
     }
 }
 
@@ -211,6 +220,11 @@ private struct Session {
         let started = Date()
         var warmups: [RunRecord] = []
         var records: [RunRecord] = []
+        var references: [RunRecord] = []
+        // A reference launch after every `referenceEvery`-th measured one,
+        // so that both kinds see the same drift of the machine.
+        let referenceLaunches = options.reference && loaderSampling?.linked == true ? min(options.runs, Self.maximumReferences) : 0
+        let referenceEvery = referenceLaunches > 0 ? options.runs / referenceLaunches : 0
         var interrupted = false
         let total = options.warmups + options.runs
         for step in 0..<total {
@@ -244,11 +258,27 @@ private struct Session {
                 interrupted = true
                 break
             }
+            if !isWarmup && references.count < referenceLaunches && records.count % referenceEvery == 0 {
+                let reference = try referenceLaunch(references.count + firstIndex)
+                references.append(reference)
+                if reference.status == 128 + SIGINT || reference.status == 128 + SIGQUIT {
+                    interrupted = true
+                    break
+                }
+            }
+        }
+        let loaderReference = LoaderReference(
+            sampled: records.compactMap { $0.timeline?.launch.earliestInitNs }, undisturbed: references.compactMap { $0.timeline?.launch.earliestInitNs })
+        if let loaderReference {
+            for index in records.indices where records[index].timeline != nil {
+                try Self.store(loaderReference, in: records[index].file)
+                records[index].timeline = try? Timeline(contentsOf: records[index].file)
+            }
         }
 
         let report = RunReport(
             options: options, executable: executable, directory: directory, records: records, warmups: warmups,
-            evictionNote: evictionNote, mappers: options.cold ? Self.mappersOfResidentFiles(records) : [:])
+            evictionNote: evictionNote, mappers: options.cold ? Self.mappersOfResidentFiles(records) : [:], loaderReference: loaderReference)
         if options.json {
             try StandardOutput.print(try report.json())
         } else {
@@ -267,6 +297,37 @@ private struct Session {
             return ExitStatus.failure
         }
         return ExitStatus.success
+    }
+
+    /// At most this many launches without loader sampling per run: enough
+    /// for a median and quartiles, without doubling a long run.
+    static let maximumReferences = 10
+
+    /// One launch as `COLDSTART=FILE APP` would make it, with the launcher's
+    /// exact start stamp but nothing attached before exec, its output
+    /// discarded.
+    private func referenceLaunch(_ index: Int) throws -> RunRecord {
+        let file = "\(directory)/reference/reference-\(index).json"
+        do {
+            try FileManager.default.createDirectory(atPath: directory + "/reference", withIntermediateDirectories: true)
+        } catch {
+            throw CommandError(message: "cannot create \(directory)/reference: \(error.localizedDescription)")
+        }
+        try? FileManager.default.removeItem(atPath: file)
+        var quiet = launcher
+        quiet.discardsOutput = true
+        return try quiet.launch(label: "reference-\(index)", timeline: file, stopAfterReady: options.stopAfterReady, timeout: options.timeout)
+    }
+
+    /// Adds `reference` to a sampled timeline's launcher section, as a whole
+    /// new file (written beside it and renamed).
+    static func store(_ reference: LoaderReference, in file: String) throws {
+        guard var document = (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file)))) as? [String: Any],
+              var section = document["coldstart"] as? [String: Any], var launcher = section["launcher"] as? [String: Any] else { return }
+        launcher["loaderReference"] = reference.json
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        try OutputFile.write(try LauncherTimeline.encode(document), to: file)
     }
 
     /// The executable, its loader and every library it needs (DT_NEEDED), plus
@@ -326,6 +387,9 @@ struct Launcher {
     let environment: [String: String]
     /// With --json this process's stdout carries the summary.
     let stdoutToStderr: Bool
+    /// The app's stdout and stderr go to /dev/null (the reference launches:
+    /// the user asked for N launches' output, not more).
+    var discardsOutput = false
 
     /// The path a command name runs, searched in PATH like a shell.
     static func resolve(_ command: String) throws -> String {
@@ -372,7 +436,11 @@ struct Launcher {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if stdoutToStderr { posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO) }
+        if discardsOutput {
+            for fd in [STDOUT_FILENO, STDERR_FILENO] { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0) }
+        } else if stdoutToStderr {
+            posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+        }
 
         var pid: pid_t = 0
         var now = timespec()

@@ -12,6 +12,8 @@ struct RunReport {
     let evictionNote: String?
     /// For files that stayed resident: the processes mapping them.
     let mappers: [String: [String]]
+    /// The run's launches without loader sampling against the sampled ones.
+    let loaderReference: LoaderReference?
 
     private var completedRuns: [RunSet.Run] {
         records.compactMap { record in
@@ -61,6 +63,7 @@ struct RunReport {
             lines.append("")
             lines.append(contentsOf: table(measures))
         }
+        if let reference = loaderReference { lines.append("before the app's first code (exec → earliest init): " + reference.sentence) }
         if let estimate = withoutProfiling { lines.append(estimate.text(phasesOnly: options.phasesOnly)) }
         if let hz = options.hz { lines.append(samplingLine(hz: hz)) }
         if options.cold { lines.append(""); lines.append(contentsOf: coldLines()) }
@@ -249,6 +252,16 @@ struct RunReport {
         var withoutProfiling: EstimateSummary?
         var phasesOnly: Bool
         var cold: JSONCold?
+        var loaderReference: JSONLoaderReference?
+    }
+
+    /// `LoaderReference`, in ms.
+    private struct JSONLoaderReference: Encodable {
+        var launches: Int
+        var medianMs, p25Ms, p75Ms: Double
+        var sampledLaunches: Int
+        var sampledMedianMs: Double
+        var addedMs: Double
     }
 
     private struct JSONRun: Encodable {
@@ -324,7 +337,12 @@ struct RunReport {
         let report = JSONReport(
             executable: executable, command: options.command, directory: directory, warmups: warmups.count, runs: runs,
             completed: runs.filter(\.completed).count, measures: measures, withoutProfiling: withoutProfiling,
-            phasesOnly: options.phasesOnly, cold: cold)
+            phasesOnly: options.phasesOnly, cold: cold,
+            loaderReference: loaderReference.map {
+                JSONLoaderReference(launches: $0.launches, medianMs: Double($0.medianNs) / 1e6, p25Ms: Double($0.p25Ns) / 1e6,
+                                    p75Ms: Double($0.p75Ns) / 1e6, sampledLaunches: $0.sampledLaunches,
+                                    sampledMedianMs: Double($0.sampledMedianNs) / 1e6, addedMs: Double($0.addedNs) / 1e6)
+            })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(report), as: UTF8.self)
