@@ -184,6 +184,10 @@ final class LoaderTests: XCTestCase {
             XCTAssertTrue(estimate.parts.contains { $0.name == "loader sampling" }, "\(estimate)")
             XCTAssertFalse(estimate.unknown?.contains("sampled the loader") ?? false, estimate.unknown ?? "")
         }
+        // The first screen's loader finding says it was measured under sampling, and the figure without.
+        let report = try coldstart(["report", dir + "/run-1.json"])
+        XCTAssertEqual(report.status, 0, report.stderr)
+        XCTAssertTrue(report.stdout.contains(" ms without the launcher's sampling (median of 3); "), report.stdout)
         let pooled = try coldstart(["report", "--json", dir])
         XCTAssertEqual(pooled.status, 0, pooled.stderr)
         XCTAssertEqual(try JSONDecoder().decode(PooledLaunches.self, from: Data(pooled.stdout.utf8)).filesRead, 3, "reference launches are not pooled")

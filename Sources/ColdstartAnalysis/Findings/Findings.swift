@@ -165,6 +165,9 @@ package struct FindingInputs: Sendable {
         /// there, so a start from /proc's ticks or an estimate makes `ms` an
         /// estimate too.
         package var startPrecisionMs: Double
+        /// The same span in the run's launches without loader sampling
+        /// (`LoaderReference`): `ms` is the loader under sampling.
+        package var reference: LoaderReference?
         package init(ms: Double, libraryCount: Int, relocations: Int? = nil, lookups: Int? = nil, heaviest: Library? = nil,
                      swiftRuntimeIsShared: Bool, usesFoundation: Bool, startPrecisionMs: Double = 0) {
             (self.ms, self.libraryCount, self.relocations, self.lookups, self.heaviest) = (ms, libraryCount, relocations, lookups, heaviest)
@@ -326,7 +329,9 @@ extension Finding {
         if let loader = inputs.loader {
             candidates.append(Finding(
                 kind: .loader, title: "dynamic loading before any code runs", ms: loader.ms, percent: percent(loader.ms),
-                location: LoadedObjects.librariesPhrase(loader.libraryCount)
+                // First, so that the first screen's one line keeps it.
+                location: (loader.reference.map { String(format: "%.1f ms without the launcher's sampling (median of %d); ", Double($0.medianNs) / 1e6, $0.launches) } ?? "")
+                    + LoadedObjects.librariesPhrase(loader.libraryCount)
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")
                     + (loader.heaviest.map { library in

@@ -204,6 +204,7 @@ extension FindingInputs {
                 swiftRuntimeIsShared: modules.contains { $0.hasPrefix("libswiftCore.so") },
                 usesFoundation: modules.contains { $0.hasPrefix("libFoundation") },
                 startPrecisionMs: launch.startPrecisionMs)
+            loader?.reference = LoaderReference(timeline)
         }
         if let profile {
             lazyGlobals = profile.lazyGlobals.map {
