@@ -25,10 +25,11 @@ extension PooledProfileReport {
                                          .init("CPU user+kernel ms/launch", .right), .init("kernel", .right)])
         for phase in phases {
             phaseTable.add([phase.name, String(phase.samples), Self.format(phase.msPerLaunch, decimals: 2), Self.format(phase.percent, decimals: 1),
-                            phase.kernel.map { Self.format($0.userMs, decimals: 2) + "+" + Self.format($0.kernelMs, decimals: 2) } ?? "–",
+                            phase.kernel.map { Self.format($0.userMs, decimals: 2) + "+" + Self.format($0.kernelMs, decimals: 2) + population(phase) } ?? "–",
                             phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"])
         }
-        lines += ["", "Samples by phase (each launch's own phases; CPU: user samples × period + the kernel's, pooled)"]
+        lines += ["", "Samples by phase (each launch's own phases, ms over every launch; CPU: user samples × period + the kernel's, "
+            + "over the launches with both, named when fewer)"]
             + phaseTable.render(width: width)
         lines += [""] + functionLines("Top functions by self time", bySelf, selfFirst: true, width: width)
         lines += [""] + functionLines("Top functions by total time", byTotal, selfFirst: false, width: width)
@@ -57,6 +58,13 @@ extension PooledProfileReport {
             lines += table.render(width: width)
         }
         return lines
+    }
+
+    /// " (18 of 36 launches)" when a phase's CPU split rests on fewer
+    /// launches than its ms/launch: one row, one population, said.
+    private func population(_ phase: Phase) -> String {
+        guard let split = phase.kernelLaunches, split != launches else { return "" }
+        return " (\(split) of \(launches) launches)"
     }
 
     private func functionLines(_ title: String, _ rows: [Function], selfFirst: Bool, width: Int?) -> [String] {

@@ -96,6 +96,38 @@ final class PooledProfileTests: XCTestCase {
     }
 
     /// A thin pool says so, in the JSON as in the text, with what to do.
+    /// A phase row's CPU split from fewer launches than its ms/launch says
+    /// how many (issue 26: a row mixed a figure from all 36 launches with a
+    /// split from 18 of them): here one launch of two lost its kernel samples,
+    /// the loader phase's only split.
+    func testAPhaseRowSaysThePopulationOfItsSplit() throws {
+        let directory = try makeTemporaryDirectory(for: self).path
+        let run = try coldstart(["run", "-n", "2", "--warmup", "0", "--out", directory, "--", try FixturePrograms.path("FoundationTool")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let second = URL(fileURLWithPath: "\(directory)/run-2.json")
+        var document = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: second)) as? [String: Any])
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        var launcher = try XCTUnwrap(section["launcher"] as? [String: Any])
+        guard launcher.removeValue(forKey: "kernelSamples") != nil else { throw XCTSkip("the kernel refused kernel-mode samples here") }
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        try JSONSerialization.data(withJSONObject: document).write(to: second)
+
+        let pool = try pooled(directory)
+        XCTAssertEqual(pool.profile.launches, 2)
+        let loader = try XCTUnwrap(pool.profile.phases.first { $0.kind == "loader" })
+        XCTAssertNotNil(loader.kernel, "run-1's split")
+        XCTAssertEqual(loader.kernelLaunches, 1)
+        let app = try XCTUnwrap(pool.profile.phases.first { $0.kind == "app" })
+        XCTAssertEqual(app.kernelLaunches, 2, "getrusage splits the app phase in both")
+        let text = try coldstart(["report", directory])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        let row = try XCTUnwrap(text.stdout.split(separator: "\n").first { $0.contains("kernel exec + loader") && $0.contains("+") })
+        XCTAssertTrue(row.contains("(1 of 2 launches)"), String(row))
+        let appRow = try XCTUnwrap(text.stdout.split(separator: "\n").first { $0.contains("main → exit(0)") && $0.contains("+") })
+        XCTAssertFalse(appRow.contains(" of 2 launches"), String(appRow))
+    }
+
     func testAThinPoolSaysWhatToDo() {
         let thin = SamplingPrecision(pooledSamples: 12, samplesPerLaunch: 4)
         XCTAssertTrue(thin.tooFew)

@@ -240,9 +240,11 @@ package struct PooledProfile: Sendable {
             msPerLaunch: perLaunch(ns), clocks: clocks.sorted(), warnings: warnings.values.sorted(),
             effectiveHz: launches > 0 ? .init(min: minHz, max: maxHz) : nil,
             precision: SamplingPrecision(pooledSamples: samples, samplesPerLaunch: samplesPerLaunch),
-            phases: phases.sorted { ($0.value.position, $0.key) < ($1.value.position, $1.key) }.map {
-                .init(name: $0.key, kind: $0.value.kind, samples: $0.value.time.samples, msPerLaunch: perLaunch($0.value.time.ns),
-                      percent: percent($0.value.time.samples), launches: $0.value.time.launches, kernel: Self.kernelShare($0.value))
+            phases: phases.sorted { ($0.value.position, $0.key) < ($1.value.position, $1.key) }.map { name, counter in
+                let split = Self.kernelShare(counter)
+                return .init(name: name, kind: counter.kind, samples: counter.time.samples, msPerLaunch: perLaunch(counter.time.ns),
+                             percent: percent(counter.time.samples), launches: counter.time.launches, kernel: split,
+                             kernelLaunches: split == nil ? nil : counter.splitLaunches)
             },
             bySelf: ranked(entries) { $0.selfTime.samples },
             byTotal: ranked(entries) { $0.total.samples },
@@ -297,6 +299,10 @@ package struct PooledProfileReport: Codable, Sendable, Equatable {
         /// pooled (`KernelShare`; `userSamples` is the pool's); absent when
         /// no launch had a split or the pool has under 10 periods of CPU.
         package var kernel: KernelShare?
+        /// The launches `kernel` is the mean of (those with a split of the
+        /// phase: getrusage at both ends, or kernel-mode samples), which may
+        /// be fewer than the pool's, the population of `msPerLaunch`.
+        package var kernelLaunches: Int?
     }
 
     package struct Function: Codable, Sendable, Equatable {
