@@ -14,13 +14,17 @@ extension Finding {
         let width = max(min(width ?? defaultWidth, defaultWidth), 40)
         guard !findings.isEmpty else { return ["Findings: nothing above 1% of the launch"] }
         var lines = ["Findings (most time first; % of the launch's wall time):"]
+        // Fixed columns: the figures line up whatever the certainty says.
+        func figures(_ finding: Finding) -> String {
+            String(format: "%8.1f ms %4.0f%%  ", finding.ms, finding.percent) + finding.certainty.text.padding(toLength: 12, withPad: " ", startingAt: 0)
+        }
+        let titleRoom = max(width - 4 - (findings.map { figures($0).count }.max() ?? 0) - 1, 10)
+        // Two findings whose titles clip alike (two overloads' slow functions) are numbered.
+        let titles = Table.clipDistinct(findings.map(\.title), to: titleRoom) { clipped($0, to: $1) }
         for (index, finding) in findings.enumerated() {
-            // Fixed columns: the figures line up whatever the certainty says.
-            let figures = String(format: "%8.1f ms %4.0f%%  ", finding.ms, finding.percent)
-                + finding.certainty.text.padding(toLength: 12, withPad: " ", startingAt: 0)
+            let figures = figures(finding)
             let rank = "\(index + 1). ".leftPadded(to: 4)
-            let titleRoom = max(width - rank.count - figures.count - 1, 10)
-            let title = clipped(finding.title, to: titleRoom).padding(toLength: titleRoom, withPad: " ", startingAt: 0)
+            let title = titles[index].padding(toLength: titleRoom, withPad: " ", startingAt: 0)
             lines.append(String((rank + title + " " + figures).reversed().drop { $0 == " " }.reversed()))
             lines += wrapped((finding.intervalText.map { $0 + " · " } ?? "") + finding.location, width: width - 4, continuation: "  ")
                 .map { "    " + $0 }

@@ -164,12 +164,12 @@ extension ProfileReport {
         guard !lazyGlobals.isEmpty else { return [title, "  (none over the thresholds)"] }
         var table = Table(columns: [
             .init("ms", .right), .init("%", .right), .init("samples", .right), .init("first seen ms", .right),
-            .init("global", .left), .init("phases", .left),
+            .init("global", .left, limit: 80), .init("phases", .left),
         ])
         for global in lazyGlobals {
             table.add([
                 Self.number(global.ms), Self.percent(global.percent), "\(global.samples)", Self.number(global.firstSeenMs),
-                LaunchReport.printable(global.name, limit: 80), global.phases.map { "'\($0)'" }.joined(separator: ", "),
+                LaunchReport.printable(global.name, limit: .max), global.phases.map { "'\($0)'" }.joined(separator: ", "),
             ])
         }
         return [title] + table.render(width: width)

@@ -77,8 +77,9 @@ package struct Table {
     /// read the same: clipping can make two functions one text (two
     /// overloads whose arguments fold to `(…)`), and those are numbered in
     /// the order they first appear (`… #1`, `… #2`), clipped a little more.
-    static func clipDistinct(_ cells: [String], to width: Int) -> [String] {
-        var clipped = cells.map { $0.count > width ? clip($0, to: width) : $0 }
+    /// `clip` shortens one text (by default a function name's way).
+    static func clipDistinct(_ cells: [String], to width: Int, clip: (String, Int) -> String = Table.clip) -> [String] {
+        var clipped = cells.map { $0.count > width ? clip($0, width) : $0 }
         var originals: [String: [String]] = [:]
         for (cell, text) in zip(cells, clipped) where !(originals[text]?.contains(cell) ?? false) {
             originals[text, default: []].append(cell)
@@ -87,7 +88,7 @@ package struct Table {
             guard let sources = originals[clipped[index]], sources.count > 1,
                   let number = sources.firstIndex(of: cells[index]) else { continue }
             let suffix = " #\(number + 1)"
-            clipped[index] = clip(cells[index], to: max(width - suffix.count, 1)) + suffix
+            clipped[index] = clip(cells[index], max(width - suffix.count, 1)) + suffix
         }
         return clipped
     }

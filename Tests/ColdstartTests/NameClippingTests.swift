@@ -104,6 +104,34 @@ final class NameClippingTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(tables, 2, "the function tables were found")
     }
 
+    /// Two findings of two overloads read apart on the first screen: their
+    /// titles, cut to the line, were one text.
+    func testTwoFindingsWhoseTitlesClipAlikeAreNumbered() {
+        let stem = "slow function ArgumentParser.CommandParser.parseCurrentArgumentsAndSubcommands(inout ArgumentParser.SplitArguments, "
+        let findings = ["first: Int)", "second: Int)"].map {
+            Finding(kind: .slowFunction, title: stem + $0, ms: 2, percent: 5, location: "module App", certainty: .samples(20), advice: "make it cheaper")
+        }
+        let titles = Finding.lines(findings, width: 100).filter { $0.hasPrefix(" 1. ") || $0.hasPrefix(" 2. ") }
+            .map { String($0.dropFirst(4)) }
+        XCTAssertEqual(titles.count, 2)
+        XCTAssertNotEqual(titles[0], titles[1], "\(titles)")
+        XCTAssertTrue(titles[0].contains(" #1") && titles[1].contains(" #2"), "\(titles)")
+        XCTAssertTrue(Finding.lines(findings, width: 100).allSatisfy { $0.count <= 100 })
+    }
+
+    /// A column's limit clips its cells in a file too (no width), alike
+    /// cells numbered: the lazy globals' and functions' names, which were
+    /// cut at 80 and 110 characters before the table saw them.
+    func testAColumnLimitClipsWithoutAWidthAndKeepsCellsApart() {
+        let stem = String(repeating: "Module.Namespace.", count: 6)
+        var table = Table(columns: [.init("ms", .right), .init("global", .left, limit: 80)])
+        table.add(["1.0", stem + "tableOfRoutes"])
+        table.add(["0.5", stem + "tableOfRoles"])
+        let cells = table.render().dropFirst().map { String($0.dropFirst(7)) }
+        XCTAssertNotEqual(cells[0], cells[1], "\(cells)")
+        XCTAssertTrue(cells.allSatisfy { $0.count <= 80 }, "\(cells)")
+    }
+
     func testNameWithoutParenthesesIsCutAtItsEnd() {
         XCTAssertEqual(Table.clip("ServiceStartup.someVeryLongGlobalName", to: 20), "ServiceStartup.some…")
     }
