@@ -5,6 +5,8 @@ extension BeforeMain {
     /// The section as text; `statistics` adds each library's relocation counts.
     package func text(statistics: LoaderStatistics? = nil) -> String {
         func ms(_ v: Double) -> String { String(format: "%.2f", v) }
+        // Function names clipped for a line, never two alike.
+        func functions(_ entries: [Entry]) -> [String] { Table.clipDistinct(entries.map { LaunchReport.functionName($0.name) }, to: 60) }
         let how = traced ? "ptrace samples from exec, perf refused" : "perf events from exec"
         var lines = ["Before main (launcher: \(how)\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
@@ -21,7 +23,7 @@ extension BeforeMain {
         }
         if !loaderFunctions.isEmpty {
             lines.append("  loader functions (self, samples × period): "
-                + loaderFunctions.map { "\($0.name) \(ms($0.ms)) ms" }.joined(separator: " · "))
+                + zip(functions(loaderFunctions), loaderFunctions).map { "\($0) \(ms($1.ms)) ms" }.joined(separator: " · "))
         }
         if !mapped.isEmpty {
             let total = mapped.reduce(0) { $0 + $1.ms }
@@ -44,7 +46,7 @@ extension BeforeMain {
             for phase in phaseFaults where phase.faults > 0 {
                 lines.append("    \(phase.phase): \(phase.faults); files "
                     + phase.files.map { "\($0.name) \($0.count)" }.joined(separator: " · ")
-                    + "; code " + phase.code.map { "\($0.name) \($0.count)" }.joined(separator: " · "))
+                    + "; code " + zip(functions(phase.code), phase.code).map { "\($0) \($1.count)" }.joined(separator: " · "))
             }
         }
         return lines.joined(separator: "\n")

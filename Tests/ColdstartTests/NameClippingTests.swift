@@ -102,6 +102,20 @@ final class NameClippingTests: XCTestCase {
             tables += 1
         }
         XCTAssertGreaterThanOrEqual(tables, 2, "the function tables were found")
+        // Before main's lists of functions: counted by whole name (two cut
+        // to one text were counted as one), clipped apart in the text.
+        let json = try coldstart(["report", "--json", "\(out)/run-1.json"])
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let beforeMain = try XCTUnwrap(report["beforeMain"] as? [String: Any])
+        let code = (beforeMain["phaseFaults"] as? [[String: Any]] ?? []).flatMap { $0["code"] as? [[String: Any]] ?? [] }
+            + (beforeMain["loaderFunctions"] as? [[String: Any]] ?? [])
+        let names = code.compactMap { $0["name"] as? String }
+        XCTAssertFalse(names.isEmpty)
+        XCTAssertFalse(names.contains { $0.hasSuffix("…") }, "whole names: \(names)")
+        for line in lines where line.contains("; code ") {
+            let entries = line.components(separatedBy: "; code ")[1].components(separatedBy: " · ").map { $0.split(separator: " ").dropLast().joined(separator: " ") }
+            XCTAssertEqual(Set(entries).count, entries.count, line)
+        }
     }
 
     /// Two findings of two overloads read apart on the first screen: their

@@ -78,10 +78,9 @@ package struct BeforeMain: Codable, Sendable {
             let named = Symbolizer(modules: timeline.modules).symbolize(leaves.map { Timeline.Sample(ns: 0, tid: 0, frames: [$0]) })
             symbols.merge(named.symbols) { own, _ in own }
         }
-        // Short enough for a line of the report: C++ and Swift names run to hundreds of characters.
+        // Whole: two functions cut to one text would be counted as one (the text clips them).
         func name(_ frame: Timeline.Frame) -> String {
-            let full = symbols[frame.key]?.name ?? "0x" + String(frame.address, radix: 16)
-            return full.count > 60 ? full.prefix(59) + "…" : full
+            symbols[frame.key]?.name ?? "0x" + String(frame.address, radix: 16)
         }
         func top(_ counts: [String: Int], scale: Double, limit: Int = 8) -> [Entry] {
             counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(limit)
