@@ -9,11 +9,12 @@ extension Finding {
 
     /// The findings for a terminal, three lines each: rank, what, ms, share
     /// of the launch and how sure; where; what to try (wrapped). Nothing is
-    /// wider than `width` (default `defaultWidth`).
-    package static func lines(_ findings: [Finding], width: Int? = nil) -> [String] {
+    /// wider than `width` (default `defaultWidth`). `launch` says whose wall
+    /// time the shares are of (a pool's: the mean launch's).
+    package static func lines(_ findings: [Finding], width: Int? = nil, launch: String = "the launch's") -> [String] {
         let width = max(min(width ?? defaultWidth, defaultWidth), 40)
         guard !findings.isEmpty else { return ["Findings: nothing above 1% of the launch"] }
-        var lines = ["Findings (most time first; % of the launch's wall time):"]
+        var lines = ["Findings (most time first; % of \(launch) wall time):"]
         // Fixed columns: the figures line up whatever the certainty says.
         func figures(_ finding: Finding) -> String {
             String(format: "%8.1f ms %4.0f%%  ", finding.ms, finding.percent) + finding.certainty.text.padding(toLength: 12, withPad: " ", startingAt: 0)

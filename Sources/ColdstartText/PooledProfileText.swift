@@ -4,8 +4,10 @@ import Foundation
 extension PooledProfileReport {
     /// The pooled profile as text: how many launches and samples it rests
     /// on, then samples per phase, functions by self and total time, slow
-    /// initializers and lazy globals; tables narrowed to `width` when given.
-    package func lines(width: Int?) -> [String] {
+    /// initializers, lazy globals and threads; tables narrowed to `width`
+    /// when given. `full: false` is the first look: the phases and the top
+    /// five functions by self time.
+    package func lines(width: Int?, full: Bool = true) -> [String] {
         var lines = ["Pooled profile: \(Self.count(samples)) from \(launches) sampled launch\(launches == 1 ? "" : "es")"
             + " (\(Self.format(samplesPerLaunch, decimals: 1)) per launch)"
             + (unsampledLaunches > 0 ? "; \(unsampledLaunches) launch\(unsampledLaunches == 1 ? "" : "es") not sampled, left out" : "")]
@@ -31,6 +33,9 @@ extension PooledProfileReport {
         lines += ["", "Samples by phase (each launch's own phases, ms over every launch; CPU: user samples × period + the kernel's, "
             + "over the launches with both, named when fewer)"]
             + phaseTable.render(width: width)
+        guard full else {
+            return lines + [""] + functionLines("Top functions by self time", Array(bySelf.prefix(5)), selfFirst: true, width: width)
+        }
         lines += [""] + functionLines("Top functions by self time", bySelf, selfFirst: true, width: width)
         lines += [""] + functionLines("Top functions by total time", byTotal, selfFirst: false, width: width)
 
@@ -45,19 +50,20 @@ extension PooledProfileReport {
             }
             lines += table.render(width: width)
         }
-        lines += ["", "Slow lazy globals"]
-        if lazyGlobals.isEmpty {
-            lines.append("  none sampled")
-        } else {
-            var table = Table(columns: [.init("global", .left), .init("samples", .right), .init("ms/launch", .right), .init("%", .right),
-                                       .init("in", .right, droppable: true)])
-            for global in lazyGlobals {
-                table.add([global.name, String(global.samples), Self.format(global.msPerLaunch, decimals: 2),
-                           Self.format(global.percent, decimals: 1), String(global.launches)])
-            }
-            lines += table.render(width: width)
+        lines += [""] + rowLines("Slow lazy globals", lazyGlobals, column: "global", width: width)
+        return lines + [""] + rowLines("Threads (by name: a launch's tids are its own)", threads, column: "thread", width: width)
+    }
+
+    /// A table of pooled rows (lazy globals, threads) under `title`.
+    private func rowLines(_ title: String, _ rows: [Row], column: String, width: Int?) -> [String] {
+        guard !rows.isEmpty else { return [title, "  none sampled"] }
+        var table = Table(columns: [.init(column, .left), .init("samples", .right), .init("ms/launch", .right), .init("%", .right),
+                                    .init("in", .right, droppable: true)])
+        for row in rows {
+            table.add([row.name, String(row.samples), Self.format(row.msPerLaunch, decimals: 2), Self.format(row.percent, decimals: 1),
+                       String(row.launches)])
         }
-        return lines
+        return [title] + table.render(width: width)
     }
 
     /// " (18 of 36 launches)" when a phase's CPU split rests on fewer
@@ -90,14 +96,25 @@ extension PooledProfileReport {
 }
 
 extension PooledLaunches {
-    /// The text `coldstart report DIR` prints.
-    package func text(style: TextStyle = TextStyle()) -> String {
-        var lines = ["\(directory): \(profile.launches) launch\(profile.launches == 1 ? "" : "es") pooled"
+    /// The text `coldstart report DIR` prints: as `report FILE`'s, the
+    /// findings first, then the evidence; `full: false` is the first look in
+    /// at most `Finding.defaultWidth` columns, with one line naming what
+    /// `--full` adds.
+    package func text(style: TextStyle = TextStyle(), full: Bool = true) -> String {
+        let width = full ? style.width : min(style.width ?? Finding.defaultWidth, Finding.defaultWidth)
+        let launches = profile.launches
+        var lines = ["\(directory): \(launches) launch\(launches == 1 ? "" : "es") pooled"
             + (executable.map { " (\($0))" } ?? "") + " of \(filesRead) timeline\(filesRead == 1 ? "" : "s") read, "
-            + "\(skippedCount) file\(skippedCount == 1 ? "" : "s") skipped"]
-        lines += [""] + profile.lines(width: style.width)
+            + "\(skippedCount) file\(skippedCount == 1 ? "" : "s") skipped",
+            "  every figure is per launch (the \(launches) launches' sum ÷ \(launches)); a finding's samples and 95% interval are the pool's"]
+        lines += [""] + Finding.lines(findings, width: width, launch: "the mean launch's")
+        lines += [""] + profile.lines(width: width, full: full)
+        if full, let runtimeCosts, !runtimeCosts.rows.isEmpty { lines += [""] + runtimeCosts.lines(width: width) }
+        if !full {
+            lines += ["", "More with --full: functions by total time, initializers, lazy globals, threads, runtime costs."]
+        }
         // In a terminal the sentences wrap as the tables are narrowed: to its width.
-        if let width = style.width { lines = Finding.wrapped(lines, width: width) }
+        if let width = width { lines = Finding.wrapped(lines, width: width) }
         if skippedCount > 0 {
             let more = skippedCount - skipped.count
             lines += ["", "Skipped \(skippedCount) file\(skippedCount == 1 ? "" : "s")" + (more > 0 ? " (the first \(skipped.count) listed)" : "") + ":"]

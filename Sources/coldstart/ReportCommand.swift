@@ -11,7 +11,7 @@ enum ReportCommand: Command {
     Usage: coldstart report FILE [--full | --json | --html OUT] [--min-ms MS] [--min-percent P]
                                  [--top N] [--phase NAME] [--thread NAME|TID] [--tree-depth N]
                                  [--root DIR]
-           coldstart report DIR [--json] [--top N]
+           coldstart report DIR [--full | --json] [--top N] [--phase NAME] [--thread NAME]
 
     Reads a timeline written by an app run with COLDSTART=1 (or COLDSTART=FILE)
     and prints:
@@ -50,11 +50,16 @@ enum ReportCommand: Command {
 
     With a directory (one written by `coldstart run --out DIR`, or any
     directory of timelines of one executable, sub-directories included, a
-    run's warmup/ and reference/ left out), prints one profile pooled over every sampled
-    launch in it: samples per phase, functions by self and total time, slow
-    initializers and lazy globals, each with its pooled sample count and ms
-    per launch (pooled samples × sampling period ÷ launches pooled), and in
-    how many launches it was seen. Each launch's samples are given its own
+    run's warmup/ and reference/ left out), prints the same report pooled
+    over every sampled launch in it: the findings first (each launch's
+    added up, per launch, with the pooled samples' precision), then samples
+    per phase, functions by self and total time, slow initializers, lazy
+    globals, threads (by name) and runtime costs, each with its pooled
+    sample count and ms per launch (pooled samples × sampling period ÷
+    launches pooled), and in how many launches it was seen; --phase and
+    --thread select the profile's samples (a thread by name: every
+    launch's thread of that name), --full prints every section. Each
+    launch's samples are given its own
     phases and named from its own modules; a module (path and build-id) is
     read once for all of them. Files that are not readable timelines, or a
     different executable's, are skipped with their reason and counted;
@@ -102,12 +107,12 @@ enum ReportCommand: Command {
         try arguments.finish()
         var info = stat()
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            let fileOnly = [("--full", full), ("--html", html != nil), ("--phase", options.phase != nil), ("--thread", thread != nil),
-                            ("--min-ms", options.minMs != 0), ("--min-percent", options.minPercent != 0), ("--tree-depth", options.treeDepth != 12), ("--root", root != nil)]
+            let fileOnly = [("--html", html != nil), ("--min-ms", options.minMs != 0), ("--min-percent", options.minPercent != 0),
+                            ("--tree-depth", options.treeDepth != 12), ("--root", root != nil)]
             if let option = fileOnly.first(where: \.1)?.0 {
-                throw UsageError(message: "\(option) is for one timeline FILE; a directory takes --json and --top")
+                throw UsageError(message: "\(option) is for one timeline FILE; a directory takes --full, --json, --top, --phase and --thread")
             }
-            return try pool(path, top: options.top, json: json)
+            return try pool(path, top: options.top, thread: thread, phase: options.phase, json: json, full: full)
         }
 
         var timeline = try Timeline(contentsOf: path)
@@ -141,13 +146,17 @@ enum ReportCommand: Command {
     }
 
     /// `report DIR`: the pooled profile of the directory's launches.
-    private static func pool(_ directory: String, top: Int, json: Bool) throws -> Int32 {
-        let pooled = PooledLaunches(directory: directory, exportSuffixes: Exporters.suffixes, top: top)
+    private static func pool(_ directory: String, top: Int, thread: String?, phase: String?, json: Bool, full: Bool) throws -> Int32 {
+        let pooled = PooledLaunches(directory: directory, exportSuffixes: Exporters.suffixes, top: top, thread: thread, phase: phase)
         guard pooled.profile.launches > 0 else {
             let why = pooled.profile.unsampledLaunches > 0
                 ? "\(pooled.profile.unsampledLaunches) launch\(pooled.profile.unsampledLaunches == 1 ? " was" : "es were") not sampled"
                 : pooled.skipped.first.map { "e.g. \($0.file): \($0.reason)" } ?? "no *.json files"
             throw CommandError(message: "\(directory): no sampled launch to pool (\(why))")
+        }
+        // As for one FILE: a selection none of the launches has is an error.
+        if pooled.profile.samples == 0, let selection = thread.map({ "thread named '\($0)'" }) ?? phase.map({ "phase named '\($0)'" }) {
+            throw CommandError(message: "\(directory): no launch has samples of a \(selection)")
         }
         let output: Data
         if json {
@@ -155,7 +164,7 @@ enum ReportCommand: Command {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             output = try encoder.encode(pooled) + Data("\n".utf8)
         } else {
-            output = Data(pooled.text(style: Terminal.style()).utf8)
+            output = Data(pooled.text(style: Terminal.style(), full: full).utf8)
         }
         try StandardOutput.write(output)
         return ExitStatus.success

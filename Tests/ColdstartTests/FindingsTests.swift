@@ -367,9 +367,7 @@ extension FindingsTests {
         XCTAssertEqual(ProfileAnalysis.withoutModule("FoundationEssentials.JSONEncoder.encode(_:)"), "JSONEncoder.encode(_:)")
         XCTAssertEqual(ProfileAnalysis.withoutModule("App.load()"), "App.load()")
     }
-}
 
-extension FindingsTests {
     /// A C library built without frame pointers ends the kernel's chain in
     /// its constructor: 30 ms of "unattributed" samples and no finding. A
     /// stack of the initializers phase rooted in a library is that

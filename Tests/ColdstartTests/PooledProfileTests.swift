@@ -81,7 +81,8 @@ final class PooledProfileTests: XCTestCase {
         let table = try mean("slowGlobalTable", of: measured)
         XCTAssertEqual(global.msPerLaunch, table, accuracy: table * KnownCostsTests.tolerance)
 
-        let text = try coldstart(["report", runs])
+        // Unwrapped into a pipe with --full; the first look wraps at 100 columns.
+        let text = try coldstart(["report", "--full", runs])
         XCTAssertEqual(text.status, 0, text.stderr)
         XCTAssertTrue(text.stdout.contains("5 launches pooled (KnownCosts) of 5 timelines read, 0 files skipped"), text.stdout)
         XCTAssertTrue(text.stdout.contains("Pooled profile: \(pool.profile.samples) samples from 5 sampled launches"), text.stdout)
@@ -93,6 +94,56 @@ final class PooledProfileTests: XCTestCase {
         XCTAssertFalse(pool.profile.precision.tooFew)
         XCTAssertNil(pool.profile.precision.advice)
         XCTAssertTrue(text.stdout.contains("precision: \(pool.profile.precision.rule)"), text.stdout)
+    }
+
+    /// The pooled report was a lesser report: no findings, no runtime
+    /// kinds, no threads, and `--full`/`--thread` refused (exit 2), though
+    /// the "too few samples" advice sends users there. It is the single
+    /// report's, each launch's findings added up, per launch, their
+    /// precision the pool's.
+    func testThePooledReportHasTheFindingsRuntimeKindsAndThreadsOfOneLaunch() throws {
+        let (runs, measured) = try record()
+        let pool = try pooled(runs)
+        let single = try XCTUnwrap(LaunchAnalysis(timeline: Timeline(contentsOf: "\(runs)/run-1.json")).report.findings)
+        for (function, _) in KnownCostsTests.functions {
+            let title = "slow function \(KnownCostsTests.demangled(function))"
+            let finding = try XCTUnwrap(pool.findings.first { $0.title == title }, "\(title) among \(pool.findings.map(\.title))")
+            let expected = try mean(function, of: measured)
+            XCTAssertEqual(finding.ms, expected, accuracy: expected * KnownCostsTests.tolerance, "\(title) ms per launch")
+            guard case .samples(let pooledCount) = finding.certainty,
+                  case .samples(let oneLaunch)? = single.first(where: { $0.title == title })?.certainty else {
+                return XCTFail("\(title) is counted in samples")
+            }
+            XCTAssertGreaterThan(pooledCount, oneLaunch * 3, "the pool's samples, not one launch's")
+            // The pool's interval: narrower, relative to the figure, than one launch's.
+            let (low, high) = (try XCTUnwrap(finding.msLow), try XCTUnwrap(finding.msHigh))
+            XCTAssertLessThan((high - low) / finding.ms, 0.5, "\(low)–\(high) around \(finding.ms)")
+        }
+        XCTAssertTrue(pool.findings.contains { $0.title == "slow library initializer libSlowInit.so" }, "\(pool.findings.map(\.title))")
+        XCTAssertTrue(pool.findings.contains { $0.title == "slow lazy global KnownCosts.slowGlobalTable" }, "\(pool.findings.map(\.title))")
+        XCTAssertFalse(try XCTUnwrap(pool.runtimeCosts).rows.isEmpty)
+        XCTAssertEqual(pool.profile.threads.first { $0.name == "main" }?.launches, 5, "\(pool.profile.threads)")
+
+        let text = try coldstart(["report", runs])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        let findings = try XCTUnwrap(text.stdout.range(of: "Findings (most time first; % of the mean launch's wall time):"), text.stdout)
+        XCTAssertLessThan(findings.lowerBound, try XCTUnwrap(text.stdout.range(of: "Pooled profile: ")).lowerBound, "the findings first")
+        XCTAssertTrue(text.stdout.contains("More with --full: "), text.stdout)
+        XCTAssertFalse(text.stdout.contains("Threads (by name"), text.stdout)
+
+        let full = try coldstart(["report", "--full", runs])
+        XCTAssertEqual(full.status, 0, full.stderr)
+        for section in ["Top functions by total time", "Threads (by name", "Swift runtime costs by kind"] {
+            XCTAssertTrue(full.stdout.contains(section), "\(section) in --full:\n\(full.stdout)")
+        }
+        let main = try coldstart(["report", "--json", "--thread", "main", runs])
+        XCTAssertEqual(main.status, 0, main.stderr)
+        let onMain = try JSONDecoder().decode(PooledLaunches.self, from: Data(main.stdout.utf8))
+        XCTAssertEqual(onMain.profile.threads.map(\.name), ["main"])
+        XCTAssertEqual(onMain.findings.map(\.title), pool.findings.map(\.title), "the findings are the whole launches'")
+        let none = try coldstart(["report", "--thread", "no such thread", runs])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.stderr.contains("no launch has samples of a thread named 'no such thread'"), none.stderr)
     }
 
     /// A thin pool says so, in the JSON as in the text, with what to do.
@@ -179,7 +230,7 @@ final class PooledProfileTests: XCTestCase {
         XCTAssertTrue(reason.contains("OtherTool") && reason.contains("not pooled"), reason)
         XCTAssertTrue(pool.skipped.allSatisfy { !$0.reason.isEmpty })
 
-        let text = try coldstart(["report", directory.path])
+        let text = try coldstart(["report", "--full", directory.path])
         XCTAssertEqual(text.status, 0, text.stderr)
         XCTAssertTrue(text.stdout.contains("5 launches pooled (KnownCosts) of 6 timelines read, 3 files skipped"), text.stdout)
         XCTAssertTrue(text.stdout.contains("Skipped 3 files:"), text.stdout)

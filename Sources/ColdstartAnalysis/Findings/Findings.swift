@@ -219,7 +219,7 @@ package struct FindingInputs: Sendable {
         /// waits, kernel samples) or estimated.
         package var ms: Double
         /// The part of `ms` that was the major faults'.
-        fileprivate var majorMs: Double
+        var majorMs: Double
         package var certainty: Finding.Certainty
         /// How `ms` was made up, for the finding's location.
         package var detail: String?

@@ -16,6 +16,12 @@ package struct LaunchAnalysis {
     /// The samples as the report's selection, in time order; nil when the
     /// launch was not sampled.
     package let stacks: SampledStacks?
+    /// What the findings were made from (`report.findings`): a pool of
+    /// launches adds these up (`PooledFindings`).
+    let findingInputs: FindingInputs
+    /// The sampled stacks' working state and the samples `options` select;
+    /// nil when the launch was not sampled.
+    let profile: (analysis: ProfileAnalysis, selected: [Int])?
 
     /// Analyses `timeline` with `options` (the selection and thresholds of
     /// the sampled sections). `symbolizer` names the frames when the file
@@ -24,19 +30,29 @@ package struct LaunchAnalysis {
     /// thread the launch does not have, or the sampling rate is unusable.
     package init(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
                 symbolizer: Symbolizer? = nil) throws {
-        let naming = timeline.frameNames(symbolizer ?? Symbolizer(modules: timeline.modules))
+        let symbolizer = symbolizer ?? Symbolizer(modules: timeline.modules)
+        let naming = timeline.frameNames(symbolizer)
         let profile: ProfileReport?
         let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path)
         if let analysis {
             let selected = try analysis.select(options, path: path)
             profile = analysis.report(selected, options: options, warnings: naming.warnings)
             stacks = SampledStacks(analysis, selected: selected, warnings: naming.warnings)
+            self.profile = (analysis, selected)
         } else {
             profile = nil
             stacks = nil
+            self.profile = nil
         }
-        report = LaunchReport(timeline, profile: profile, analysis: analysis, symbols: naming.symbols)
+        var inputs = FindingInputs(launchMs: 0)
+        report = LaunchReport(timeline, profile: profile, analysis: analysis, symbols: naming.symbols, symbolizer: symbolizer,
+                              findingInputs: &inputs)
+        findingInputs = inputs
+        warnings = naming.warnings
     }
+
+    /// Lines about names that could not be found (missing or rebuilt binaries).
+    let warnings: [String]
 }
 
 extension Timeline {

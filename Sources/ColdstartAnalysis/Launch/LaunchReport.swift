@@ -162,7 +162,10 @@ extension LaunchReport {
     /// samples); `symbols` names the frames, those of the blocked stacks and
     /// the loader's. The findings and runtime costs are the whole launch's,
     /// whatever phase or thread `profile` selects for the evidence.
-    init(_ timeline: Timeline, profile: ProfileReport?, analysis: ProfileAnalysis?, symbols: [String: Timeline.Symbol]) {
+    /// `findingInputs` is set to what the findings were made from;
+    /// `symbolizer` names what `symbols` lacks (the loader's fault frames).
+    init(_ timeline: Timeline, profile: ProfileReport?, analysis: ProfileAnalysis?, symbols: [String: Timeline.Symbol],
+         symbolizer: Symbolizer, findingInputs: inout FindingInputs) {
         let frameName: (Timeline.Frame) -> String? = { symbols[$0.key]?.name }
         let total = Self.milliseconds(timeline.launch.endNs)
         let phases = timeline.phases
@@ -224,11 +227,12 @@ extension LaunchReport {
 
         let blockedTime = BlockedTime(timeline, frameName: frameName)
         let launch = Summary(timeline, totalMs: total, withoutProfiling: UnprofiledEstimate(timeline, blocked: blockedTime))
-        let beforeMain = BeforeMain(timeline, symbols: symbols)
+        let beforeMain = BeforeMain(timeline, symbols: symbols, symbolizer: symbolizer)
         let loaderStatistics = LoaderStatistics(timeline)
         let inputs = FindingInputs(
             launch: launch, phases: phaseRows, profile: profile, blockedTime: blockedTime, beforeMain: beforeMain,
             loaderStatistics: loaderStatistics, timeline: timeline, analysis: analysis)
+        findingInputs = inputs
         self.init(
             reportVersion: 1, launch: launch, findings: Finding.ranked(inputs), runtimeCosts: inputs.runtimeCosts,
             phases: phaseRows, marks: marks, spans: spans, profile: profile, blockedTime: blockedTime,

@@ -50,7 +50,10 @@ package struct BeforeMain: Codable, Sendable {
 
     /// Nil when the timeline has no launcher section. `symbols` names frames
     /// already named (the report's); the rest are looked up in the modules.
-    package init?(_ timeline: Timeline, symbols known: [String: Timeline.Symbol] = [:]) {
+    /// `symbolizer` names the fault frames `known` lacks (by default one
+    /// over the modules' files; a report passes its own, whose modules are
+    /// read already).
+    package init?(_ timeline: Timeline, symbols known: [String: Timeline.Symbol] = [:], symbolizer: Symbolizer? = nil) {
         guard let section = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any] else { return nil }
         mode = section["mode"] as? String ?? "?"
         traced = section["threads"] as? String == "ptrace"
@@ -75,7 +78,7 @@ package struct BeforeMain: Codable, Sendable {
         let leaves = early.compactMap(\.frames.first) + faultFrames
         // A symbolized file names its fault frames too, and reads no binary.
         if !timeline.isSymbolized, leaves.contains(where: { symbols[$0.key] == nil }) {
-            let named = Symbolizer(modules: timeline.modules).symbolize(leaves.map { Timeline.Sample(ns: 0, tid: 0, frames: [$0]) })
+            let named = (symbolizer ?? Symbolizer(modules: timeline.modules)).symbolize(leaves.map { Timeline.Sample(ns: 0, tid: 0, frames: [$0]) })
             symbols.merge(named.symbols) { own, _ in own }
         }
         // Whole: two functions cut to one text would be counted as one (the text clips them).

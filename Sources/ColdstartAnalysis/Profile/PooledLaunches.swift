@@ -16,6 +16,12 @@ package struct PooledLaunches: Codable, Sendable {
     package var skipped: [AggregateSummary.Skipped]
     /// Module files read to name the frames, once each across the launches.
     package var modulesRead: Int
+    /// The pool's findings (`PooledFindings`): each launch's inputs added
+    /// up, per launch, their certainty the pooled samples.
+    package var findings: [Finding]
+    /// The pool's runtime costs by kind, per launch; absent when no launch
+    /// was sampled.
+    package var runtimeCosts: RuntimeCostSummary?
     package var profile: PooledProfileReport
 
     /// Pools the timelines of one executable under `directory` and its
@@ -24,8 +30,11 @@ package struct PooledLaunches: Codable, Sendable {
     /// measure either, its `reference/` launches, which it made without
     /// loader sampling to compare with, and exports beside them
     /// (`exportSuffixes`).
-    /// `debugDirectory` is where separate debug files live.
-    package init(directory: String, exportSuffixes: [String], top: Int, debugDirectory: String? = "/usr/lib/debug") {
+    /// `debugDirectory` is where separate debug files live. Each launch is
+    /// analysed as `report FILE` analyses it (`LaunchAnalysis`); `thread`
+    /// and `phase` select the pooled profile's samples, not the findings'.
+    package init(directory: String, exportSuffixes: [String], top: Int, thread: String? = nil, phase: String? = nil,
+                 debugDirectory: String? = "/usr/lib/debug") {
         var files: [String] = []
         var skipped: [AggregateSummary.Skipped] = []
         let run = directory.hasSuffix("/") ? directory : directory + "/"
@@ -40,7 +49,7 @@ package struct PooledLaunches: Codable, Sendable {
         // One pool per executable; the one with most sampled launches is
         // reported, the others' files skipped.
         let cache = SymbolCache()
-        var pools: [String: (pool: PooledProfile, files: [String])] = [:]
+        var pools: [String: (pool: PooledProfile, findings: PooledFindings, files: [String])] = [:]
         var read = 0
         for path in files.sorted(by: { $0.compare($1, options: .numeric) == .orderedAscending }) {
             let timeline: Timeline
@@ -54,8 +63,14 @@ package struct PooledLaunches: Codable, Sendable {
                 continue
             }
             read += 1
-            var entry = pools[timeline.executableName] ?? (PooledProfile(), [])
-            entry.pool.add(timeline, cache: cache, debugDirectory: debugDirectory, path: path)
+            var entry = pools[timeline.executableName] ?? (PooledProfile(), PooledFindings(), [])
+            let symbolizer = Symbolizer(modules: timeline.modules, debugDirectory: debugDirectory, cache: cache)
+            if let launch = try? LaunchAnalysis(timeline: timeline, path: path, symbolizer: symbolizer) {
+                if entry.pool.add(launch, timeline: timeline, thread: thread, phase: phase) { entry.findings.add(launch.findingInputs) }
+            } else {
+                // No usable sampling rate (LaunchAnalysis refused it): counted as not sampled.
+                entry.pool.add(timeline, cache: cache, debugDirectory: debugDirectory, path: path)
+            }
             entry.files.append(path)
             pools[timeline.executableName] = entry
         }
@@ -67,6 +82,9 @@ package struct PooledLaunches: Codable, Sendable {
         }
         let executable = chosen?.key
         let pool = chosen?.value.pool ?? PooledProfile()
+        let inputs = chosen?.value.findings.inputs
+        findings = inputs.map { Finding.ranked($0) } ?? []
+        runtimeCosts = inputs?.runtimeCosts
         self.directory = directory
         self.executable = executable
         filesRead = read

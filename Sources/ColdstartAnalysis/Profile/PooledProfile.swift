@@ -26,6 +26,7 @@ package struct PooledProfile: Sendable {
     private var initializers = Counter()
     private var libraries: [String: LibraryCounter] = [:]
     private var lazyGlobals: [String: Counter] = [:]
+    private var threads: [String: Counter] = [:]
     /// Modules whose frames could not be named, by path: the first launch's line.
     private var warnings: [String: String] = [:]
 
@@ -99,18 +100,50 @@ package struct PooledProfile: Sendable {
             unsampled += 1
             return false
         }
-        // One line per module (its path starts the line): the same missing
-        // binary is named once, however many launches it was in.
-        for warning in naming.warnings {
-            let module = warning.components(separatedBy: ": ").first ?? warning
-            if warnings[module] == nil { warnings[module] = warning }
-        }
-        add(analysis)
+        note(naming.warnings)
+        add(analysis, selected: Array(analysis.stacks.indices))
         return true
     }
 
-    private mutating func add(_ analysis: ProfileAnalysis) {
-        let all = Array(analysis.stacks.indices)
+    /// Pools one launch already analysed (`report DIR` makes each launch's
+    /// findings too): its samples of the thread named `thread` (the name a
+    /// person reads or the kernel's: every thread of that name) and of the
+    /// phase `phase`, when given. False, and counted as not sampled, as for
+    /// `add(_:cache:)`.
+    @discardableResult
+    package mutating func add(_ launch: LaunchAnalysis, timeline: Timeline, thread: String? = nil, phase: String? = nil) -> Bool {
+        guard timeline.unsampledReason == nil, let profile = launch.profile else {
+            unsampled += 1
+            return false
+        }
+        note(launch.warnings)
+        let analysis = profile.analysis
+        var selected = profile.selected
+        if let thread {
+            let recorded = timeline.recordedThreadNames
+            selected = selected.filter { index in
+                let tid = analysis.stacks[index].tid
+                return recorded[tid] == thread || timeline.threadName(tid, recorded: recorded) == thread
+            }
+        }
+        if let phase {
+            let number = analysis.phaseNames.firstIndex(of: phase)
+            selected = selected.filter { analysis.stacks[$0].phase == number }
+        }
+        add(analysis, selected: selected)
+        return true
+    }
+
+    /// One line per module (its path starts the line): the same missing
+    /// binary is named once, however many launches it was in.
+    private mutating func note(_ launchWarnings: [String]) {
+        for warning in launchWarnings {
+            let module = warning.components(separatedBy: ": ").first ?? warning
+            if warnings[module] == nil { warnings[module] = warning }
+        }
+    }
+
+    private mutating func add(_ analysis: ProfileAnalysis, selected all: [Int]) {
         let everything = ProfileOptions(top: .max)
         let period = analysis.nsPerSample
         launches += 1
@@ -133,7 +166,8 @@ package struct PooledProfile: Sendable {
         var selfCounts = [Int](repeating: 0, count: keyIndex.count)
         var totalCounts = selfCounts
         var seenIn = [Int](repeating: -1, count: keyIndex.count)
-        for (number, stack) in analysis.stacks.enumerated() {
+        for number in all {
+            let stack = analysis.stacks[number]
             if let leaf = stack.functions.first { selfCounts[local[leaf]] += 1 }
             for function in stack.functions where seenIn[local[function]] != number {
                 seenIn[local[function]] = number
@@ -147,7 +181,17 @@ package struct PooledProfile: Sendable {
             functions[key] = counter
         }
         var perPhase = [Int](repeating: 0, count: analysis.phaseNames.count)
-        for stack in analysis.stacks { perPhase[stack.phase] += 1 }
+        var perThread: [Int: Int] = [:]
+        for number in all {
+            perPhase[analysis.stacks[number].phase] += 1
+            perThread[analysis.stacks[number].tid, default: 0] += 1
+        }
+        // By the name a person reads: a launch's tids are its own, "main" or
+        // "dispatch worker (default QoS)" are every launch's.
+        let recorded = analysis.timeline.recordedThreadNames
+        var byName: [String: Int] = [:]
+        for (tid, count) in perThread { byName[analysis.timeline.threadName(tid, recorded: recorded), default: 0] += count }
+        for (name, count) in byName { threads[name, default: Counter()].add(count, nsPerSample: period) }
         for (index, count) in perPhase.enumerated() where count > 0 {
             let kind = index < analysis.timeline.phases.count ? analysis.timeline.phases[index].kind : "after-end"
             phases[analysis.phaseNames[index], default: PhaseCounter(kind: kind, position: index)].time.add(count, nsPerSample: period)
@@ -201,6 +245,7 @@ package struct PooledProfile: Sendable {
         initializers.merge(other.initializers)
         libraries.merge(other.libraries) { var sum = $0; sum.time.merge($1.time); return sum }
         lazyGlobals.merge(other.lazyGlobals) { var sum = $0; sum.merge($1); return sum }
+        threads.merge(other.threads) { var sum = $0; sum.merge($1); return sum }
         warnings.merge(other.warnings) { mine, _ in mine }
     }
 
@@ -254,10 +299,16 @@ package struct PooledProfile: Sendable {
                     .init(module: $0.key, isExecutable: $0.value.isExecutable, samples: $0.value.time.samples,
                           msPerLaunch: perLaunch($0.value.time.ns), percent: percent($0.value.time.samples), launches: $0.value.time.launches)
                 }),
-            lazyGlobals: lazyGlobals.sorted { ($1.value.samples, $0.key) < ($0.value.samples, $1.key) }.prefix(top).map {
-                .init(name: $0.key, samples: $0.value.samples, msPerLaunch: perLaunch($0.value.ns),
-                      percent: percent($0.value.samples), launches: $0.value.launches)
-            })
+            lazyGlobals: rows(lazyGlobals, top: top),
+            threads: rows(threads, top: top))
+    }
+
+    /// Counters by name as rows, most samples first, at most `top`.
+    private func rows(_ counters: [String: Counter], top: Int) -> [PooledProfileReport.Row] {
+        counters.sorted { ($1.value.samples, $0.key) < ($0.value.samples, $1.key) }.prefix(top).map {
+            .init(name: $0.key, samples: $0.value.samples, msPerLaunch: launches > 0 ? $0.value.ns / Double(launches) / 1e6 : 0,
+                  percent: samples > 0 ? Double($0.value.samples) * 100 / Double(samples) : 0, launches: $0.value.launches)
+        }
     }
 }
 
@@ -282,6 +333,9 @@ package struct PooledProfileReport: Codable, Sendable, Equatable {
     package var byTotal: [Function]
     package var initializers: Initializers
     package var lazyGlobals: [Row]
+    /// The sampled threads by name (`main`, `dispatch worker (default
+    /// QoS)`): a launch's tids are its own.
+    package var threads: [Row]
 
     package struct Range: Codable, Sendable, Equatable {
         package var min: Double
