@@ -146,7 +146,7 @@ final class FindingsTests: XCTestCase {
     /// kind only ever under another still has its row.
     func testRuntimeKindsSayTheirShareOnTheStack() throws {
         let core = "libswiftCore.so"
-        let app = NamedFrame(function: "App.parse()", module: "tool")
+        let app = NamedFrame(function: "App.parse(arguments: [String]) -> App.Options", module: "tool")
         let lookup = NamedFrame(function: "swift_getTypeByMangledName", module: core)
         let scanUnderCast = [NamedFrame(function: "swift_conformsToProtocolMaybeInstantiateSuperclasses", module: core),
                              NamedFrame(function: "swift_dynamicCast", module: core), lookup, app]
@@ -168,7 +168,7 @@ final class FindingsTests: XCTestCase {
         inputs.runtimeCosts = costs
         let finding = try XCTUnwrap(Finding.ranked(inputs).first { $0.title == "type metadata and type-by-name look-ups" })
         XCTAssertEqual(finding.totalMs, 15)
-        XCTAssertTrue(finding.location.hasPrefix("on the stack in 15% of the samples (15.0 ms); called from App.parse()"), finding.location)
+        XCTAssertTrue(finding.location.hasPrefix("on the stack in 15% of the samples (15.0 ms); called from App.parse(arguments:)"), finding.location)
     }
 
     /// CodableTool's first screen listed `inventoryToolMain` and the
@@ -357,6 +357,36 @@ extension FindingsTests {
         XCTAssertEqual(try XCTUnwrap(spin.selfMs), 30, accuracy: 1e-9)
         XCTAssertEqual(try XCTUnwrap(spin.totalMs), 30, accuracy: 1e-9)
         XCTAssertTrue(spin.location.hasPrefix("called from App.loadCatalog(path:) at main.swift:9 · module App; self 30.0 ms"), spin.location)
+    }
+
+    /// Two launches pooled: every time per launch (a cost of one launch
+    /// only divided by both), every count the pool's, the callers of the
+    /// launch with most of its samples.
+    func testPooledInputsArePerLaunchWithThePoolsSamples() throws {
+        func launch(_ ms: Double, samples: Int, site: String, only: Bool) -> FindingInputs {
+            var inputs = FindingInputs(launchMs: 40)
+            var cost = FindingInputs.NamedCost(name: "App.load()", module: "App", ms: ms, samples: samples)
+            (cost.callers, cost.callSite, cost.totalMs, cost.selfMs) = (["main at \(site)"], site, ms, 0)
+            inputs.functions = [cost]
+            if only { inputs.lazyGlobals = [.init(name: "App.table", module: "App", ms: 6, samples: 60)] }
+            return inputs
+        }
+        var pool = PooledFindings()
+        pool.add(launch(10, samples: 100, site: "main.swift:3", only: true))
+        pool.add(launch(14, samples: 140, site: "main.swift:4", only: false))
+        let inputs = pool.inputs
+        XCTAssertEqual(pool.launches, 2)
+        XCTAssertEqual(inputs.launchMs, 40)
+        let load = try XCTUnwrap(inputs.functions.first)
+        XCTAssertEqual(load.ms, 12, accuracy: 1e-9)
+        XCTAssertEqual(load.samples, 240)
+        XCTAssertEqual(try XCTUnwrap(load.totalMs), 12, accuracy: 1e-9)
+        XCTAssertEqual(load.callSite, "main.swift:4")
+        XCTAssertEqual(inputs.lazyGlobals.first?.ms, 3, "seen in one launch of two")
+        let finding = try XCTUnwrap(Finding.ranked(inputs).first { $0.kind == .slowFunction })
+        XCTAssertEqual(finding.certainty, .samples(240))
+        let interval = SamplePrecision.interval(240, msPerSample: 12.0 / 240)
+        XCTAssertEqual(try XCTUnwrap(finding.msLow), interval.low, accuracy: 1e-9)
     }
 
     func testBriefNamesKeepTheArgumentLabels() {

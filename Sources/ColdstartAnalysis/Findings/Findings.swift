@@ -395,7 +395,7 @@ extension Finding {
         if let costs = inputs.runtimeCosts {
             let counted: Set<RuntimeCostKind> = [.lazyGlobal, .loader, .kernel]
             for row in costs.rows where !counted.contains(row.kind) {
-                let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2).map(\.function)
+                let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2).map { ProfileAnalysis.briefName($0.function) }
                 candidates.append(Finding(
                     kind: .runtimeCost, title: row.kind.titleInSentence,
                     ms: row.ms, percent: percent(row.ms),
