@@ -303,7 +303,7 @@ final class HostIntegrityTests: XCTestCase {
     func testAThreadWithLittleStackLeftSurvivesItsSamples() throws {
         let kernelFrame = sysconf(Int32(_SC_MINSIGSTKSZ))
         XCTAssertGreaterThan(kernelFrame, 0, "the kernel says how large its signal frame is")
-        let cases = [("perf", 1024, false), ("signals", kernelFrame + 3072, false), ("signals", kernelFrame + 768, true)]
+        let cases = [("perf", 1024, false), ("signals", kernelFrame + 3072, false), ("signals", kernelFrame + 1536, true)]
         for (mode, left, skipped) in cases {
             let result = try profiled(["stack-edge", String(left)], ["COLDSTART_SAMPLER": mode, "COLDSTART_HZ": "10000"])
             XCTAssertEqual(result.status, 0, "\(mode), \(left) bytes left: \(result.stderr)")
