@@ -344,5 +344,9 @@ void cs_estimate_start(void);
 /// source NULL. -1 if no start at all. Async-signal-safe
 /// (open/read/close/clock_gettime).
 int cs_process_start(struct cs_start *start, struct cs_start *without_launcher, uint64_t *boot_minus_mono_ns);
+/// Thread `tid`'s name as the kernel keeps it (15 bytes, cut on a
+/// character), else "thread <tid>"; `mine`: `tid` is the calling thread,
+/// named without a read of /proc. Async-signal-safe.
+void cs_thread_name(int tid, bool mine, char *out, size_t cap);
 
 #endif

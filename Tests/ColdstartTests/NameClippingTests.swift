@@ -72,9 +72,7 @@ final class NameClippingTests: XCTestCase {
     /// cut at 110 characters, which made the lambda and the function it is in
     /// one text) or on the first screen.
     func testSwiftFormatsFunctionRowsAreDistinctAndTheScanIsNamed() throws {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        guard let tool = path.split(separator: ":").map({ "\($0)/swift-format" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
-        else { throw XCTSkip("no swift-format on PATH") }
+        let tool = try DocumentationTests.tool("swift-format")
         let directory = try makeTemporaryDirectory(for: self)
         let input = directory.appendingPathComponent("input.swift")
         try "let x = 1\n".write(to: input, atomically: true, encoding: .utf8)

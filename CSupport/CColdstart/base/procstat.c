@@ -2,9 +2,12 @@
 // estimated in .preinit_array from what the kernel accounts for the main
 // thread since it was created (its CPU time and run-queue wait), bounded by
 // /proc/self/stat's starttime (in clock ticks). docs/timeline-format.md.
+// And what the kernel calls a thread of this process.
 #include "internal.h"
 
 #include <fcntl.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -108,4 +111,33 @@ int cs_process_start(struct cs_start *start, struct cs_start *without_launcher, 
     }
     *start = own;
     return own.source ? 0 : -1;
+}
+
+void cs_thread_name(int tid, bool mine, char *out, size_t cap) {
+    // The writer's own (usually the main thread's, at exit) without a walk
+    // through /proc: ~13 µs of the exit.
+    // The kernel keeps 15 bytes of a longer name, wherever a character ends.
+    if (mine && cap >= 16 && prctl(PR_GET_NAME, out, 0, 0, 0) == 0 && out[0]) {
+        out[15] = 0;
+        out[cs_utf8_cut(out, strlen(out))] = 0;
+        return;
+    }
+    char path[64] = "/proc/self/task/";
+    cs_format_u64((uint64_t)tid, path + strlen(path));
+    strcat(path, "/comm");
+    out[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, out, cap - 1);
+        close(fd);
+        if (n > 0) {
+            out[n] = 0;
+            if (out[n - 1] == '\n') out[n - 1] = 0;
+            if (strlen(out) == 15) out[cs_utf8_cut(out, 15)] = 0;
+        }
+    }
+    if (out[0] == 0) {
+        strcpy(out, "thread ");
+        cs_format_u64((uint64_t)tid, out + 7);
+    }
 }

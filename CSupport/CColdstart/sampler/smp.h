@@ -263,6 +263,12 @@ void cs_sampler_release(void);
 /// Whether our handler is the action of `sig` now. Async-signal-safe.
 bool cs_smp_handler_holds(int sig);
 
+// ---- smphandler.c ----
+/// The sampling signal's handler: ours (a clock's overflow or
+/// timer, by its code and cookie) is sampled, another sender's is given its
+/// default behaviour. Async-signal-safe.
+void cs_smp_on_signal(int sig, siginfo_t *si, void *uc);
+
 // ---- smpthreads.c ----
 /// Looks for threads created since the last look and starts sampling them
 /// (never Coldstart's own). Async-signal-safe; skips if another thread is

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdio.h>  // rename
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,36 +67,6 @@ static void rusage_object(struct cs_jw *w, const struct cs_rusage *a, const stru
     cs_jw_raw(w, "{");
     rusage_fields(w, a, b);
     cs_jw_raw(w, "}");
-}
-
-// `mine`: tid is the calling thread.
-static void thread_name(int tid, bool mine, char *out, size_t cap) {
-    // The writer's own (usually the main thread's, at exit) without a walk
-    // through /proc: ~13 µs of the exit.
-    // The kernel keeps 15 bytes of a longer name, wherever a character ends.
-    if (mine && cap >= 16 && prctl(PR_GET_NAME, out, 0, 0, 0) == 0 && out[0]) {
-        out[15] = 0;
-        out[cs_utf8_cut(out, strlen(out))] = 0;
-        return;
-    }
-    char path[64] = "/proc/self/task/";
-    cs_format_u64((uint64_t)tid, path + strlen(path));
-    strcat(path, "/comm");
-    out[0] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, out, cap - 1);
-        close(fd);
-        if (n > 0) {
-            out[n] = 0;
-            if (out[n - 1] == '\n') out[n - 1] = 0;
-            if (strlen(out) == 15) out[cs_utf8_cut(out, 15)] = 0;
-        }
-    }
-    if (out[0] == 0) {
-        strcpy(out, "thread ");
-        cs_format_u64((uint64_t)tid, out + 7);
-    }
 }
 
 // Phase p runs from b[p] to b[p + 1]. The pre-main phases have fixed names
@@ -204,7 +173,7 @@ static void make_plan(struct cs_plan *pl) {
     int me = cs_gettid();
     for (size_t t = 0; t < pl->nthreads; t++) {
         int tid = cs_g.out.thread_ids[t];
-        thread_name(tid, tid == me, cs_g.out.thread_names[t], sizeof cs_g.out.thread_names[t]);
+        cs_thread_name(tid, tid == me, cs_g.out.thread_names[t], sizeof cs_g.out.thread_names[t]);
     }
 
     if (known) {
