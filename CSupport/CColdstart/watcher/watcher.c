@@ -218,6 +218,9 @@ static bool watch_main_thread(uint64_t now) {
     int unwind_budget = -1;
     wt->syscall_readable = true;
     struct cs_watch_live *slot;
+    // A host that held every descriptor and let them go between our tries
+    // is still the cause: the last try's errno alone would not say so.
+    bool starved = false;
     for (int attempt = 0;; attempt++) {
         slot = cs_watch_task_dir() >= 0 ? cs_watch_add_thread(cs_g.proc.pid, now, &unwind_budget) : NULL;
         if (slot) break;
@@ -228,8 +231,9 @@ static bool watch_main_thread(uint64_t now) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         int e = fd < 0 ? errno : 0;
         if (fd >= 0) close(fd);
+        starved = starved || e == EMFILE || e == ENFILE;
         const char *why = e == ENOENT ? "this kernel has no per-thread schedstat; the off-CPU watch is off"
-            : attempt == 4 ? (e == EMFILE || e == ENFILE ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task/<tid>/schedstat; the off-CPU watch is off"
+            : attempt == 4 ? (starved ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task/<tid>/schedstat; the off-CPU watch is off"
                                                            : "cannot read /proc/self/task/<tid>/schedstat; the off-CPU watch is off")
             : NULL;
         uint64_t until = cs_monotonic_ns() + (1000000ull << attempt);
