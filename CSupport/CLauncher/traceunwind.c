@@ -310,6 +310,9 @@ void trace_unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns, int copies) {
     uint64_t ips[MAX_FRAMES];
     int n = 0;
     ips[n++] = t->regs.rip;
+    /* The leaf's mapping is announced even when libunwind never asks for its
+     * table (a walk that fails at once): else its frame is in no module. */
+    if (!map_at(t, t->regs.rip)) trace_refresh_maps(t);
     unw_cursor_t cursor;
     if (t->init_remote(&cursor, t->as, t) == 0) {
         while (n < MAX_FRAMES) {

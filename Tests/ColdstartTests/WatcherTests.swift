@@ -17,6 +17,8 @@ final class WatcherTests: XCTestCase {
         var cpuMs: Double
         var cpuWallMs: Double
         var pageInMs: Double
+        /// Of the page-in's wall time, the part off CPU and not waiting for one.
+        var pageInBlockedMs: Double
         var majorFaults: Int
         var fifoPath: String
     }
@@ -158,7 +160,7 @@ final class WatcherTests: XCTestCase {
         let runs = try [shared()] + (0..<2).map { _ in try Self.profiledRun() }
         let judged = try runs.map { run -> (run: Run, split: LaunchReport.BlockedTime.PhaseSplit, ratio: Double) in
             let split = try XCTUnwrap(try run.blocked.phases.first { $0.name == "computed → paged in" })
-            return (run, split, split.blockedMs / max(run.measured.pageInMs, 1e-9))
+            return (run, split, split.blockedMs / max(run.measured.pageInBlockedMs, 1e-9))
         }.sorted { $0.ratio < $1.ratio }
         let (run, split, _) = judged[1]
         XCTAssertGreaterThan(run.measured.majorFaults, 100, "the fixture's pages were cold")
@@ -166,7 +168,9 @@ final class WatcherTests: XCTestCase {
         // approximate, never more than happened.
         XCTAssertGreaterThan(split.majorFaults, 0)
         XCTAssertLessThanOrEqual(Double(split.majorFaults), Double(run.measured.majorFaults) * 1.05)
-        XCTAssertGreaterThan(split.blockedMs, run.measured.pageInMs * 0.2, "waiting for the disk is blocked time")
+        // Against the fixture's own off-CPU time, not its wall time: on a busy
+        // machine that also holds its waits for a CPU.
+        XCTAssertGreaterThan(split.blockedMs, run.measured.pageInBlockedMs * 0.5, "waiting for the disk is blocked time")
         // Faults shorter than one look (45–80 µs each here) show as page
         // faults only in a stretch whose major-fault count the watcher read;
         // the rest are "short blocks between looks" (their cause unseen).

@@ -111,13 +111,18 @@ struct CriticalPathSplit: Sendable {
             // A gap before this segment: the thread did not exist yet.
             suspend(from: cursor, to: max(cursor, segment.startNs))
             cursor = max(cursor, min(segment.endNs, hi))
-            // The runnable time inside stays the wall share; the samples
-            // only move CPU and run-queue time within it. The schedstat
-            // counters are read at the looks, not at the segment's ends, so
-            // they may pass its length: the runnable time is capped there, and
-            // the segment's time inside adds up to exactly `ns`.
-            let runnable = min(Double(ns), (Double(segment.runNs) + Double(segment.waitNs)) * fraction)
-            let cpu = min(runnable, Double(segment.runNs) * Self.cpuFraction(segment, from: lo, to: hi, samples: samples, wall: fraction))
+            // A thread waits for a CPU only while it wants one: its runnable
+            // time (CPU and run queue) goes where its samples put its CPU,
+            // and the rest of the wall time inside is blocked. By wall share
+            // a stretch that spun, then took page faults, gave the faults'
+            // interval run-queue time that was the spinning's (on a busy
+            // machine, most of their blocked time). The schedstat counters
+            // are read at the looks, not at the segment's ends, so they may
+            // pass its length: the runnable time is capped there, and the
+            // segment's time inside adds up to exactly `ns`.
+            let cpuShare = Self.cpuFraction(segment, from: lo, to: hi, samples: samples, wall: fraction)
+            let runnable = min(Double(ns), (Double(segment.runNs) + Double(segment.waitNs)) * cpuShare)
+            let cpu = min(runnable, Double(segment.runNs) * cpuShare)
             run += cpu
             queued += runnable - cpu
             minorFaults += Double(segment.minorFaults) * fraction
