@@ -198,6 +198,7 @@ void cs_sampler_start(void) {
     if (!S->rec) S->rec = cs_map_zeroed(CS_SMP_REC_BYTES);
 
     S->cookie = ((uint64_t)(uintptr_t)&cs_g ^ cs_monotonic_ns()) | 1;
+    cs_smp_bind_handler_calls();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = cs_smp_on_signal;

@@ -268,6 +268,14 @@ bool cs_smp_handler_holds(int sig);
 /// timer, by its code and cookie) is sampled, another sender's is given its
 /// default behaviour. Async-signal-safe.
 void cs_smp_on_signal(int sig, siginfo_t *si, void *uc);
+/// Makes, once, every C library call the handler's paths can make, before
+/// the handler is installed. Under lazy binding the first call through a
+/// PLT slot runs the loader's _dl_runtime_resolve, which saves the whole
+/// vector state on the caller's stack (~3 KiB with AVX-512): in the handler,
+/// on a thread with little stack left, that first call died of SIGSEGV
+/// where the handler itself would have skipped the sample. Not
+/// async-signal-safe (the loader's lookup); the installing thread only.
+void cs_smp_bind_handler_calls(void);
 
 // ---- smpthreads.c ----
 /// Looks for threads created since the last look and starts sampling them

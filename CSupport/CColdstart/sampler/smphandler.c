@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <ucontext.h>
 
@@ -61,6 +63,22 @@ static void take_sample(siginfo_t *si, ucontext_t *uc) {
             ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
         }
     }
+}
+
+void cs_smp_bind_handler_calls(void) {
+    int saved = errno;                      // __errno_location
+    struct sigaction current;
+    sigaction(CS_SMP_ALT_SIGNAL, NULL, &current);  // cs_restore_default's sigaction
+    (void)cs_gettid();                      // syscall, also cs_safe_read's
+    (void)cs_monotonic_ns();                // clock_gettime
+    ioctl(-1, PERF_EVENT_IOC_REFRESH, 1);   // EBADF
+    raise(0);                               // signal 0: checked, never sent
+    // Sizes the compiler cannot see, so that these stay library calls.
+    volatile size_t one = 1;
+    uint64_t from = 0, to;
+    memcpy(&to, &from, one);
+    memset(&to, 0, one);
+    errno = saved;
 }
 
 void cs_smp_on_signal(int sig, siginfo_t *si, void *ucv) {
