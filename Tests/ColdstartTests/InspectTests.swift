@@ -134,6 +134,26 @@ final class InspectTests: XCTestCase {
         XCTAssertEqual(inspection.totals.symbolic, statistics.symbolic)
     }
 
+    /// Beside a launch: the report's slow-initializer finding names its
+    /// library's initializers and relocations, the counts `inspect` reads
+    /// from the same library (a symbolized timeline: its binaries are gone).
+    func testTheReportsInitializerFindingStatesInspectsFacts() throws {
+        let run = try KnownCostsRun.perf()
+        try run.requireUnstarvedTimers()
+        let findings = try XCTUnwrap(try LaunchAnalysis(timeline: try XCTUnwrap(run.symbolized?.timeline)).report.findings)
+        let finding = try XCTUnwrap(findings.first { $0.title == "slow library initializer libSlowInit.so" }, "\(findings.map(\.title))")
+        let known = try inspect(try FixturePrograms.path("KnownCosts"))
+        let relocations = try XCTUnwrap(objects(known).first { $0["name"] as? String == "libSlowInit.so" }?["relocations"] as? [String: Any])
+        let named = initializers(of: "libSlowInit.so", in: known).count
+        // _init, frame_dummy, Swift's image registration, the C constructor.
+        XCTAssertEqual(named, 4)
+        func n(_ key: String) throws -> String {
+            try XCTUnwrap(relocations[key] as? Int).formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
+        }
+        XCTAssertEqual(finding.location, "slow_init_constructor; libSlowInit.so: \(named) initializers, "
+            + "\(try n("symbolic")) symbolic relocations (\(try n("lookups")) look-ups)")
+    }
+
     /// A library added between two builds fails the gate, which names it
     /// and its constructor; the first build passes; a count over
     /// `--max-libraries` fails.
