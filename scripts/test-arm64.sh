@@ -4,7 +4,7 @@
 # cross compiler, boots Debian's own arm64 kernel under qemu-system-aarch64
 # with an initramfs made from Debian's arm64 packages (libc6, libunwind8),
 # runs the host once per configuration, and checks each timeline with the
-# x86_64 CLI (`coldstart report --json --sysroot`). Times under emulation
+# x86_64 CLI (`coldstart report --json --root`). Times under emulation
 # mean nothing: only counts, shares and names are checked.
 # Usage: scripts/test-arm64.sh COLDSTART_CLI
 set -euo pipefail
@@ -61,6 +61,7 @@ cat > "$image/runs" <<'RUNS'
 default COLDSTART_HZ=1000 COLDSTART_LIMIT_MS=600000
 fp COLDSTART_UNWINDER=fp COLDSTART_HZ=1000 COLDSTART_LIMIT_MS=600000
 nowatch COLDSTART_WATCH=0 COLDSTART_HZ=1000 COLDSTART_LIMIT_MS=600000
+signals COLDSTART_SAMPLER=signals COLDSTART_HZ=1000 COLDSTART_LIMIT_MS=600000
 RUNS
 (cd "$image" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
 
