@@ -164,6 +164,31 @@ final class CallGraphTests: XCTestCase {
                        ["a.c", "base/b.c", "base/c.c"])
     }
 
+    /// The folders of the `| folder | what |` table ("Timeline/", …).
+    static func tabledFolders(_ markdown: String) throws -> [String] {
+        let lines = markdown.components(separatedBy: "\n")
+        guard let header = lines.firstIndex(where: { $0.hasPrefix("| folder | what |") }) else { throw ListError("no `| folder | what |` table") }
+        return lines[(header + 2)...].prefix { $0.hasPrefix("|") }.map { row in
+            (row.split(separator: "|").first ?? "").trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "`")))
+        }
+    }
+
+    /// ColdstartAnalysis is one folder per subsystem, each in the table, and
+    /// keeps no file outside them.
+    func testTheArchitectureNamesEveryAnalysisFolder() throws {
+        let sources = Self.repository.appendingPathComponent("Sources/ColdstartAnalysis").path
+        var onDisk: [String] = [], loose: [String] = []
+        for entry in try FileManager.default.contentsOfDirectory(atPath: sources) {
+            var isFolder: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: sources + "/" + entry, isDirectory: &isFolder)
+            if isFolder.boolValue { onDisk.append(entry + "/") } else { loose.append(entry) }
+        }
+        let tabled = try Self.tabledFolders(String(contentsOf: Self.repository.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
+        XCTAssertEqual(tabled.sorted(), onDisk.sorted(), "docs/ARCHITECTURE.md's table of ColdstartAnalysis's folders")
+        XCTAssertEqual(loose, [], "a file of ColdstartAnalysis outside its subsystems' folders")
+        XCTAssertEqual(try Self.tabledFolders("| folder | what |\n|---|---|\n| `A/` | x |\n| `B/` | y |\n\nafter\n"), ["A/", "B/"])
+    }
+
     /// "writer/outfile.c.o" or a path ending so → "outfile".
     static func fileName(_ path: String) -> String {
         var name = (path as NSString).lastPathComponent
