@@ -18,6 +18,11 @@ os.makedirs(out_dir, exist_ok=True)
 runs = {m.group(1): (int(m.group(2)), m.group(3))
         for m in re.finditer(r"=== coldstart-arm64 run (\S+) exit (\d+)\n(.*?)\n=== coldstart-arm64 end", log, re.S)}
 passed, failed = 0, 0
+# The lines of host.c that call each caller: where DWARF's line table, read
+# from the aarch64 binary, must place a slow-function finding's call site.
+host_c = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Arm64", "host.c")).read().split("\n")
+call_lines = {f: {f"host.c:{n}" for n, line in enumerate(host_c, 1) if line.strip() == f + "();"} for f in ("arm64_load_config", "arm64_open_store")}
+lines_named = 0
 
 
 def check(name, ok, detail=""):
@@ -95,6 +100,12 @@ for run, (status, text) in sorted(runs.items()):
         check(f"{run}: the callers' shares follow their work (13:8)", 1.05 <= store / load <= 3.0, f"{store}/{load} = {store / load:.2f}")
     roots = [r["name"] for r in profile.get("callTree") or []]
     check(f"{run}: one call-tree root, _start", roots[:1] == ["_start"] and (not roots[1:] or (profile["callTree"][1]["samples"] <= 0.05 * samples)), str(roots[:3]))
+    for finding in report.get("findings") or []:
+        function = finding.get("title", "").removeprefix("slow function ")
+        if finding.get("kind") == "slow-function" and function in call_lines:
+            lines_named += 1
+            check(f"{run}: {function} called from its line in host.c", finding.get("callSite") in call_lines[function],
+                  f"{finding.get('callSite')}, not one of {sorted(call_lines[function])}")
     blocked = report.get("blockedTime")
     if run == "nowatch":
         check(f"{run}: no watcher", not blocked or not (blocked.get("threads")), "watch data present")
@@ -106,5 +117,6 @@ for run, (status, text) in sorted(runs.items()):
     main_phases = json.dumps((blocked or {}).get("phases") or [])
     check(f"{run}: the main thread's sleep", main and main[0].get("blockedMs", 0) > 0 and "sleep" in main_phases, main_phases[:300])
 
+check("a caller's call site named from DWARF in some run", lines_named > 0 and all(call_lines.values()), f"{lines_named} findings; {call_lines}")
 print(f"arm64: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
