@@ -14,7 +14,13 @@ time (user + system, from wait4), never wall time. The yardstick is Python's
 `json.load` of the same bytes, timed inside its process (interpreter start-up
 left out), in the same round: `report` and every export of the 100k file
 against `json.load` of it; the 1M file against the 100k file's own time;
-`aggregate` per timeline against `json.load` of every file of the fleet.
+`aggregate` per timeline against `json.load` of every file of the fleet,
+and its CPU over its wall time (how many CPUs it kept busy).
+
+Each figure is printed with issue 25's target and whether this run met it:
+`report`, `report --html` and every export of the 100k file at most ×1.5
+`json.load`; at 1M samples at most ×10 the 100k time and 1 GiB peak RSS;
+`aggregate` at most 0.5 ms of CPU per timeline, on every CPU.
 
 Usage: scripts/bench-cli.py CLI [ROUNDS] [DIR]
 """
@@ -22,21 +28,24 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
 def run(command, output=subprocess.DEVNULL):
-    """(CPU seconds, peak RSS bytes) of one child; fails on a non-zero exit."""
+    """(CPU seconds, peak RSS bytes, wall seconds) of one child; fails on a non-zero exit."""
+    start = time.monotonic()
     child = subprocess.Popen(command, stdout=output, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
     child.returncode = os.waitstatus_to_exitcode(status)
     error = child.stderr.read().decode(errors="replace")
     child.stderr.close()
     if child.returncode != 0:
         sys.exit(f"bench-cli: {' '.join(command)} exited {child.returncode}: {error.strip()}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, wall
 
 
 def json_load_cpu(paths_file):
@@ -105,11 +114,14 @@ def main():
 
     cpu = {}
     rss = {}
+    wall = {}
 
-    def record(key, seconds, peak=0):
+    def record(key, seconds, peak=0, elapsed=0.0):
         cpu.setdefault(key, []).append(seconds)
+        wall.setdefault(key, []).append(elapsed)
         rss[key] = max(rss.get(key, 0), peak)
 
+    load_at_start = os.getloadavg()[0]
     for number in range(rounds):
         print(f"round {number + 1} of {rounds}", flush=True)
         for n, path in big.items():
@@ -123,20 +135,37 @@ def main():
 
     median = {key: statistics.median(values) for key, values in cpu.items()}
     print(f"\ncoldstart CLI, CPU time (user + system), median of {rounds} interleaved rounds")
-    print(f"{rounds} rounds; load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{rounds} rounds; load average (1 min) {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+          f"on {os.cpu_count()} CPUs")
+    missed = []
+
+    def verdict(met, what):
+        if not met:
+            missed.append(what)
+        return "met" if met else "MISSED"
+
     load = median[("json.load", 100_000)]
-    print(f"\n100,000 samples ({os.path.getsize(big[100_000]) / 1e6:.1f} MB): Python json.load {load:.3f} s")
-    print(f"{'command':<20} {'100k CPU':>9} {'× json.load':>12} {'1M CPU':>9} {'1M ÷ 100k':>10} {'1M peak RSS':>12}")
+    print(f"\n100,000 samples ({os.path.getsize(big[100_000]) / 1e6:.1f} MB): Python json.load {load:.3f} s. "
+          "Targets: ×1.5 json.load; 1M ≤ ×10 the 100k time and ≤ 1024 MiB")
+    print(f"{'command':<20} {'100k CPU':>9} {'× json.load':>12} {'':>6} {'1M CPU':>9} {'1M ÷ 100k':>10} "
+          f"{'1M peak RSS':>12} {'':>6}")
     for name in commands(big[100_000]):
         small, large = median[(name, 100_000)], median[(name, 1_000_000)]
-        ratios = [c / j for c, j in zip(cpu[(name, 100_000)], cpu[("json.load", 100_000)])]
-        print(f"{name:<20} {small:>8.3f}s {statistics.median(ratios):>11.2f}× {large:>8.3f}s {large / small:>9.2f}× "
-              f"{rss[(name, 1_000_000)] / 2**20:>9.0f} MiB")
-    print(f"\n{'aggregate':<20} {'timelines':>9} {'CPU':>9} {'ms each':>8} {'json.load ms each':>18} {'peak RSS':>9}")
+        ratio = statistics.median(c / j for c, j in zip(cpu[(name, 100_000)], cpu[("json.load", 100_000)]))
+        peak = rss[(name, 1_000_000)] / 2**20
+        print(f"{name:<20} {small:>8.3f}s {ratio:>11.2f}× {verdict(ratio <= 1.5, name + ' ×json.load'):>6} "
+              f"{large:>8.3f}s {large / small:>9.2f}× {peak:>8.0f} MiB "
+              f"{verdict(large / small <= 10 and peak <= 1024, name + ' at 1M'):>6}")
+    print(f"\naggregate, target ≤ 0.5 ms of CPU per timeline on all {os.cpu_count()} CPUs")
+    print(f"{'timelines':>10} {'CPU':>9} {'wall':>8} {'CPUs busy':>10} {'ms each':>8} {'':>6} {'json.load ms each':>18} "
+          f"{'peak RSS':>9}")
     for n in fleets:
         seconds = median[("aggregate", n)]
-        print(f"{'':<20} {n:>9,} {seconds:>8.2f}s {seconds * 1000 / n:>8.3f} "
+        busy = seconds / statistics.median(wall[("aggregate", n)])
+        print(f"{n:>10,} {seconds:>8.2f}s {statistics.median(wall[('aggregate', n)]):>7.2f}s {busy:>10.2f} "
+              f"{seconds * 1000 / n:>8.3f} {verdict(seconds * 1000 / n <= 0.5, f'aggregate of {n:,}'):>6} "
               f"{median[('json.load fleet', n)] * 1000 / n:>18.3f} {rss[('aggregate', n)] / 2**20:>6.0f} MiB")
+    print("\ntargets missed: " + (", ".join(missed) if missed else "none"))
 
 
 if __name__ == "__main__":

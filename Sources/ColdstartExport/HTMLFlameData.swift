@@ -90,15 +90,13 @@ extension HTMLPage {
         // Call tree in pre-order: [function, depth, samples, self samples] flattened.
         json.raw("],\"graph\":[")
         first = true
-        var pending: [(ProfileReport.CallNode, Int)] = stacks.callTree().reversed().map { ($0, 0) }
-        while let (node, depth) = pending.popLast() {
+        stacks.visitCallTree { function, depth, samples, selfSamples in
             json.raw(first ? "" : ",")
             first = false
-            json.int(function(node.name, node.module)); json.raw(",")
+            json.int(id(function)); json.raw(",")
             json.int(depth); json.raw(",")
-            json.int(node.samples); json.raw(",")
-            json.int(node.selfSamples)
-            pending += node.children.reversed().map { ($0, depth + 1) }
+            json.int(samples); json.raw(",")
+            json.int(selfSamples)
         }
         json.raw("],\"modules\":[")
         for (index, module) in moduleNames.enumerated() {

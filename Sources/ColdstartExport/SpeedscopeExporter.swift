@@ -42,21 +42,26 @@ package enum SpeedscopeExporter: StacksExporter {
         }
         json.raw("]},\"profiles\":[")
 
-        var byThread: [Int: [SampledStacks.Sample]] = [:]
-        for sample in stacks.samples { byThread[sample.tid, default: []].append(sample) }
+        // Indices, not copies of the samples: each copy retains its two
+        // arrays, and a million of them is memory and time for nothing.
+        var byThread: [Int: [Int]] = [:]
+        for (index, sample) in stacks.samples.enumerated() { byThread[sample.tid, default: []].append(index) }
         // Each distinct stack's `[root,…,leaf]` written once, then copied.
         var written: [Int: String] = [:]
-        func stack(_ sample: SampledStacks.Sample) -> String {
-            if let text = written[sample.shape] { return text }
+        func stack(_ index: Int) -> String {
+            let shape = stacks.samples[index].shape
+            if let text = written[shape] { return text }
+            let sample = stacks.samples[index]
             var one = JSONText(capacity: sample.functions.count * 6, escaping: .plain)
             one.ints(sample.functions.reversed())
             written[sample.shape] = one.text
             return one.text
         }
         let weightText = String(weight)
-        for (number, tid) in stacks.threads.enumerated() {
+        let threads = stacks.threads
+        for (number, tid) in threads.enumerated() {
             let samples = byThread[tid] ?? []
-            let start = samples.first?.ns ?? 0
+            let start = samples.first.map { stacks.samples[$0].ns } ?? 0
             if number > 0 { json.raw(",") }
             json.raw("{\"type\":\"sampled\",\"name\":")
             json.string("\(stacks.threadNames[tid] ?? "thread \(tid)") (tid \(tid))")
@@ -65,9 +70,9 @@ package enum SpeedscopeExporter: StacksExporter {
             json.raw(",\"endValue\":")
             json.int(start + Int64(samples.count) * weight)
             json.raw(",\"samples\":[")
-            for (index, sample) in samples.enumerated() {
-                if index > 0 { json.raw(",") }
-                json.raw(stack(sample))
+            for (number, index) in samples.enumerated() {
+                if number > 0 { json.raw(",") }
+                json.raw(stack(index))
             }
             json.raw("],\"weights\":[")
             for index in samples.indices {
@@ -77,7 +82,7 @@ package enum SpeedscopeExporter: StacksExporter {
             json.raw("]}")
         }
 
-        json.raw(stacks.threads.isEmpty ? "" : ",")
+        json.raw(threads.isEmpty ? "" : ",")
         json.raw("{\"type\":\"evented\",\"name\":\"launch phases (wall clock, CLOCK_MONOTONIC from process start)\"")
         json.raw(",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":")
         json.int(max(stacks.launchEndNs, stacks.phases.last?.endNs ?? 0))

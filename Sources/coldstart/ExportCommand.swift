@@ -54,14 +54,14 @@ enum ExportCommand: Command {
         try arguments.finish()
 
         let timeline = try Timeline(contentsOf: path)
-        let analysis: LaunchAnalysis
+        let selected: SampledStacks?
         do {
             if let thread { options.thread = try ProfileOptions.thread(named: thread, in: timeline, path: path) }
-            analysis = try LaunchAnalysis(timeline: timeline, options: options, path: path)
+            selected = try SampledStacks(timeline: timeline, options: options, path: path)
         } catch let error as ProfileError {
             throw CommandError(message: error.description)
         }
-        guard let stacks = analysis.stacks else {
+        guard let stacks = selected else {
             throw CommandError(message: "\(path): no sampled stacks (the launch was not sampled)")
         }
         let bytes: [UInt8]
@@ -71,11 +71,12 @@ enum ExportCommand: Command {
             throw CommandError(message: "\(path): \(error)")
         }
         let destination = output ?? defaultOutput(for: path, exporter: exporter)
-        try OutputFile.write(Data(bytes), to: destination, from: path)
+        try OutputFile.write(bytes, to: destination, from: path)
         for warning in stacks.warnings { printError("coldstart export: warning: \(warning)") }
         if destination != "-" {
-            try StandardOutput.print("\(destination): \(exporter.name), \(stacks.samples.count) samples of \(stacks.threads.count) "
-                + "thread\(stacks.threads.count == 1 ? "" : "s"), \(OutputFile.size(bytes.count))")
+            let threads = stacks.threads.count
+            try StandardOutput.print("\(destination): \(exporter.name), \(stacks.samples.count) samples of \(threads) "
+                + "thread\(threads == 1 ? "" : "s"), \(OutputFile.size(bytes.count))")
         }
         return ExitStatus.success
     }
@@ -94,7 +95,7 @@ enum ExportCommand: Command {
             throw CommandError(message: error.description)
         }
         let destination = output ?? defaultOutput(for: path, exporter: exporter)
-        try OutputFile.write(Data(bytes), to: destination, from: path)
+        try OutputFile.write(bytes, to: destination, from: path)
         if destination != "-" {
             try StandardOutput.print("\(destination): \(exporter.summary(trace)), \(OutputFile.size(bytes.count))")
         }

@@ -29,7 +29,7 @@ enum StandardOutput {
     }
 
     /// Writes all of `data`; throws `WriteError` when stdout refuses.
-    static func write(_ data: Data) throws {
+    static func write(_ data: some ContiguousBytes) throws {
         let code = data.withUnsafeBytes { writeAll(STDOUT_FILENO, $0) }
         if code != 0 { throw WriteError(code: code) }
     }

@@ -203,6 +203,28 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(Array(TimelineFiles([directory.path], exportSuffixes: Exporters.suffixes)), [.file(directory.appendingPathComponent("launch.json").path)])
     }
 
+    /// `coldstart export` analyses the samples without the report (its
+    /// findings and tables were a third of an export's CPU): every format
+    /// writes the same bytes from those stacks as from the report's, for
+    /// the whole launch and for one thread, with the same warnings.
+    func testAnExportsStacksWithoutTheReportAreTheReportsStacks() throws {
+        let timeline = try awkwardTimeline()
+        var worker = ProfileOptions()
+        worker.thread = 4243
+        for options in [ProfileOptions(), worker] {
+            let alone = try XCTUnwrap(SampledStacks(timeline: timeline, options: options, path: "t.json"))
+            let reported = try XCTUnwrap(LaunchAnalysis(timeline: timeline, options: options, path: "t.json").stacks)
+            XCTAssertEqual(alone.samples.count, options.thread == nil ? 10 : 3)
+            XCTAssertEqual(alone.warnings, reported.warnings)
+            for case .stacks(let exporter) in Exporters.all {
+                XCTAssertEqual(try exporter.export(alone), try exporter.export(reported), "\(exporter.name), thread \(options.thread ?? 0)")
+            }
+        }
+        var absent = ProfileOptions()
+        absent.phase = "no such phase"
+        XCTAssertThrowsError(try SampledStacks(timeline: timeline, options: absent), "a selection the launch lacks is refused, as by the report")
+    }
+
     func testFoldedStacksRoundTrip() throws {
         for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
             let stacks = try sampledStacks(timeline)

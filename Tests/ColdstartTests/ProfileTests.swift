@@ -216,6 +216,50 @@ final class ProfileTests: XCTestCase {
         XCTAssertEqual(shallow.first?.children.first?.children.count, 0)
     }
 
+    /// The flame graph's whole call tree (the HTML page's) is merged from
+    /// each distinct stack once: 500 copies of three stacks merge three
+    /// stacks, as one copy does, into the same nodes with 500 times the
+    /// samples, visited in the text report's unpruned tree's pre-order.
+    func testTheWholeCallTreeMergesEachDistinctStackOnceWhateverTheSamples() throws {
+        typealias Node = (name: String, module: String, depth: Int, samples: Int, selfSamples: Int)
+        func visited(copies: Int) throws -> (merged: Int, nodes: [Node], report: [Node]) {
+            builder = SampledTimelineBuilder()
+            let app = builder.module("/opt/app/App"), core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+            let stacks = [[f(app, "main"), f(app, "load")], [f(app, "main"), f(app, "parse"), f(core, "swift_retain")],
+                          [f(app, "main"), f(app, "parse")]]
+            for copy in 0..<copies {
+                for (number, stack) in stacks.enumerated() { builder.sample(at: 21 + Double(copy * stacks.count + number) * 0.01, stack) }
+            }
+            let whole = ProfileOptions(minMs: 0, minPercent: 0, top: .max, treeDepth: .max, treeFloorPercent: 0)
+            let analysis = try LaunchAnalysis(timeline: builder.timeline(), options: whole)
+            let stacksOfLaunch = try XCTUnwrap(analysis.stacks)
+            var nodes: [Node] = []
+            let merged = stacksOfLaunch.visitCallTree { function, depth, samples, selfSamples in
+                nodes.append((stacksOfLaunch.functions[function].name, stacksOfLaunch.moduleName(of: function), depth, samples, selfSamples))
+            }
+            var report: [Node] = []
+            func flatten(_ tree: [ProfileReport.CallNode], depth: Int) {
+                for node in tree {
+                    report.append((node.name, node.module, depth, node.samples, node.selfSamples))
+                    flatten(node.children, depth: depth + 1)
+                }
+            }
+            flatten(try XCTUnwrap(analysis.report.profile).callTree, depth: 0)
+            return (merged, nodes, report)
+        }
+        let one = try visited(copies: 1), many = try visited(copies: 500)
+        XCTAssertEqual(one.merged, 3)
+        XCTAssertEqual(many.merged, one.merged, "merging does not grow with the samples")
+        XCTAssertEqual(many.nodes.map(\.name), ["main", "parse", "swift_retain", "load"], "most samples first")
+        XCTAssertEqual(many.nodes.map(\.depth), [0, 1, 2, 1])
+        XCTAssertEqual(many.nodes.map(\.samples), one.nodes.map { $0.samples * 500 })
+        XCTAssertEqual(many.nodes.map(\.selfSamples), [0, 500, 500, 500])
+        XCTAssertEqual(many.nodes.map(\.module), ["App", "App", "libswiftCore.so", "App"])
+        for copies in [one, many] {
+            XCTAssertEqual(copies.nodes.map { "\($0)" }, copies.report.map { "\($0)" }, "the text report's whole tree, in pre-order")
+        }
+    }
+
     // MARK: Initializers
 
     func testInitializerTimeIsAttributedToTheLibraryTheLoaderCalled() throws {

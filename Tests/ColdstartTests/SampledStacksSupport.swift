@@ -236,7 +236,7 @@ func toolchainClang() throws -> String {
 
 /// The sampled stacks of `timeline`, from one analysis pass as `coldstart export` makes them.
 func sampledStacks(_ timeline: Timeline, file: StaticString = #filePath, line: UInt = #line) throws -> SampledStacks {
-    try XCTUnwrap(LaunchAnalysis(timeline: timeline).stacks, "the timeline has samples", file: file, line: line)
+    try XCTUnwrap(SampledStacks(timeline: timeline), "the timeline has samples", file: file, line: line)
 }
 
 /// The sampled-stacks sections of `timeline`'s report, from one analysis pass.

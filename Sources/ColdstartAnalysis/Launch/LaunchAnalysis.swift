@@ -55,6 +55,20 @@ package struct LaunchAnalysis {
     let warnings: [String]
 }
 
+extension SampledStacks {
+    /// The selected samples of `timeline` as `LaunchAnalysis` makes them (the
+    /// same names, selection and warnings), without the report: what
+    /// `coldstart export` writes. The report's findings and tables were a
+    /// third of an export's CPU, for nothing the exporters read. nil when
+    /// the launch was not sampled; throws as `LaunchAnalysis` does.
+    package init?(timeline: Timeline, options: ProfileOptions = ProfileOptions(), path: String = "<timeline>",
+                  symbolizer: Symbolizer? = nil) throws {
+        let naming = timeline.frameNames(symbolizer ?? Symbolizer(modules: timeline.modules))
+        guard let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path) else { return nil }
+        self.init(analysis, selected: try analysis.select(options, path: path), warnings: naming.warnings)
+    }
+}
+
 extension Timeline {
     /// Why the app's own sampler recorded nothing of this launch, with the
     /// numbers, or nil when it took samples: its clock refused, never opened

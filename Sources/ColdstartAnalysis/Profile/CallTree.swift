@@ -2,26 +2,32 @@ import Foundation
 
 /// The samples as trees: merged by function (the call tree, the flame
 /// graph's input) and in time order (runs, the flame chart's).
+/// A node of the samples merged by function: `ProfileAnalysis`'s working
+/// tree, before it is pruned and named.
+private final class MergedNode {
+    let function: Int
+    var samples = 0
+    var selfSamples = 0
+    var children: [Int: MergedNode] = [:]
+    init(_ function: Int) { self.function = function }
+}
+
 extension ProfileAnalysis {
-    func callTree(_ indices: [Int], options: ProfileOptions, minPercent: Double) -> [ProfileReport.CallNode] {
-        final class Node {
-            let function: Int
-            var samples = 0
-            var selfSamples = 0
-            var children: [Int: Node] = [:]
-            init(_ function: Int) { self.function = function }
-        }
-        let root = Node(-1)
-        // Each distinct stack once, counted for its samples.
-        for counted in shapeCounts(indices) {
+    /// The samples `indices` merged by function, each distinct stack once,
+    /// counted for its samples; the root is no function (-1). `merged`: the
+    /// stacks walked into the tree.
+    private func mergedTree(_ indices: [Int]) -> (root: MergedNode, merged: Int) {
+        let root = MergedNode(-1)
+        let counts = shapeCounts(indices)
+        for counted in counts {
             let samples = counted.samples
             var node = root
             for function in shapes[counted.shape].reversed() {
-                let child: Node
+                let child: MergedNode
                 if let existing = node.children[function] {
                     child = existing
                 } else {
-                    child = Node(function)
+                    child = MergedNode(function)
                     node.children[function] = child
                 }
                 child.samples += samples
@@ -29,6 +35,24 @@ extension ProfileAnalysis {
             }
             if node !== root { node.selfSamples += samples }
         }
+        return (root, counts.count)
+    }
+
+    /// A node's children in the call tree's order: most samples first, then
+    /// by name and module.
+    private func ordered(_ children: Dictionary<Int, MergedNode>.Values) -> [MergedNode] {
+        // The functions as a local: the analysis's own property, read at
+        // each comparison, copied the whole analysis each time.
+        let functions = functions
+        return children.sorted { a, b in
+            if a.samples != b.samples { return a.samples > b.samples }
+            if functions[a.function].name != functions[b.function].name { return functions[a.function].name < functions[b.function].name }
+            return functions[a.function].module < functions[b.function].module
+        }
+    }
+
+    func callTree(_ indices: [Int], options: ProfileOptions, minPercent: Double) -> [ProfileReport.CallNode] {
+        let root = mergedTree(indices).root
         let total = indices.count
         // What the nodes need, as locals: the analysis's own methods, called
         // at each node of a big tree (88,000 for 100,000 samples), copied the
@@ -36,16 +60,10 @@ extension ProfileAnalysis {
         let functions = functions, moduleNames = moduleNames, nsPerSample = nsPerSample
         func ms(_ samples: Int) -> Double { Double(samples) * nsPerSample / 1e6 }
         func percent(_ part: Int) -> Double { total > 0 ? Double(part) * 100 / Double(total) : 0 }
-        func precedes(_ a: Node, _ b: Node) -> Bool {
-            if a.samples != b.samples { return a.samples > b.samples }
-            if functions[a.function].name != functions[b.function].name { return functions[a.function].name < functions[b.function].name }
-            return functions[a.function].module < functions[b.function].module
-        }
-        func convert(_ node: Node, depth: Int) -> [ProfileReport.CallNode] {
+        func convert(_ node: MergedNode, depth: Int) -> [ProfileReport.CallNode] {
             guard depth <= options.treeDepth else { return [] }
-            return node.children.values
+            return ordered(node.children.values)
                 .filter { ms($0.samples) >= options.minMs && percent($0.samples) >= minPercent }
-                .sorted(by: precedes)
                 .prefix(options.top)
                 .map { child in
                     let module = functions[child.function].module
@@ -56,6 +74,25 @@ extension ProfileAnalysis {
                 }
         }
         return convert(root, depth: 0)
+    }
+
+    /// Every node of the samples' whole call tree (nothing pruned), in
+    /// pre-order, children in `callTree`'s order: the flame graph's input.
+    /// By function id, without building a `CallNode` (its name and module
+    /// copied, its children in arrays) per node: that was a third of the
+    /// HTML page's flame data. Returns the stacks merged into the tree (one
+    /// per distinct stack: the work does not grow with repeated samples).
+    @discardableResult
+    func visitCallTree(_ indices: [Int], _ visit: (_ function: Int, _ depth: Int, _ samples: Int, _ selfSamples: Int) -> Void) -> Int {
+        let (root, merged) = mergedTree(indices)
+        // An explicit stack: a hostile file's stacks can be deeper than the
+        // thread's stack allows recursion.
+        var pending = ordered(root.children.values).reversed().map { ($0, 0) }
+        while let (node, depth) = pending.popLast() {
+            visit(node.function, depth, node.samples, node.selfSamples)
+            pending += ordered(node.children.values).reversed().map { ($0, depth + 1) }
+        }
+        return merged
     }
 }
 

@@ -137,11 +137,13 @@ package struct SampledStacks: Sendable {
         })
     }
 
-    /// The selected samples' call tree, top-down and merged by function, as
-    /// the text report's, but whole: nothing pruned (a flame graph's input).
-    package func callTree() -> [ProfileReport.CallNode] {
-        let whole = ProfileOptions(minMs: 0, minPercent: 0, top: .max, treeDepth: .max, treeFloorPercent: 0)
-        return analysis.callTree(selected, options: whole, minPercent: 0)
+    /// Each node of the selected samples' call tree — the text report's,
+    /// but whole: nothing pruned — in pre-order, by function id (into
+    /// `functions`; depth 0 for the outermost): the flame graph's input.
+    /// Returns the distinct stacks merged to build it.
+    @discardableResult
+    package func visitCallTree(_ visit: (_ function: Int, _ depth: Int, _ samples: Int, _ selfSamples: Int) -> Void) -> Int {
+        analysis.visitCallTree(selected, visit)
     }
 
     /// The time `samples` samples stand for, in milliseconds.
