@@ -57,6 +57,7 @@ typedef struct {
 
 typedef struct {
     char path[256];
+    uint64_t load;         /* its mappings' address less file offset: one entry per load */
     const uint8_t *bytes;  /* the whole file, read-only, or the vDSO's copy */
     size_t size;
     int is_copy;           /* bytes are malloc'd (the vDSO) */

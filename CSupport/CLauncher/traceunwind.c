@@ -9,9 +9,17 @@
 
 /* ---- the program's mappings and files ---- */
 
-static int file_index(cs_trace *t, const char *path) {
+/* One file per path and load: the LD_AUDIT module's namespace loads its own
+ * libc beside the program's, at another address. Keyed by path alone, the
+ * two shared one load bias and one unwind table, so every walk through the
+ * program's libc (a constructor's clock_gettime, __libc_start_call_main)
+ * ended there. A load is told by its mappings' address less file offset,
+ * which its segments share where the linker laid them out at their offsets
+ * (the rare segment that does not gets a file entry of its own, unwound
+ * alike). */
+static int file_index(cs_trace *t, const char *path, uint64_t load) {
     for (int i = 0; i < t->nfiles; i++)
-        if (strcmp(t->files[i].path, path) == 0) return i;
+        if (t->files[i].load == load && strcmp(t->files[i].path, path) == 0) return i;
     if (t->nfiles == t->cfiles) {
         int cap = t->cfiles ? t->cfiles * 2 : 64;
         trace_file *grown = realloc(t->files, (size_t)cap * sizeof *grown);
@@ -22,6 +30,7 @@ static int file_index(cs_trace *t, const char *path) {
     trace_file *f = &t->files[t->nfiles];
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
+    f->load = load;
     return t->nfiles++;
 }
 
@@ -68,7 +77,7 @@ void trace_refresh_maps(cs_trace *t) {
         m->file = -1;
         m->announced = 0;
         const char *shown = name[0] ? name : "//anon";
-        if (name[0] == '/' || strcmp(name, "[vdso]") == 0) m->file = file_index(t, name);
+        if (name[0] == '/' || strcmp(name, "[vdso]") == 0) m->file = file_index(t, name, m->start - m->offset);
         for (int i = 0; i < nold; i++)
             if (old[i].start == m->start && old[i].end == m->end && old[i].offset == m->offset && old[i].file == m->file) {
                 m->announced = old[i].announced;

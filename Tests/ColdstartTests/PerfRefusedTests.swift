@@ -110,12 +110,15 @@ final class PerfRefusedTests: XCTestCase {
             let row = try XCTUnwrap(pool.profile.byTotal.first { $0.name == name }, "\(name) among \(pool.profile.byTotal.map(\.name))")
             XCTAssertEqual(row.totalMsPerLaunch, mean(function), accuracy: mean(function) * KnownCostsTests.tolerance, name)
         }
-        // The slow constructor is named; its time is not held to the
-        // tolerance yet: pooled, it comes to 24–26 ms of the 30 ms measured
-        // (stacks that end at libc's clock_gettime do not reach it: open,
-        // docs/containers.md).
+        // The constructor (built without frame pointers) calls clock_gettime
+        // in the program's libc, not the LD_AUDIT namespace's copy of it: its
+        // samples there reach it only when the tracer unwinds each load of a
+        // file with its own bias (24–26 ms of 30 when the loads shared one;
+        // 30.7 of 30.0 since). Held to 10%, as the other costs hold within 2%
+        // under the tracer: the suite's 25% would not tell the two apart.
         let library = try XCTUnwrap(pool.profile.initializers.libraries.first)
         XCTAssertEqual(library.module, "libSlowInit.so")
+        XCTAssertEqual(library.msPerLaunch, mean("constructor"), accuracy: mean("constructor") * 0.10, "libSlowInit.so's initializer")
         let global = try XCTUnwrap(pool.profile.lazyGlobals.first)
         XCTAssertEqual(global.name, "KnownCosts.slowGlobalTable")
         XCTAssertEqual(global.msPerLaunch, mean("slowGlobalTable"), accuracy: mean("slowGlobalTable") * KnownCostsTests.tolerance)
