@@ -143,6 +143,65 @@ final class TimelineReaderTests: XCTestCase {
         }
     }
 
+    /// The arrays of small objects most of a phases-only timeline is
+    /// (`phases`, `marks`, `spans`, `rusage`) are read from their bytes
+    /// (`PlainSections`): through `JSONDecoder` they were over half of
+    /// `coldstart aggregate`'s CPU. Every good fixture's four are read so,
+    /// and as the decoder reads them; what the plain reader leaves to the
+    /// decoder (an escape, a fraction, a repeated key, a missing or mistyped
+    /// field) still reads as the full parse reads it, or is refused with the
+    /// decoder's message.
+    func testPhasesMarksSpansAndRusageAreReadFromTheirBytesAsTheDecoderReadsThem() throws {
+        func counters(_ snapshots: [Timeline.RusageSnapshot]) -> [String] { snapshots.map { "\($0.at) \($0.ns) \($0.usage)" } }
+        var plain = 0
+        for name in ["ready.json", "exit.json", "error-exit.json", "sigterm.json", "threads.json"] {
+            let data = try Data(contentsOf: Fixtures.directory.appendingPathComponent(name))
+            let section = try XCTUnwrap((JSONSerialization.jsonObject(with: data) as? [String: Any])?["coldstart"] as? [String: Any])
+            func bytes(_ key: String) throws -> Data { try JSONSerialization.data(withJSONObject: section[key] ?? [Any]()) }
+            let phases = try XCTUnwrap(PlainSections.phases(try bytes("phases")), "\(name): phases read plainly")
+            XCTAssertEqual(try encoded(phases), try encoded(JSONDecoder().decode([Timeline.Phase].self, from: try bytes("phases"))), name)
+            let marks = try XCTUnwrap(PlainSections.marks(try bytes("marks")), "\(name): marks read plainly")
+            XCTAssertEqual(try encoded(marks), try encoded(JSONDecoder().decode([Timeline.Mark].self, from: try bytes("marks"))), name)
+            let spans = try XCTUnwrap(PlainSections.spans(try bytes("spans")), "\(name): spans read plainly")
+            XCTAssertEqual(try encoded(spans), try encoded(JSONDecoder().decode([Timeline.Span].self, from: try bytes("spans"))), name)
+            let rusage = try XCTUnwrap(PlainSections.rusage(try bytes("rusage")), "\(name): rusage read plainly")
+            XCTAssertEqual(counters(rusage), counters(try JSONDecoder().decode([Timeline.RusageSnapshot].self, from: try bytes("rusage"))), name)
+            XCTAssertEqual(counters(try Timeline(data: data).rusage), counters(rusage), name)
+            plain += phases.count + marks.count + spans.count + rusage.count
+        }
+        XCTAssertGreaterThan(plain, 50)
+
+        let firstPhase = #"{"name":"kernel exec + loader","kind":"loader","startNs":0,"#
+        let left: [(String, Data)] = [
+            ("escaped phase name", try ready(replacing: firstPhase, with: #"{"name":"kernel \"exec\" + loader","kind":"loader","startNs":0,"#)),
+            ("fraction", try ready(replacing: firstPhase, with: #"{"name":"kernel exec + loader","kind":"loader","startNs":0.0,"#)),
+            ("repeated field", try ready(replacing: firstPhase, with: #"{"name":"first","name":"kernel exec + loader","kind":"loader","startNs":0,"#)),
+            ("unknown array field", try ready(replacing: firstPhase, with: #"{"future":[1],"name":"kernel exec + loader","kind":"loader","startNs":0,"#)),
+            ("repeated marks", try ready(section: #""marks":[]"#)),
+            ("repeated marks, escaped past 16 bytes", try ready(section: #""\u006d\u0061\u0072\u006bs":[]"#)),
+        ]
+        for (name, data) in left {
+            XCTAssertTrue(try assertReadsLikeAFullParse(data, name), "\(name) reads")
+        }
+        XCTAssertEqual(try Timeline(data: left[0].1).phases.first?.name, #"kernel "exec" + loader"#)
+        let refused: [(String, Data, String)] = [
+            ("mistyped", try ready(replacing: firstPhase, with: #"{"name":"kernel exec + loader","kind":"loader","startNs":"0","#),
+             #"malformed timeline: bad "phases" (wrong type at Index 0.startNs)"#),
+            ("missing", try ready(replacing: firstPhase, with: #"{"name":"kernel exec + loader","startNs":0,"#),
+             #"malformed timeline: bad "phases" (missing "kind")"#),
+            ("negative counter", try ready(replacing: #""rusage":[{"at":"earliestInit","ns":6656963,"minorFaults":507"#,
+                                           with: #""rusage":[{"at":"earliestInit","ns":6656963,"minorFaults":-507"#),
+             #"malformed timeline: bad "rusage" (unreadable)"#),
+            ("null", try ready(replacing: #""rusage":[{"at":"earliestInit","#, with: #""rusage":null,"was":[{"at":"earliestInit","#),
+             #"malformed timeline: missing "rusage""#),
+        ]
+        for (name, data, problem) in refused {
+            XCTAssertThrowsError(try Timeline(data: data, path: "t.json"), name) { error in
+                XCTAssertEqual("\(error)", "t.json: " + problem, name)
+            }
+        }
+    }
+
     /// A file cut anywhere is refused with one line; a cut the full parse
     /// would take (none here) would have to read the same.
     func testATimelineCutAnywhereIsRefusedWithOneLine() throws {

@@ -97,6 +97,10 @@ package struct Timeline: Sendable {
 
         private enum CodingKeys: String, CodingKey { case at, ns }
 
+        init(at: String, ns: Int64, usage: Rusage) {
+            (self.at, self.ns, self.usage) = (at, ns, usage)
+        }
+
         package init(from decoder: Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             at = try container.decode(String.self, forKey: .at)

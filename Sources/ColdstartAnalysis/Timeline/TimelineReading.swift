@@ -100,9 +100,23 @@ extension Timeline {
         // (each section re-encoded and decoded on its own cost 2.5 ms per
         // 8 kB file; the whole file, trace events too, half as much again);
         // each section's failure is kept and reported as before, by key.
+        //
+        // The arrays of small objects are read from their bytes first
+        // (`PlainSections`); the decoder skips those that were, and reads
+        // any that were not (an escaped name, a mistyped field, a key
+        // repeated: which value counts is the decoder's to say) as before.
+        func bytes(_ key: String) -> Data? {
+            guard !scan.repeatedSectionKeys.contains(key), !scan.repeatedSectionKeys.contains("") else { return nil }
+            return scan.sectionValues[key].map { text.subdata(in: text.startIndex + $0.lowerBound..<text.startIndex + $0.upperBound) }
+        }
+        let plainPhases = bytes("phases").flatMap(PlainSections.phases), plainMarks = bytes("marks").flatMap(PlainSections.marks)
+        let plainSpans = bytes("spans").flatMap(PlainSections.spans), plainRusage = bytes("rusage").flatMap(PlainSections.rusage)
         let typed: TypedSections
         do {
-            typed = try JSONDecoder().decode(TypedSections.self, from: scan.rest.subdata(in: sectionBytes))
+            let decoder = JSONDecoder()
+            decoder.userInfo[TypedSections.readAlready] = Set([plainPhases.map { _ in "phases" }, plainMarks.map { _ in "marks" },
+                                                              plainSpans.map { _ in "spans" }, plainRusage.map { _ in "rusage" }].compactMap { $0 })
+            typed = try decoder.decode(TypedSections.self, from: scan.rest.subdata(in: sectionBytes))
         } catch {
             throw fail("malformed timeline: bad \"coldstart\" (\(Self.decodingSummary(error, dropping: 0)))")
         }
@@ -120,10 +134,10 @@ extension Timeline {
         }
         launch = try decode(typed.launch, "launch")!
         process = try decode(typed.process, "process")!
-        rusage = try decode(typed.rusage, "rusage") ?? []
-        phases = try decode(typed.phases, "phases")!
-        marks = try decode(typed.marks, "marks")!
-        spans = try decode(typed.spans, "spans")!
+        rusage = try plainRusage ?? decode(typed.rusage, "rusage") ?? []
+        phases = try plainPhases ?? decode(typed.phases, "phases")!
+        marks = try plainMarks ?? decode(typed.marks, "marks")!
+        spans = try plainSpans ?? decode(typed.spans, "spans")!
         threads = try decode(typed.threads, "threads") ?? []
         dropped = try decode(typed.dropped, "dropped", required: false) ?? Dropped(events: 0, nameBytes: 0)
         if replaced > 0 { dropped.notUtf8Bytes = (dropped.notUtf8Bytes ?? 0) + replaced }
@@ -171,6 +185,9 @@ extension Timeline {
 /// The `coldstart` section's typed values, decoded in one pass; each
 /// value's result kept apart so that a bad one is reported by its key.
 private struct TypedSections: Decodable {
+    /// The keys (`Set<String>`) already read by `PlainSections`: left alone.
+    static let readAlready = CodingUserInfoKey(rawValue: "readAlready")!
+
     var launch: Result<Timeline.Launch, Error>?
     var process: Result<Timeline.Process, Error>?
     var rusage: Result<[Timeline.RusageSnapshot], Error>?
@@ -192,8 +209,11 @@ private struct TypedSections: Decodable {
 
     init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
-        /// nil when absent or null (the caller says whether that is allowed).
+        let readAlready = decoder.userInfo[Self.readAlready] as? Set<String> ?? []
+        /// nil when absent or null (the caller says whether that is allowed),
+        /// or read already.
         func section<T: Decodable>(_ key: String) -> Result<T, Error>? {
+            if readAlready.contains(key) { return nil }
             let key = Key(stringValue: key)
             guard container.contains(key), (try? container.decodeNil(forKey: key)) == false else { return nil }
             return Result { try container.decode(T.self, forKey: key) }

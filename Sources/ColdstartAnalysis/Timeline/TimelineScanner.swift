@@ -26,6 +26,10 @@ struct TimelineScanner {
         /// Each key of that object and its value's bytes in the scanned
         /// data (not `rest`); keys longer than 16 bytes are left out.
         var sectionValues: [String: Range<Int>]
+        /// The keys of `sectionValues` the section has more than once (the
+        /// last value is the one noted), and "" when it has a key left out
+        /// (which could be one of them, escaped).
+        var repeatedSectionKeys: Set<String>
     }
 
     /// Why the bytes are not a timeline; `truncated` when they end mid-value.
@@ -41,6 +45,7 @@ struct TimelineScanner {
     private(set) var samples: [Timeline.Sample] = []
     private var section: Range<Int>?
     private var sectionValues: [String: Range<Int>] = [:]
+    private var repeatedSectionKeys: Set<String> = []
     /// The row being read's frames, reused from row to row.
     private var frames: [Timeline.Frame] = []
 
@@ -61,7 +66,8 @@ struct TimelineScanner {
             }
             let section = scanner.section.map { inRest($0.lowerBound)..<inRest($0.upperBound) }
             guard !scanner.samplesRanges.isEmpty else {
-                return Scan(samples: scanner.samples, rest: data, root: root, section: section, sectionValues: scanner.sectionValues)
+                return Scan(samples: scanner.samples, rest: data, root: root, section: section, sectionValues: scanner.sectionValues,
+                            repeatedSectionKeys: scanner.repeatedSectionKeys)
             }
             var rest = Data()
             var from = 0
@@ -71,7 +77,8 @@ struct TimelineScanner {
                 from = range.upperBound
             }
             rest.append(contentsOf: UnsafeBufferPointer(rebasing: scanner.bytes[from...]))
-            return Scan(samples: scanner.samples, rest: rest, root: root, section: section, sectionValues: scanner.sectionValues)
+            return Scan(samples: scanner.samples, rest: rest, root: root, section: section, sectionValues: scanner.sectionValues,
+                        repeatedSectionKeys: scanner.repeatedSectionKeys)
         }
     }
 
@@ -122,7 +129,7 @@ struct TimelineScanner {
             switch (context, key) {
             case (.root, "coldstart"):
                 // A repeated key: the last one counts, as for JSONSerialization.
-                (samples, sectionValues) = ([], [:])
+                (samples, sectionValues, repeatedSectionKeys) = ([], [:], [])
                 let isObject = current == UInt8(ascii: "{")
                 try value(depth: depth, context: .section)
                 section = isObject ? start..<at : nil
@@ -132,7 +139,13 @@ struct TimelineScanner {
             default:
                 try value(depth: depth, context: .other)
             }
-            if context == .section, let key { sectionValues[key] = start..<at }
+            if context == .section {
+                if let key {
+                    if sectionValues.updateValue(start..<at, forKey: key) != nil { repeatedSectionKeys.insert(key) }
+                } else {
+                    repeatedSectionKeys.insert("")
+                }
+            }
             skipSpace()
             guard let next = current else { throw fail() }
             at += 1
