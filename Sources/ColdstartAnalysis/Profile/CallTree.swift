@@ -1,7 +1,5 @@
 import Foundation
 
-/// The samples as trees: merged by function (the call tree, the flame
-/// graph's input) and in time order (runs, the flame chart's).
 /// A node of the samples merged by function: `ProfileAnalysis`'s working
 /// tree, before it is pruned and named.
 private final class MergedNode {
@@ -12,6 +10,8 @@ private final class MergedNode {
     init(_ function: Int) { self.function = function }
 }
 
+/// The samples as trees: merged by function (the call tree, the flame
+/// graph's input) and in time order (runs, the flame chart's).
 extension ProfileAnalysis {
     /// The samples `indices` merged by function, each distinct stack once,
     /// counted for its samples; the root is no function (-1). `merged`: the
