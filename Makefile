@@ -8,7 +8,7 @@ DEMO_RUNS ?= .build/demo-runs
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test test-arm64 check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
+.PHONY: deps demo test test-arm64 check-debian-kernel check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -36,6 +36,14 @@ test: deps check-c fixtures
 test-arm64: deps
 	$(SWIFT) build --product coldstart
 	scripts/test-arm64.sh "$$($(SWIFT) build --show-bin-path)/coldstart"
+
+# A lone launch as an unprivileged user where the kernel refuses perf events
+# for real: Debian's own kernel (perf_event_paranoid 3) under
+# qemu-system-x86_64, its timelines checked by this machine's CLI
+# (docs/containers.md). Downloads the kernel package; not part of `make test`.
+check-debian-kernel: deps
+	$(SWIFT) build --product coldstart
+	scripts/check-debian-kernel.sh "$$($(SWIFT) build --show-bin-path)/coldstart"
 
 # The CLI with the Swift runtime linked statically: it maps none of the Swift
 # libraries, so `coldstart run --cold` cannot keep the app's pages cached.
