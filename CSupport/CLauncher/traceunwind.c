@@ -102,6 +102,17 @@ static trace_map *map_at(cs_trace *t, uint64_t address) {
     return NULL;
 }
 
+/* The mapping holding the code address `address`, /proc read again once
+ * when no executable mapping is known there (the program mapped it since,
+ * maybe over an old one): new mappings are announced, so a frame in one is
+ * in a module. */
+static trace_map *code_map(cs_trace *t, uint64_t address) {
+    trace_map *m = map_at(t, address);
+    if (m && m->executable) return m;
+    trace_refresh_maps(t);
+    return map_at(t, address);
+}
+
 /* Maps the file (or copies the vDSO) and reads where its unwind table is. */
 static int parse_file(cs_trace *t, trace_file *f, const trace_map *seen) {
     if (f->parsed) return f->hdr_vaddr != 0;
@@ -152,12 +163,8 @@ static int parse_file(cs_trace *t, trace_file *f, const trace_map *seen) {
 
 /* The unwind table of the module holding `ip` (cs_trace's own eh_frame_hdr lookup). */
 static unw_dyn_info_t *table_for(cs_trace *t, uint64_t ip) {
-    trace_map *m = map_at(t, ip);
-    if (!m || m->file < 0) {
-        trace_refresh_maps(t);
-        m = map_at(t, ip);
-        if (!m || m->file < 0) return NULL;
-    }
+    trace_map *m = code_map(t, ip);
+    if (!m || m->file < 0) return NULL;
     trace_file *f = &t->files[m->file];
     if (f->has_di) return &f->di;
     if (!parse_file(t, f, m)) return NULL;
@@ -319,9 +326,8 @@ void trace_unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns, int copies) {
     uint64_t ips[MAX_FRAMES];
     int n = 0;
     ips[n++] = t->regs.rip;
-    /* The leaf's mapping is announced even when libunwind never asks for its
-     * table (a walk that fails at once): else its frame is in no module. */
-    if (!map_at(t, t->regs.rip)) trace_refresh_maps(t);
+    /* Also when libunwind never asks for the leaf's table (a walk that fails at once). */
+    (void)code_map(t, t->regs.rip);
     unw_cursor_t cursor;
     if (t->init_remote(&cursor, t->as, t) == 0) {
         while (n < MAX_FRAMES) {
@@ -335,12 +341,8 @@ void trace_unwind_and_emit(cs_trace *t, pid_t tid, uint64_t ns, int copies) {
             /* A return address outside any code mapping is no frame: a
              * value read beyond the stack copy, which the thread has since
              * overwritten. The walk ends there. */
-            trace_map *m = map_at(t, ip - 1);
-            if (!m || !m->executable) {
-                trace_refresh_maps(t);
-                m = map_at(t, ip - 1);
-                if (!m || !m->executable) break;
-            }
+            trace_map *m = code_map(t, ip - 1);
+            if (!m || !m->executable) break;
             ips[n++] = ip;
         }
     } else {
