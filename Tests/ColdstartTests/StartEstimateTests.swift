@@ -37,9 +37,20 @@ final class StartEstimateTests: XCTestCase {
         XCTAssertFalse(start(tick: 50_000_000, estimate: 0, switches: 0).trusted)
     }
 
+    /// The machine's stolen time so far, in clock ticks (/proc/stat's `cpu`
+    /// line, field 8): time the hypervisor ran something else on a virtual
+    /// CPU. Stolen while a thread runs, it is in neither the thread's CPU
+    /// clock nor its run-queue wait, so a launch it hit looks as late as that.
+    private func stolenTicks() -> UInt64 {
+        let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first
+        let fields = line?.split(separator: " ")
+        return fields.flatMap { $0.count > 8 ? UInt64($0[8]) : nil } ?? 0
+    }
+
     /// Spawns `executable` with posix_spawn, the CLOCK_BOOTTIME stamp taken
-    /// just before it (kept, not passed), and returns the stamp.
-    private func spawn(_ executable: String, environment: [String]) throws -> UInt64 {
+    /// just before it (kept, not passed), and returns the stamp and whether
+    /// the hypervisor stole time while the launch ran.
+    private func spawn(_ executable: String, environment: [String]) throws -> (stamp: UInt64, stolen: Bool) {
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
@@ -49,6 +60,7 @@ final class StartEstimateTests: XCTestCase {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         var pid: pid_t = 0
         var now = timespec()
+        let stolenBefore = stolenTicks()
         clock_gettime(CLOCK_BOOTTIME, &now)
         let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         let stamp = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
@@ -56,7 +68,7 @@ final class StartEstimateTests: XCTestCase {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         XCTAssertEqual(status, 0, "\(executable) exits 0")
-        return stamp
+        return (stamp, stolenTicks() > stolenBefore)
     }
 
     func testTheEstimatedStartIsWithinAMillisecondOfALaunchersStamp() throws {
@@ -65,23 +77,37 @@ final class StartEstimateTests: XCTestCase {
         let path = directory.appendingPathComponent("launch.json").path
         let environment = ["COLDSTART=\(path)", "PATH=/usr/bin:/bin"]
         _ = try spawn(example, environment: environment)   // warms the page cache
-        var errors: [Double] = []
-        var sources: [String: Int] = [:]
+        // Each launch is judged against the precision it states: a launch whose
+        // main thread slept while loading (a disk busy writing back a fresh
+        // build) falls back to the /proc tick and says so, with up to 10 ms.
+        var launches: [(errorMs: Double, source: String, precisionMs: Double, stolen: Bool)] = []
         for _ in 0..<15 {
-            let stamp = try spawn(example, environment: environment)
+            let (stamp, stolen) = try spawn(example, environment: environment)
             let timeline = try Timeline(contentsOf: path)
             let boot = try XCTUnwrap(timeline.launch.bootMinusMonotonicNs)
-            sources[timeline.launch.startSource, default: 0] += 1
-            // Positive: the recorded start is after the stamp.
-            errors.append(Double(Int64(timeline.launch.startNs + boot) - Int64(stamp)) / 1e6)
             XCTAssertTrue(["thread-cpu", "proc-stat"].contains(timeline.launch.startSource))
             XCTAssertLessThanOrEqual(timeline.launch.startPrecisionNs, 1_000_000_000 / UInt64(sysconf(Int32(_SC_CLK_TCK))))
+            // Positive: the recorded start is after the stamp.
+            launches.append((Double(Int64(timeline.launch.startNs + boot) - Int64(stamp)) / 1e6,
+                             timeline.launch.startSource, Double(timeline.launch.startPrecisionNs) / 1e6, stolen))
         }
-        let magnitudes = errors.map(abs).sorted()
-        let median = magnitudes[magnitudes.count / 2], p90 = magnitudes[magnitudes.count * 9 / 10]
-        print("start estimate vs launcher stamp over \(errors.count) launches: |error| median \(median) ms, p90 \(p90) ms; sources \(sources); errors \(errors)")
-        XCTAssertLessThanOrEqual(median, 1.0, "errors (ms): \(errors), sources: \(sources)")
-        XCTAssertGreaterThan(sources["thread-cpu", default: 0], 0, "a warm launch's main thread does not sleep while loading")
+        let described = launches.map { "\($0.source) \($0.errorMs) ms (±\($0.precisionMs))\($0.stolen ? " stolen" : "")" }
+        print("start estimate vs launcher stamp: \(described)")
+        // Stolen time makes an estimate late by as much (docs/timeline-format.md):
+        // only launches the hypervisor left alone say how good it is.
+        let judged = launches.filter { !$0.stolen }
+        guard judged.count >= 5 else {
+            throw XCTSkip("the hypervisor stole time during \(launches.count - judged.count) of \(launches.count) launches: \(described)")
+        }
+        // The stamp precedes the clone: a parent descheduled in between makes
+        // the child look late by that wait, so one launch in five may exceed.
+        let beyond = judged.filter { abs($0.errorMs) > $0.precisionMs + 0.5 }
+        XCTAssertLessThanOrEqual(beyond.count, judged.count / 5, "launches outside their stated precision: \(described)")
+        let estimated = judged.filter { $0.source == "thread-cpu" }.map { abs($0.errorMs) }.sorted()
+        XCTAssertFalse(estimated.isEmpty, "a warm launch's main thread does not sleep while loading: \(described)")
+        if !estimated.isEmpty {
+            XCTAssertLessThanOrEqual(estimated[estimated.count / 2], 1.0, "median |error| of the estimated starts: \(described)")
+        }
     }
 
     func testALaunchersStampKeepsTheEstimateAlongside() throws {
