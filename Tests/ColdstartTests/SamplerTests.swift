@@ -64,12 +64,18 @@ final class SamplerTests: XCTestCase {
     func testEffectiveRateIsWithinTenPercentOfTheRequest() throws {
         try perfClockOrSkip()
         for hz in [1000, 10000] {
+            let stolenBefore = stolenTicks()
             let (_, timeline) = try profiled(["burn", "300"], hz: hz)
+            // The task clock counts time stolen from the burning thread, its
+            // CPU clock does not: at most the machine's whole steal meanwhile.
+            let stolenShare = Double(stolenTicks() - stolenBefore) / Double(sysconf(Int32(_SC_CLK_TCK))) / 0.3
             let sampling = try sampling(timeline)
+            print("effective \(sampling.effectiveHz) Hz of \(hz), steal up to \(stolenShare) of the burn")
             XCTAssertEqual(sampling.clock, "perf-task-clock")
             XCTAssertEqual(sampling.requestedHz, Double(hz))
             XCTAssertNil(sampling.loweredHz, "a 1 µs handler never needs a lower rate")
-            XCTAssertEqual(sampling.effectiveHz, Double(hz), accuracy: Double(hz) * 0.10, "effective rate at \(hz) Hz")
+            XCTAssertEqual(sampling.effectiveHz, Double(hz), accuracy: Double(hz) * (0.10 + stolenShare),
+                           "effective rate at \(hz) Hz, steal up to \(stolenShare) of the burn")
             XCTAssertEqual(sampling.dropped, 0)
         }
     }

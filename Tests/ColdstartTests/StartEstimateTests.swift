@@ -37,16 +37,6 @@ final class StartEstimateTests: XCTestCase {
         XCTAssertFalse(start(tick: 50_000_000, estimate: 0, switches: 0).trusted)
     }
 
-    /// The machine's stolen time so far, in clock ticks (/proc/stat's `cpu`
-    /// line, field 8): time the hypervisor ran something else on a virtual
-    /// CPU. Stolen while a thread runs, it is in neither the thread's CPU
-    /// clock nor its run-queue wait, so a launch it hit looks as late as that.
-    private func stolenTicks() -> UInt64 {
-        let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first
-        let fields = line?.split(separator: " ")
-        return fields.flatMap { $0.count > 8 ? UInt64($0[8]) : nil } ?? 0
-    }
-
     /// Spawns `executable` with posix_spawn, the CLOCK_BOOTTIME stamp taken
     /// just before it (kept, not passed), and returns the stamp and whether
     /// the hypervisor stole time while the launch ran.

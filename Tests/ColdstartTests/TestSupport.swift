@@ -196,3 +196,14 @@ func runMeasuringMemory(_ executable: String, _ arguments: [String], timeout: Ti
     return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: raw, as: UTF8.self), raw,
             highWaterKiB / 1024)
 }
+
+/// The machine's stolen time so far, in clock ticks (/proc/stat's `cpu` line,
+/// field 8): time the hypervisor ran something else on a virtual CPU. Stolen
+/// while a thread runs, it is in neither the thread's CPU clock nor its
+/// run-queue wait, while the perf task clock, which runs whenever the thread
+/// is scheduled in, counts it.
+func stolenTicks() -> UInt64 {
+    let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first
+    let fields = line?.split(separator: " ")
+    return fields.flatMap { $0.count > 8 ? UInt64($0[8]) : nil } ?? 0
+}
