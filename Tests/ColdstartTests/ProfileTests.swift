@@ -220,9 +220,12 @@ final class ProfileTests: XCTestCase {
     /// each distinct stack once: 500 copies of three stacks merge three
     /// stacks, as one copy does, into the same nodes with 500 times the
     /// samples, visited in the text report's unpruned tree's pre-order.
+    /// A report and its HTML page (`LaunchAnalysis`'s stacks) merge the
+    /// call tree once: the flame graph walks the tree the text report was
+    /// pruned from; an export alone (no report) merges it itself.
     func testTheWholeCallTreeMergesEachDistinctStackOnceWhateverTheSamples() throws {
         typealias Node = (name: String, module: String, depth: Int, samples: Int, selfSamples: Int)
-        func visited(copies: Int) throws -> (merged: Int, nodes: [Node], report: [Node]) {
+        func visited(copies: Int) throws -> (merged: Int, mergedAgain: Int, nodes: [Node], report: [Node]) {
             builder = SampledTimelineBuilder()
             let app = builder.module("/opt/app/App"), core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
             let stacks = [[f(app, "main"), f(app, "load")], [f(app, "main"), f(app, "parse"), f(core, "swift_retain")],
@@ -234,9 +237,15 @@ final class ProfileTests: XCTestCase {
             let analysis = try LaunchAnalysis(timeline: builder.timeline(), options: whole)
             let stacksOfLaunch = try XCTUnwrap(analysis.stacks)
             var nodes: [Node] = []
-            let merged = stacksOfLaunch.visitCallTree { function, depth, samples, selfSamples in
+            let mergedAgain = stacksOfLaunch.visitCallTree { function, depth, samples, selfSamples in
                 nodes.append((stacksOfLaunch.functions[function].name, stacksOfLaunch.moduleName(of: function), depth, samples, selfSamples))
             }
+            let exported = try XCTUnwrap(SampledStacks(timeline: builder.timeline(), options: whole))
+            var exportedNodes: [Node] = []
+            let merged = exported.visitCallTree { function, depth, samples, selfSamples in
+                exportedNodes.append((exported.functions[function].name, exported.moduleName(of: function), depth, samples, selfSamples))
+            }
+            XCTAssertEqual(exportedNodes.map { "\($0)" }, nodes.map { "\($0)" }, "an export's flame graph is the report's")
             var report: [Node] = []
             func flatten(_ tree: [ProfileReport.CallNode], depth: Int) {
                 for node in tree {
@@ -245,10 +254,11 @@ final class ProfileTests: XCTestCase {
                 }
             }
             flatten(try XCTUnwrap(analysis.report.profile).callTree, depth: 0)
-            return (merged, nodes, report)
+            return (merged, mergedAgain, nodes, report)
         }
         let one = try visited(copies: 1), many = try visited(copies: 500)
         XCTAssertEqual(one.merged, 3)
+        XCTAssertEqual([one.mergedAgain, many.mergedAgain], [0, 0], "the HTML page walks the report's tree, not a second merge")
         XCTAssertEqual(many.merged, one.merged, "merging does not grow with the samples")
         XCTAssertEqual(many.nodes.map(\.name), ["main", "parse", "swift_retain", "load"], "most samples first")
         XCTAssertEqual(many.nodes.map(\.depth), [0, 1, 2, 1])

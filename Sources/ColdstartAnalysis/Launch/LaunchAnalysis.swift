@@ -36,8 +36,10 @@ package struct LaunchAnalysis {
         let analysis = try ProfileAnalysis.make(timeline: timeline, symbols: naming.symbols, path: path)
         if let analysis {
             let selected = try analysis.select(options, path: path)
-            profile = analysis.report(selected, options: options, warnings: naming.warnings)
-            stacks = SampledStacks(analysis, selected: selected, warnings: naming.warnings)
+            // One merge for the text report's tree and the HTML page's flame graph.
+            let merged = analysis.mergedCallTree(selected)
+            profile = analysis.report(selected, merged: merged, options: options, warnings: naming.warnings)
+            stacks = SampledStacks(analysis, selected: selected, merged: merged, warnings: naming.warnings)
             self.profile = (analysis, selected)
         } else {
             profile = nil

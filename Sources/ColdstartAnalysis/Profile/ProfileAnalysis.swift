@@ -183,8 +183,9 @@ struct ProfileAnalysis {
         return selected
     }
 
-    /// The report of the samples `selected` (by `select`); only for a sampled timeline.
-    func report(_ selected: [Int], options: ProfileOptions, warnings: [String]) -> ProfileReport {
+    /// The report of the samples `selected` (by `select`), `merged` their
+    /// `mergedCallTree`; only for a sampled timeline.
+    func report(_ selected: [Int], merged: MergedCallTree, options: ProfileOptions, warnings: [String]) -> ProfileReport {
         let treeMinPercent = max(options.minPercent, options.treeFloorPercent)
         return ProfileReport(
             sampling: .init(
@@ -210,7 +211,7 @@ struct ProfileAnalysis {
             threads: threadProfiles(selected, options: options),
             initializers: initializers(selected, options: options),
             lazyGlobals: lazyGlobals(selected, options: options),
-            callTree: callTree(selected, options: options, minPercent: treeMinPercent)
+            callTree: callTree(merged, of: selected, options: options, minPercent: treeMinPercent)
         )
     }
 

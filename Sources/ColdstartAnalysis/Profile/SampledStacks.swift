@@ -65,14 +65,19 @@ package struct SampledStacks: Sendable {
     package let criticalPath: CriticalPath
     private let analysis: ProfileAnalysis
     private let selected: [Int]
+    /// The selected samples' merged call tree when the report built it
+    /// (`LaunchAnalysis`); an export merges only if it draws a flame graph.
+    private let merged: MergedCallTree?
 
-    /// The selected samples `selected` (indices into `analysis.stacks`) in time order.
-    init(_ analysis: ProfileAnalysis, selected: [Int], warnings: [String]) {
+    /// The selected samples `selected` (indices into `analysis.stacks`) in
+    /// time order; `merged`, if given, their `mergedCallTree`.
+    init(_ analysis: ProfileAnalysis, selected: [Int], merged: MergedCallTree? = nil, warnings: [String]) {
         let stacks = analysis.stacks
         let timeline = analysis.timeline
         let selected = selected.sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
         self.analysis = analysis
         self.selected = selected
+        self.merged = merged
         self.warnings = warnings
         sampling = analysis.sampling
         functions = analysis.functions.map { Function(name: $0.name, systemName: $0.linkageName, module: $0.module) }
@@ -140,10 +145,17 @@ package struct SampledStacks: Sendable {
     /// Each node of the selected samples' call tree — the text report's,
     /// but whole: nothing pruned — in pre-order, by function id (into
     /// `functions`; depth 0 for the outermost): the flame graph's input.
-    /// Returns the distinct stacks merged to build it.
+    /// Returns the distinct stacks this call merged: 0 when it walked the
+    /// tree the report was built from.
     @discardableResult
     package func visitCallTree(_ visit: (_ function: Int, _ depth: Int, _ samples: Int, _ selfSamples: Int) -> Void) -> Int {
-        analysis.visitCallTree(selected, visit)
+        if let merged {
+            merged.visit(visit)
+            return 0
+        }
+        let tree = analysis.mergedCallTree(selected)
+        tree.visit(visit)
+        return tree.merged
     }
 
     /// The time `samples` samples stand for, in milliseconds.
