@@ -68,9 +68,8 @@ final class SamplerTests: XCTestCase {
             let (_, timeline) = try profiled(["burn", "300"], hz: hz)
             // The task clock counts time stolen from the burning thread, its
             // CPU clock does not: at most the machine's whole steal meanwhile.
-            let stolenShare = Double(stolenTicks() - stolenBefore) / Double(sysconf(Int32(_SC_CLK_TCK))) / 0.3
+            let stolenShare = stolenMs(since: stolenBefore) / 300
             let sampling = try sampling(timeline)
-            print("effective \(sampling.effectiveHz) Hz of \(hz), steal up to \(stolenShare) of the burn")
             XCTAssertEqual(sampling.clock, "perf-task-clock")
             XCTAssertEqual(sampling.requestedHz, Double(hz))
             XCTAssertNil(sampling.loweredHz, "a 1 µs handler never needs a lower rate")

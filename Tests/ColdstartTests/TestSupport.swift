@@ -207,3 +207,9 @@ func stolenTicks() -> UInt64 {
     let fields = line?.split(separator: " ")
     return fields.flatMap { $0.count > 8 ? UInt64($0[8]) : nil } ?? 0
 }
+
+/// The machine's steal since `stolenTicks()` read `ticks`, in milliseconds,
+/// summed over its CPUs: the most of it that can have hit one thread.
+func stolenMs(since ticks: UInt64) -> Double {
+    Double(stolenTicks() &- ticks) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
