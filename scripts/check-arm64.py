@@ -101,10 +101,18 @@ for run, (status, text) in sorted(runs.items()):
               f"{spin_under_callers} of {load + store}")
     check(f"{run}: callers kept (arm64_load_config, arm64_open_store)", load > 0 and store > 0, f"{load}, {store}")
     if load and store:
-        # 13 calls of 600k steps against 12 of 400k: 1.625. The emulated
-        # timer is uneven (24-250 Hz effective of 1000 asked on a loaded
-        # host), so only the order and a loose bound are asserted.
-        check(f"{run}: the callers' shares follow their work (13:8)", 1.05 <= store / load <= 3.0, f"{store}/{load} = {store / load:.2f}")
+        # 168 calls of 60k steps against 160 of 20k: 0.759 of the two
+        # callers' samples under arm64_open_store. The emulated timer is
+        # uneven (24-250 Hz effective of 1000 asked on a loaded host) and a
+        # full ring drops bursts, so each kept sample is taken as a random
+        # draw: the share must lie within four standard deviations of the
+        # work's for that many samples, and above one half (the order).
+        n = load + store
+        share, expected = store / n, 168 * 60 / (168 * 60 + 160 * 20)
+        spread = 4 * (expected * (1 - expected) / n) ** 0.5
+        check(f"{run}: the callers' shares follow their work (0.76 under arm64_open_store)",
+              share > 0.5 and abs(share - expected) <= spread,
+              f"{store} of {n} = {share:.2f}, not within {expected:.2f} +- {spread:.2f}")
     roots = [r["name"] for r in profile.get("callTree") or []]
     check(f"{run}: one call-tree root, _start", roots[:1] == ["_start"] and (not roots[1:] or (profile["callTree"][1]["samples"] <= 0.05 * samples)), str(roots[:3]))
     for finding in report.get("findings") or []:

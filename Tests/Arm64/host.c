@@ -19,14 +19,17 @@ __attribute__((noinline, noclone)) static void arm64_spin(uint64_t thousands) {
     for (uint64_t i = 0; i < thousands * 1000u; i++) arm64_step(i);
 }
 
-// Two callers below main whose shares follow their work (2:3; 8:13 with the
-// last call to arm64_open_store), called in
-// turns so that a clock armed late under emulation takes from both alike. A leaf's
-// caller is in the link register, not on the stack, so the check asserts
-// these callers of arm64_spin, which keeps a frame record. The sink update
-// after each call keeps the compiler from turning it into a tail call.
-__attribute__((noinline)) void arm64_load_config(void) { arm64_spin(400); sink++; }
-__attribute__((noinline)) void arm64_open_store(void) { arm64_spin(600); sink++; }
+// Two callers below main whose shares follow their work: 1:3 in the span,
+// 3200k:10080k steps with the last calls to arm64_open_store. They alternate
+// in short turns, about a thousandth of the run each, so that any stretch of
+// the run the samples come from (a clock armed late, a ring that lost a
+// burst while the emulated scan thread fell behind) holds both in that
+// ratio. A leaf's caller is in the link register, not on the stack, so the
+// check asserts these callers of arm64_spin, which keeps a frame record. The
+// sink update after each call keeps the compiler from turning it into a
+// tail call.
+__attribute__((noinline)) void arm64_load_config(void) { arm64_spin(20); sink++; }
+__attribute__((noinline)) void arm64_open_store(void) { arm64_spin(60); sink++; }
 
 // A worker that sleeps, then waits on a pipe: the watcher's "sleep" and "pipe".
 static int pipe_fds[2];
@@ -44,13 +47,14 @@ int main(void) {
     pthread_t t;
     if (pthread_create(&t, NULL, worker, NULL) != 0) return 2;
     uint32_t span = cs_span_begin("load config");
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 160; i++) {
         arm64_load_config();
         arm64_open_store();
     }
     cs_span_end(span);
     cs_mark("config loaded", true);
-    arm64_open_store();
+    for (int i = 0; i < 8; i++)
+        arm64_open_store();
     cs_mark("store opened", true);
     // Long enough for the watcher to see the worker in nanosleep, then read.
     struct timespec ts = {0, 300 * 1000000};
