@@ -315,6 +315,15 @@ final class FindingsTests: XCTestCase {
 }
 
 extension FindingsTests {
+    /// A builder whose modules are an app, Foundation and the Swift runtime.
+    private static func appWithFoundation() -> (SampledTimelineBuilder, app: Int, foundation: Int, core: Int) {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let foundation = builder.module("/usr/lib/swift/linux/libFoundationEssentials.so")
+        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        return (builder, app, foundation, core)
+    }
+
     /// CodableTool's `main` is mostly JSONEncoder.encode and
     /// JSONDecoder.decode, and its first screen named two app functions of
     /// a millisecond each and never the JSON calls; a slow leaf was named
@@ -322,10 +331,7 @@ extension FindingsTests {
     /// line, and a slow function names its callers and its self and total
     /// time.
     func testALibraryCallIsNamedAtTheAppsLineAndASlowFunctionByItsCallers() throws {
-        var builder = SampledTimelineBuilder()
-        let app = builder.module("/opt/app/App")
-        let foundation = builder.module("/usr/lib/swift/linux/libFoundationEssentials.so")
-        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        var (builder, app, foundation, core) = Self.appWithFoundation()
         let main = SampledTimelineBuilder.Frame(module: app, name: "App_main", file: "/src/App/main.swift", line: 8)
         let encode = SampledTimelineBuilder.Frame(
             module: foundation, name: "FoundationEssentials.JSONEncoder.encode<A where A: Encodable>(A) throws -> FoundationEssentials.Data")
@@ -357,6 +363,55 @@ extension FindingsTests {
         XCTAssertEqual(try XCTUnwrap(spin.selfMs), 30, accuracy: 1e-9)
         XCTAssertEqual(try XCTUnwrap(spin.totalMs), 30, accuracy: 1e-9)
         XCTAssertTrue(spin.location.hasPrefix("called from App.loadCatalog(path:) at main.swift:9 · module App; self 30.0 ms"), spin.location)
+    }
+
+    /// A bad unwind's "return address" in the program's data or ELF header
+    /// (`App+0x…` named "(not code)" by the symbolizer, `__ehdr_start` in a
+    /// timeline symbolized before it knew code from data) was shown as the
+    /// caller of a runtime kind and of a library call: a caller is a frame
+    /// in code, the next one up past such frames.
+    func testCallersAreFramesInCode() throws {
+        var (builder, app, foundation, core) = Self.appWithFoundation()
+        let main = SampledTimelineBuilder.Frame(module: app, name: "App_main", file: "/src/App/main.swift", line: 3)
+        let relocated = SampledTimelineBuilder.Frame(module: app, name: "App+0xbf70 (not code)")
+        let header = SampledTimelineBuilder.Frame(module: app, name: "__ehdr_start")
+        let parse = SampledTimelineBuilder.Frame(module: app, name: "App.parse(arguments: [Swift.String]) -> App.Options",
+                                                 file: "/src/App/Options.swift", line: 21)
+        let scan = SampledTimelineBuilder.Frame(module: core, name: "swift_conformsToProtocolMaybeInstantiateSuperclasses")
+        for index in 0..<30 {
+            builder.sample(at: 20 + Double(index) * 0.5, [main, parse, index % 2 == 0 ? relocated : header, scan])
+        }
+        let load = SampledTimelineBuilder.Frame(module: app, name: "App.loadCatalog(path: Swift.String) throws -> App.Catalog",
+                                                file: "/src/App/Catalog.swift", line: 9)
+        let decode = SampledTimelineBuilder.Frame(
+            module: foundation, name: "FoundationEssentials.JSONDecoder.decode<A where A: Decodable>(_: A.Type, from: FoundationEssentials.Data) throws -> A")
+        let unbox = SampledTimelineBuilder.Frame(module: foundation, name: "FoundationEssentials.JSONDecoderImpl.unwrap<A>(_: A.Type) throws -> A")
+        for index in 0..<40 {
+            builder.sample(at: 40 + Double(index) * 0.5, [main, load, index % 4 == 0 ? relocated : header, decode, unbox])
+        }
+        let findings = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).report.findings)
+        let everything = findings.map { "\($0.title) · \($0.location)" }
+
+        let scans = try XCTUnwrap(findings.first { $0.kind == .runtimeCost }, "\(everything)")
+        XCTAssertTrue(scans.location.hasSuffix("; called from App.parse(arguments:)"), scans.location)
+        let call = try XCTUnwrap(findings.first { $0.kind == .libraryCall }, "\(everything)")
+        XCTAssertEqual(call.title, "library call JSONDecoder.decode(_:from:)")
+        XCTAssertEqual(call.callers, ["App.loadCatalog(path:) at Catalog.swift:9"])
+        XCTAssertEqual(call.callSite, "Catalog.swift:9")
+        for finding in findings {
+            XCTAssertFalse(finding.location.contains("not code") || finding.location.contains("__ehdr_start"), finding.location)
+            XCTAssertFalse(finding.title.contains("not code") || finding.title.contains("__ehdr_start"), finding.title)
+        }
+
+        // The runtime kinds' table built from named stacks passes them over too.
+        let stack = [scan, header, relocated, parse, main].map { NamedFrame(function: $0.name, module: "App") }
+        let match = try XCTUnwrap(RuntimeCostClassifier.classify(stack))
+        XCTAssertEqual(RuntimeCostClassifier.appFrame(in: stack, from: match.depth) { $0 == "App" }?.function, parse.name)
+        XCTAssertFalse(Symbolizer.namesFunction("libc.so.6+0x1f3a0"))
+        XCTAssertFalse(Symbolizer.namesFunction("0x7f001234"))
+        XCTAssertFalse(Symbolizer.namesFunction("libm.so.6+0x2a (build-id mismatch)"))
+        XCTAssertTrue(Symbolizer.namesFunction("operator+(Money, Money)"))
+        XCTAssertTrue(Symbolizer.namesFunction("App.parse(arguments: [Swift.String]) -> App.Options"))
     }
 
     /// Two launches pooled: every time per launch (a cost of one launch

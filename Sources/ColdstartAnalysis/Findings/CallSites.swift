@@ -1,5 +1,12 @@
 import Foundation
 
+extension ProfileAnalysis.Function {
+    /// Whether a finding may name this frame as a function or a caller
+    /// (`Symbolizer.namesFunction`): a frame outside code, or left
+    /// unnamed, is passed over for the next real one.
+    var namesFunction: Bool { Symbolizer.namesFunction(name) }
+}
+
 /// Who calls a finding's function, and from which line of the app: a leaf
 /// named alone ("slow function spin(Double)") or a library's internals say
 /// what is slow, not what to change.
@@ -32,6 +39,7 @@ extension ProfileAnalysis {
         var site: String?
         for above in stack.indices.dropFirst(position + 1) {
             let function = functions[stack[above]]
+            guard function.namesFunction else { continue }
             let isOwn = executableModules.contains(function.module)
             let isEntry = Self.isPlumbing(function.name) && (function.name == "main" || function.name.hasSuffix("_main") || function.name.hasSuffix("$main"))
             guard isEntry || !Self.isPlumbing(function.name) else { continue }
@@ -90,6 +98,8 @@ extension ProfileAnalysis {
             var caller: Int?
             for position in stack.indices.reversed() {
                 let function = functions[stack[position]]
+                // A bad unwind's frame is neither the app's call nor the library's.
+                guard function.namesFunction else { continue }
                 if executableModules.contains(function.module) {
                     caller = position
                     continue

@@ -51,7 +51,7 @@ extension ProfileAnalysis {
             for kind in rules.kinds(stack) { onStack[kind, default: 0] += counted.samples }
             let caller = rules.appFrame(in: stack, from: match.depth) { id in
                 let module = functions[id].module
-                return module >= 0 && isAppModule[module]
+                return module >= 0 && isAppModule[module] && functions[id].namesFunction
             }
             classified.append((match.kind, caller?.function, counted.samples))
         }
@@ -86,7 +86,7 @@ extension ProfileAnalysis {
         var innermost: [Int: Int] = [:]
         var firstPhase: [Int: Int] = [:]
         for (position, counted) in own.enumerated() {
-            let appFrames = shapes[counted.shape].filter { executableModules.contains(functions[$0].module) }
+            let appFrames = shapes[counted.shape].filter { executableModules.contains(functions[$0].module) && functions[$0].namesFunction }
             if let leaf = appFrames.first { innermost[leaf, default: 0] += counted.samples }
             for id in Set(appFrames) {
                 members[id, default: []].append(position)

@@ -260,10 +260,6 @@ package enum RuntimeCostClassifier {
         return best < rules.count ? Match(kind: rules[best].kind, depth: depthOfBest) : nil
     }
 
-    /// The app's frame that led to the matched one: the nearest frame at
-    /// or above it (towards the root) in one of the app's own modules that
-    /// is not itself runtime work (`__swift_instantiateConcreteTypeFromMangledName`
-    /// is emitted into every binary).
     /// The kinds with a frame anywhere on a stack of `depths` frames
     /// (`rule` as for `match`).
     static func kinds(depths: Int, rule: (Int) -> Int) -> Set<RuntimeCostKind> {
@@ -273,13 +269,19 @@ package enum RuntimeCostClassifier {
         })
     }
 
+    /// The app's frame that led to the matched one: the nearest frame at
+    /// or above it (towards the root) in one of the app's own modules that
+    /// is not itself runtime work (`__swift_instantiateConcreteTypeFromMangledName`
+    /// is emitted into every binary) and names a function in code
+    /// (`Symbolizer.namesFunction`: a bad unwind's `App+0xbf70 (not code)`
+    /// is passed over for the real caller above it).
     static func appFrame(in stack: [NamedFrame], from depth: Int, isAppModule: (String) -> Bool) -> NamedFrame? {
-        appFrameDepth(depths: stack.count, from: depth, isApp: { isAppModule(stack[$0].module) },
+        appFrameDepth(depths: stack.count, from: depth, isApp: { isAppModule(stack[$0].module) && Symbolizer.namesFunction(stack[$0].function) },
                       rule: { rule(for: stack[$0], isLeaf: false) }).map { stack[$0] }
     }
 
     /// `appFrame`'s depth, for a stack of `depths` frames whose frames
-    /// `isApp` says are the app's and whose rules away from the leaf `rule` gives.
+    /// `isApp` says are the app's code and whose rules away from the leaf `rule` gives.
     static func appFrameDepth(depths: Int, from depth: Int, isApp: (Int) -> Bool, rule: (Int) -> Int) -> Int? {
         guard depth < depths else { return nil }
         for index in depth..<depths where isApp(index) {
@@ -322,12 +324,13 @@ struct FrameRules {
         RuntimeCostClassifier.match(depths: stack.count) { rule(stack[$0], isLeaf: $0 == 0) }
     }
 
-    /// `RuntimeCostClassifier.appFrame` of a stack of function ids: the
-    /// app's function, named as the table reads it.
+    /// `RuntimeCostClassifier.kinds` of a stack of function ids.
     mutating func kinds(_ stack: [Int]) -> Set<RuntimeCostKind> {
         RuntimeCostClassifier.kinds(depths: stack.count) { rule(stack[$0], isLeaf: $0 == 0) }
     }
 
+    /// `RuntimeCostClassifier.appFrame` of a stack of function ids (`isApp`:
+    /// the app's code): the app's function, named as the table reads it.
     mutating func appFrame(in stack: [Int], from depth: Int, isApp: (Int) -> Bool) -> NamedFrame? {
         RuntimeCostClassifier.appFrameDepth(depths: stack.count, from: depth, isApp: { isApp(stack[$0]) },
                                             rule: { rule(stack[$0], isLeaf: false) }).map { frame(stack[$0]) }

@@ -144,6 +144,32 @@ package final class Symbolizer {
         return moduleName(modules[frame.module].path) + "+0x" + String(frame.address, radix: 16)
     }
 
+    /// Whether `name`, as `symbol(for:)` gives it, names a function in a
+    /// module's code, fit to be shown as a caller: not a frame left
+    /// unnamed (`module+0x…` or `0x…`, with or without " (not code)"),
+    /// whose address names no place to act on and is most often a bad
+    /// unwind's, nor a symbol the linker defines for the file's layout
+    /// (`__ehdr_start`: timelines symbolized before the symbolizer knew
+    /// code from data name a return address in the ELF header by it).
+    package static func namesFunction(_ name: String) -> Bool {
+        if let plus = name.range(of: "+0x") {
+            let hex = name[plus.upperBound...].prefix { $0.isHexDigit }
+            let rest = name[plus.upperBound...].dropFirst(hex.count)
+            if !hex.isEmpty, !name[..<plus.lowerBound].contains(" "), rest.isEmpty || rest.hasPrefix(" (") { return false }
+        }
+        if name.hasPrefix("0x"), name.dropFirst(2).allSatisfy(\.isHexDigit) { return false }
+        return !layoutSymbols.contains(name)
+    }
+
+    /// Symbols the static linker defines at the bounds of a file's
+    /// segments and tables: data, or the first byte past code, never a function.
+    private static let layoutSymbols: Set<String> = [
+        "__ehdr_start", "__executable_start", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_", "__dso_handle", "__GNU_EH_FRAME_HDR",
+        "__FRAME_END__", "__TMC_END__", "_IO_stdin_used", "data_start", "__data_start", "_edata", "_end", "__bss_start",
+        "_etext", "__etext", "etext", "__init_array_start", "__init_array_end", "__fini_array_start", "__fini_array_end",
+        "__preinit_array_start", "__preinit_array_end",
+    ]
+
     /// The file name of a module's path.
     static func moduleName(_ path: String) -> String {
         path.split(separator: "/").last.map(String.init) ?? path
