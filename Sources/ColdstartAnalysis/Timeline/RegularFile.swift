@@ -52,16 +52,25 @@ struct RegularFile {
     /// again while reading, in case the file grows).
     func readAll(limit: UInt64) throws -> Data {
         guard size <= limit else { throw OpenError.tooLarge(size: size, limit: limit) }
-        var bytes = [UInt8](repeating: 0, count: Int(size))
+        // Read into memory the Data then owns: a zeroed array copied into a
+        // Data touched every page of a big file three times (1,000,000
+        // samples: 98 MB zeroed, read, copied; 30,000 of the 140,000 page
+        // faults of reading it).
+        let capacity = Int(size)
+        guard let buffer = malloc(max(capacity, 1)) else { throw OpenError.unreadable(String(cString: strerror(ENOMEM))) }
         var done = 0
-        while done < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { pread(handle.descriptor, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+        while done < capacity {
+            let got = pread(handle.descriptor, buffer + done, capacity - done, off_t(done))
             if got < 0, errno == EINTR || errno == EAGAIN { continue }
-            guard got >= 0 else { throw OpenError.unreadable(String(cString: strerror(errno))) }
-            if got == 0 { bytes.removeLast(bytes.count - done); break }  // it shrank
+            guard got >= 0 else {
+                let problem = String(cString: strerror(errno))
+                free(buffer)
+                throw OpenError.unreadable(problem)
+            }
+            if got == 0 { break }  // it shrank
             done += got
         }
-        return Data(bytes)
+        return Data(bytesNoCopy: buffer, count: done, deallocator: .free)
     }
 }
 

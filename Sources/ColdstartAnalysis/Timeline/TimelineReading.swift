@@ -148,9 +148,13 @@ extension Timeline {
             throw fail("malformed timeline: \"samples\" is not an array")
         }
         let moduleCount = modules.count
-        for (index, sample) in scan.samples.enumerated() {
-            if let frame = sample.frames.first(where: { $0.module >= moduleCount }) {
-                throw fail("malformed timeline: sample \(index) names module \(frame.module) of \(moduleCount)")
+        // The scanner noted the highest module: the samples are searched
+        // only for the error's row.
+        if scan.maxModule >= moduleCount {
+            for (index, sample) in scan.samples.enumerated() {
+                if let frame = sample.frames.first(where: { $0.module >= moduleCount }) {
+                    throw fail("malformed timeline: sample \(index) names module \(frame.module) of \(moduleCount)")
+                }
             }
         }
         samples = scan.samples

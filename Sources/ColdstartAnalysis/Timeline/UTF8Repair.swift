@@ -13,8 +13,8 @@ enum UTF8Repair {
     static func replacingInvalidBytes(_ json: Data) -> (Data, replaced: UInt64) {
         json.withUnsafeBytes { raw -> (Data, replaced: UInt64) in
             let bytes = raw.bindMemory(to: UInt8.self)
-            var at = 0
-            while at < bytes.count, let length = validLength(bytes, at) { at += length }
+            var at = plainEnd(bytes, from: 0)
+            while at < bytes.count, let length = validLength(bytes, at) { at = plainEnd(bytes, from: at + length) }
             guard at < bytes.count else { return (json, 0) }
             var repaired = Data(capacity: bytes.count + 64)
             repaired.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<at]))
@@ -35,6 +35,27 @@ enum UTF8Repair {
             }
             return (repaired, replaced)
         }
+    }
+
+    /// Where the run of plain ASCII (no backslash) from `start` ends, eight
+    /// bytes at a time: a call of `validLength` per byte was a fifth of
+    /// reading a big timeline.
+    @inline(__always)
+    private static func plainEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var at = start
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while at + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                // Non-zero when a byte of `word ^ 0x5C…` is zero: a backslash.
+                let other = word ^ 0x5C5C_5C5C_5C5C_5C5C
+                let backslash = (other &- 0x0101_0101_0101_0101) & ~other & 0x8080_8080_8080_8080
+                if (word & 0x8080_8080_8080_8080) | backslash != 0 { break }
+                at += 8
+            }
+        }
+        while at < bytes.count, bytes[at] < 0x80, bytes[at] != UInt8(ascii: "\\") { at += 1 }
+        return at
     }
 
     /// The length of the well-formed piece at `at` (a character, an escape,
