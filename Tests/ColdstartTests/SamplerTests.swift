@@ -178,29 +178,34 @@ final class SamplerTests: XCTestCase {
         XCTAssertEqual(boost.afterHz, 1000)
     }
 
-    /// Without COLDSTART_HZ the first 50 ms are sampled at 3 kHz. A launch
-    /// that outlives that has its boosted samples thinned per thread, so the
-    /// file holds one rate, 1 kHz, within the same 10% as an asked-for rate.
+    /// Without COLDSTART_HZ sampling runs at 3 kHz until the host has had
+    /// 50 ms of CPU. A launch that outlives that has its boosted samples
+    /// thinned per thread, so the file holds one rate, 1 kHz, within the same
+    /// 10% as an asked-for rate.
     func testTheDefaultRateBoostsTheStartAndTheFileKeepsOneRate() throws {
         try perfClockOrSkip()
         let (_, long) = try profiled(["burn", "300"], extra: ["COLDSTART_HZ": nil])
         let thinned = try sampling(long)
         let boost = try XCTUnwrap(thinned.boost)
         XCTAssertEqual(boost.hz, 3000)
-        XCTAssertTrue(boost.thinned, "a 300 ms burn outlives the 50 ms boost")
+        XCTAssertTrue(boost.thinned, "a 300 ms burn outlives the boost's 50 ms of CPU")
         XCTAssertEqual(thinned.requestedHz, 1000)
         XCTAssertEqual(thinned.effectiveHz, 1000, accuracy: 100, "one rate after thinning")
         XCTAssertEqual(thinned.samples, long.samples.count)
-        // A burn shorter than the boost keeps all its samples, at 3 kHz (or,
-        // on a machine so busy that the launch outlived 50 ms of wall time,
-        // is thinned like the long one: one rate either way).
-        let (_, short) = try profiled(["burn", "10"], extra: ["COLDSTART_HZ": nil])
-        let quick = try self.sampling(short)
-        let shortBoost = try XCTUnwrap(quick.boost)
-        XCTAssertEqual(quick.requestedHz, shortBoost.thinned ? 1000 : 3000)
-        if !shortBoost.thinned {
-            XCTAssertGreaterThan(quick.samples, 10, "a 10 ms burn at 3 kHz gets tens of samples, not a handful")
-        }
+        XCTAssertLessThan(boost.untilNs, long.launch.endNs, "the boost's end is when the clocks went back")
+    }
+
+    /// The boost goes by the host's CPU, not wall time: a 10 ms burn that
+    /// then sleeps 80 ms (or that a busy machine stretches the same way)
+    /// keeps all its 3 kHz samples.
+    func testAShortLaunchKeepsItsBoostedSamplesHoweverLongItsWallTime() throws {
+        try perfClockOrSkip()
+        let (_, short) = try profiled(["burn", "10", "0", "80"], extra: ["COLDSTART_HZ": nil])
+        let quick = try sampling(short)
+        let boost = try XCTUnwrap(quick.boost)
+        XCTAssertFalse(boost.thinned, "10 ms of CPU in 90 ms of wall time is inside the boost")
+        XCTAssertEqual(quick.requestedHz, 3000)
+        XCTAssertGreaterThan(quick.samples, 10, "a 10 ms burn at 3 kHz gets tens of samples, not a handful")
     }
 
     func testSamplingOffLeavesNoSamplingSection() throws {

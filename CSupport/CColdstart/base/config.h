@@ -10,14 +10,15 @@
 #define CS_MIN_HZ 10
 #define CS_MAX_HZ 10000
 #define CS_DEFAULT_HZ 1000
-// Without COLDSTART_HZ, the first CS_BOOST_NS of sampling run at CS_BOOST_HZ
-// (a ~10 ms launch gets a few samples at 1 kHz, ~3× as many this way), then
-// CS_DEFAULT_HZ; the writer thins the boosted samples to one rate
-// (docs/performance.md, "Sample rate of a short launch"). 3 kHz, not 4: each
-// sample costs a ~12 ms tool ~17 µs, and at 4 kHz its 19 samples took it past
-// the ×1.10 budget (×1.107 against ×1.097 at 3 kHz with 14, same rounds). At
-// any rate, the first CS_BOOST_NS walk frame pointers, and libunwind is loaded
-// after. coldstart run samples a linked app's loader at this rate too
+// Without COLDSTART_HZ, sampling runs at CS_BOOST_HZ until the host's
+// threads have had CS_BOOST_NS of CPU (a ~10 ms launch gets a few samples at
+// 1 kHz, ~3× as many this way), then at CS_DEFAULT_HZ; the writer thins the
+// boosted samples to one rate (docs/performance.md, "Sample rate of a short
+// launch"). CPU, not wall time: a busy machine that stretches a 20 ms launch
+// past 50 ms of wall time had its samples thinned to a third. 3 kHz, not 4:
+// each sample costs a ~12 ms tool ~17 µs, and at 4 kHz its 19 samples took it
+// past the ×1.10 budget (×1.107 against ×1.097 at 3 kHz with 14, same
+// rounds). coldstart run samples a linked app's loader at this rate too
 // (LoaderSampling.swift).
 #define CS_BOOST_HZ 3000
 #define CS_BOOST_NS 50000000ull

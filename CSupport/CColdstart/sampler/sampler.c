@@ -219,7 +219,6 @@ void cs_sampler_start(void) {
         atomic_store(&S->owns_alt, true);
     S->started = true;
     S->t_start = cs_monotonic_ns();
-    S->boost_until_ns = S->t_start + CS_BOOST_NS;
     S->cpu_start = cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     cs_rusage_now(&S->ru_start);
     S->want = want;
@@ -313,7 +312,17 @@ static bool preload_modules(void) {
     return true;
 }
 
-// The first CS_BOOST_NS of sampling are over: a boosted start's clocks go
+// Whether the host has had CS_BOOST_NS of CPU since sampling began: the
+// boost's cost and its samples go with CPU time, so a launch that a busy
+// machine stretches in wall time keeps them. Coldstart's own threads' CPU is
+// not the host's. Async-signal-safe (system calls only); read by the scan
+// thread once a pass.
+static bool boost_spent(void) {
+    uint64_t cpu = cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - S->cpu_start, own = cs_own_cpu_ns();
+    return cpu > own && cpu - own >= CS_BOOST_NS;
+}
+
+// The first CS_BOOST_NS of the host's CPU are over: a boosted start's clocks go
 // back to requested_hz. Holds the scan flag, so no thread is armed the old
 // way meanwhile; false if a scan holds it (then at the next period).
 static bool end_window(void) {
@@ -405,7 +414,7 @@ static void *scan_loop(void *arg) {
             cs_prefault(S->cost_hist, sizeof S->cost_hist);
             cs_timeline_prepare();
         }
-        if (!S->window_ended && cs_monotonic_ns() >= S->boost_until_ns) end_window();
+        if (!S->window_ended && boost_spent()) end_window();
         // The unwinder once main runs: a dlopen during the host's library
         // initializers could run libc's initializers a second time,
         // concurrently. Loading it takes this thread ~0.5 ms of CPU.

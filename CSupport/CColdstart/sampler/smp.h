@@ -129,13 +129,12 @@ struct cs_sampler {
     uint64_t period_ns;
     uint32_t max_samples;
     uint32_t max_frames;              // frame pool size
-    // A boosted start (no COLDSTART_HZ, perf clock): boost_hz until
-    // boost_until_ns, then requested_hz; boost_end_ns is when the scan thread
-    // switched the clocks back (0: the launch ended inside the boost). At any
-    // rate, samples walk frame pointers until boost_until_ns (libunwind after).
+    // A boosted start (no COLDSTART_HZ, perf clock): boost_hz until the
+    // host's threads have had CS_BOOST_NS of CPU (boost_spent), then
+    // requested_hz; boost_end_ns is when the scan thread switched the clocks
+    // back (0: the launch ended inside the boost).
     uint32_t boost_hz;
     uint64_t boost_period_ns;
-    uint64_t boost_until_ns;
     _Atomic int boost_on;
     uint64_t boost_end_ns;
     // The kernel records every sample into the thread's ring, which the scan
@@ -144,7 +143,7 @@ struct cs_sampler {
     // user stack; else only the frame-pointer chain (COLDSTART_UNWINDER=fp).
     _Atomic int kernel_stacks_on;
     uint32_t stack_bytes;
-    bool window_ended;                // the scan thread ended the first CS_BOOST_NS (end_window)
+    bool window_ended;                // the scan thread ended the boost (end_window)
     _Atomic uint32_t ring_lost;       // samples the kernel lost to a full ring
     // The helper process that opens the kernel's first event (smpclock.c).
     int warm_pid;                     // 0: none started, or reaped

@@ -97,7 +97,9 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     cs_jw_raw(w, ",\"requestedHz\":"); cs_jw_u64(w, file_hz());
     if (S->boost_hz) {
         cs_jw_raw(w, ",\"boost\":{\"hz\":"); cs_jw_u64(w, S->boost_hz);
-        cs_jw_raw(w, ",\"untilNs\":"); cs_jw_i64(w, (int64_t)S->boost_until_ns - (int64_t)start_ns);
+        // Until the clocks were switched back, or the end of sampling.
+        uint64_t until = S->boost_end_ns ? S->boost_end_ns : S->t_stop;
+        cs_jw_raw(w, ",\"untilNs\":"); cs_jw_i64(w, (int64_t)until - (int64_t)start_ns);
         cs_jw_raw(w, ",\"thinned\":"); cs_jw_raw(w, S->boost_end_ns ? "true" : "false");
         cs_jw_raw(w, ",\"afterHz\":"); cs_jw_u64(w, S->requested_hz);
         cs_jw_raw(w, "}");

@@ -221,7 +221,8 @@ package struct Timeline: Sendable {
             return hz > 0 && hz.isFinite ? 1e9 / hz : nil
         }
 
-        /// The first `untilNs` of sampling ran at `hz`, then at `afterHz`.
+        /// Sampling ran at `hz` until `untilNs` (when the host's threads had
+        /// had 50 ms of CPU, or the end of sampling), then at `afterHz`.
         /// `thinned`: the launch outlived the boost and the writer kept one
         /// boosted sample in `hz / afterHz` per thread, so `requestedHz` is
         /// `afterHz`; otherwise every sample was kept and it is `hz`. Either

@@ -66,14 +66,14 @@ func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: In
     struct Launch { var mainSamples: Int, armedAfterMainMs: Double?, mainToEndMs: Double, wallMs: Double }
     // results[kernel][busy]: the launches whose condition held.
     var results = [[[Launch]]](repeating: [[], []], count: Kernel.allCases.count)
-    var notQuiet = 0, keepWarmCPU: Int64 = 0, keepWarmAlive = 0.0, keepWarmUnclean = 0
+    var notQuiet = 0, keepWarmCPU: Int64 = 0, keepWarmAlive = 0.0, keepWarmExits: [Bool] = []
     var keepWarm: KeepWarm?, keepWarmSince = Date()
     func stopKeepWarm() {
         guard let running = keepWarm else { return }
         let (clean, cpu) = running.stop()
         keepWarmCPU += cpu
         keepWarmAlive += Date().timeIntervalSince(keepWarmSince)
-        if !clean { keepWarmUnclean += 1 }
+        keepWarmExits.append(clean)
         keepWarm = nil
     }
     for round in 0..<launches {
@@ -133,8 +133,9 @@ func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: In
     // switch of everyone else with the hooks on (off = a quiet kernel).
     print("")
     print("What coldstart keep-warm costs:")
+    let unclean = keepWarmExits.filter { !$0 }.count
     print("  its own CPU: \(format(Double(keepWarmCPU) / 1e6, 3)) ms in \(format(keepWarmAlive, 0)) s running"
-        + (keepWarmUnclean > 0 ? "; \(keepWarmUnclean) instances did NOT exit 0 on SIGTERM" : "; every instance exited 0 on SIGTERM"))
+        + (unclean > 0 ? "; \(unclean) of \(keepWarmExits.count) instances did NOT exit 0 on SIGTERM" : "; every instance exited 0 on SIGTERM"))
     var off: [Double] = [], on: [Double] = [], ratios: [Double] = []
     let rounds = 20_000
     for pair in 0..<pingPongPairs {

@@ -1,7 +1,7 @@
 // A host for the sampler tests: each mode exercises something the profiler
 // must not disturb, and prints what it observed on stdout.
 //
-//     SamplerHost burn MS [DEPTH]   burn MS ms of CPU DEPTH frames deep, then ready()
+//     SamplerHost burn MS [DEPTH [SLEEP]]  burn MS ms of CPU DEPTH frames deep, sleep SLEEP ms, then ready()
 //     SamplerHost sleep             usleep(50 ms) and a blocking read while another thread burns
 //     SamplerHost waits             poll and epoll_wait with 50 ms timeouts, and one a pipe ends, while another thread burns
 //     SamplerHost exception N       throw and catch N C++ exceptions and N Swift errors
@@ -22,6 +22,7 @@ func argument(_ index: Int, default value: Int) -> Int { arguments.count > index
 switch mode {
 case "burn":
     burnAtDepth(argument(2, default: 0), milliseconds: UInt64(argument(1, default: 300)))
+    usleep(UInt32(argument(3, default: 0)) * 1000)
     Coldstart.ready()
     print("burned")
 
