@@ -81,6 +81,41 @@ final class KnownCostsTests: XCTestCase {
         XCTAssertEqual(constructor.module, "libSlowInit.so")
     }
 
+    /// One call path, one root: a 150 ms function read under `_start` and
+    /// again, 19-20 ms of it, under a second root at `__libc_start_call_main`
+    /// (the kernel's frame-pointer chains of the first 50 ms did not reach
+    /// `_start`, the stacks libunwind walked later did). Every sample after
+    /// main joins under the program's `_start`; the only other large root is
+    /// the loader's entry, which runs the libraries' initializers before it
+    /// jumps to `_start` (perf roots them there too), and holds no more than
+    /// those initializers' samples; any other root is at most 5%, as
+    /// scripts/check-arm64.py asks on arm64.
+    func testTheCallTreeHasOneRootForOneCallPath() throws {
+        let run = try KnownCostsRun.perf()
+        let report = run.report
+        let roots = report.callTree
+        let first = try XCTUnwrap(roots.first, "a call tree")
+        XCTAssertEqual(first.name, "_start", "\(roots.map(\.name))")
+        XCTAssertEqual(first.module, "KnownCosts")
+        func samples(of name: String, in node: ProfileReport.CallNode) -> Int {
+            node.name == name ? node.samples : node.children.reduce(0) { $0 + samples(of: name, in: $1) }
+        }
+        for name in Self.functions.map({ Self.demangled($0.0) }) + ["KnownCosts_main"] {
+            let total = try XCTUnwrap(report.overall.byTotal.first { $0.name == name }, name).totalSamples
+            XCTAssertEqual(samples(of: name, in: first), total, "every sample of \(name) under _start")
+        }
+        let initializers = report.initializers.samples
+        for root in roots.dropFirst() {
+            let share = Double(root.samples) / Double(report.selection.samples)
+            if root.module.hasPrefix("ld-linux"), root.children.contains(where: { $0.name == "_dl_init" }) {
+                XCTAssertLessThanOrEqual(root.samples, initializers + report.initializers.unattributedSamples,
+                                         "the loader's entry holds the initializers: \(root.name) \(root.samples) samples")
+            } else {
+                XCTAssertLessThanOrEqual(share, 0.05, "a second root \(root.name) (\(root.module)): \(root.samples) of \(report.selection.samples)")
+            }
+        }
+    }
+
     func testTheLazyGlobalIsNamedInThePhaseThatFirstTouchedIt() throws {
         let run = try KnownCostsRun.perf()
         try run.requireUnstarvedTimers()
