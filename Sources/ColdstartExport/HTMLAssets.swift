@@ -49,7 +49,9 @@ th[aria-sort="descending"]::after { content: " \25BE"; }
 th[aria-sort="ascending"]::after { content: " \25B4"; }
 th.num, td.num { text-align: right; white-space: nowrap; }
 .wrap { overflow-x: auto; }
-td.name { max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
+td.fn, td.name { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
+td.fn { white-space: nowrap; }
+td.name { min-width: 24ch; max-width: 90ch; overflow-wrap: anywhere; }
 tbody tr:hover { background: #f7f9fc; }
 table.meta th { width: 280px; position: static; }
 details.phase { margin: 3px 0; border: 1px solid var(--line); border-radius: 4px; padding: 3px 8px; }

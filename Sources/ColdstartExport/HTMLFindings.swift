@@ -31,7 +31,7 @@ extension HTMLPage {
             + "\(costs.totalSamples) samples</span></h2>\n<table><tr><th>kind</th><th>ms</th><th>%</th><th>on the stack %</th>"
             + "<th>samples</th><th>app frames that led there</th><th>what to try</th></tr>\n"
         for row in costs.rows {
-            let callers = row.callers.prefix(3).map { "\($0.samples) from \($0.function)" }.map(e).joined(separator: "<br>")
+            let callers = row.callers.prefix(3).map { "\($0.samples) from \(LaunchReport.functionName($0.function))" }.map(e).joined(separator: "<br>")
             out += "<tr><td>\(e(row.kind.title))</td><td class=\"num\">\(fixed(row.ms, 2))</td><td class=\"num\">\(fixed(row.percent, 1))</td>"
                 + "<td class=\"num\">\(fixed(row.onStackPercent, 1))</td><td class=\"num\">\(row.samples)</td><td>\(callers)</td><td>\(e(row.kind.advice))</td></tr>\n"
         }

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// The flame chart and flame graph: their canvases, and the JSON the
@@ -47,7 +48,8 @@ extension HTMLPage {
             if let id = functionIndex[key] { return id }
             let moduleID = moduleIndex[module] ?? moduleNames.count
             if moduleID == moduleNames.count { moduleIndex[module] = moduleID; moduleNames.append(module) }
-            functions.append((name, moduleID))
+            // Drawn, searched and shown in the tooltip as the tables name it.
+            functions.append((LaunchReport.functionName(name), moduleID))
             functionIndex[key] = functions.count - 1
             return functions.count - 1
         }

@@ -40,7 +40,7 @@ extension HTMLPage {
         for row in rows {
             table.row([
                 .ms(row.selfMs), .percent(row.selfPercent), .count(row.selfSamples), .ms(row.totalMs), .percent(row.totalPercent),
-                .count(row.totalSamples), .ms(row.firstSeenMs), .name(row.name), .text(row.module),
+                .count(row.totalSamples), .ms(row.firstSeenMs), .function(row.name), .text(row.module),
             ])
         }
         return table.render(caption: caption)
@@ -60,7 +60,7 @@ extension HTMLPage {
             table.row([
                 .ms(library.ms), .percent(library.percent), .count(library.samples), .ms(library.firstSeenMs),
                 .text(library.module + (library.isExecutable ? " (the program)" : ""), title: library.path),
-                .name(library.constructors.map { "\($0.name) (\($0.samples))" }.joined(separator: ", ")),
+                .name(library.constructors.map { "\(LaunchReport.functionName($0.name, limit: 60)) (\($0.samples))" }.joined(separator: ", ")),
             ])
         }
         out += table.render(caption: nil, empty: "none over the thresholds") + "</section>\n"
@@ -75,7 +75,7 @@ extension HTMLPage {
         for global in globals {
             table.row([
                 .ms(global.ms), .percent(global.percent), .count(global.samples), .ms(global.firstSeenMs),
-                .name(global.name), .text(global.phases.map { "'\($0)'" }.joined(separator: ", ")),
+                .function(global.name), .text(global.phases.map { "'\($0)'" }.joined(separator: ", ")),
             ])
         }
         out += table.render(caption: nil, empty: "none over the thresholds") + "</section>\n"
@@ -91,7 +91,7 @@ extension HTMLPage {
             table.row([
                 .text(thread.name), .count(thread.tid), .count(thread.samples), .ms(thread.ms), .percent(thread.percent),
                 .ms(thread.firstMs), .ms(thread.lastMs),
-                .name(thread.topSelf.map { "\($0.name) (\($0.selfSamples))" }.joined(separator: ", ")),
+                .name(thread.topSelf.map { "\(LaunchReport.functionName($0.name, limit: 50)) (\($0.selfSamples))" }.joined(separator: ", ")),
             ])
         }
         out += table.render(caption: nil) + "</section>\n"
@@ -129,13 +129,13 @@ extension HTMLPage {
         out += phases.render(caption: caption)
         var sites = HTMLTable(columns: [.number("ms"), .number("blocks"), .text("blocked on"), .text("in"), .text("thread"), .text("stack, leaf first")])
         for site in blocked.callSites {
-            sites.row([.ms(site.ms), .count(site.count), .text(site.what), .name(site.function ?? "–"), .name(site.thread),
-                       .name(site.stack.joined(separator: " ← "))])
+            sites.row([.ms(site.ms), .count(site.count), .text(site.what), site.function.map { .function($0) } ?? .name("–"),
+                       .name(site.thread), .name(site.stack.map { LaunchReport.functionName($0, limit: 50) }.joined(separator: " ← "))])
         }
         out += "<h3>Where the critical path blocked</h3>\n" + sites.render(caption: nil, empty: "it never blocked while watched")
         var functions = HTMLTable(columns: [.number("off-CPU ms"), .number("%"), .number("blocks"), .text("function"), .text("module")])
         for function in blocked.offCPUFunctions {
-            functions.row([.ms(function.ms), .percent(function.percent), .count(function.blocks), .name(function.name), .text(function.module)])
+            functions.row([.ms(function.ms), .percent(function.percent), .count(function.blocks), .function(function.name), .text(function.module)])
         }
         out += "<h3>Off-CPU time by function <span class=\"dim\">blocked with the function on the stack; not CPU time</span></h3>\n"
             + functions.render(caption: nil, empty: "no stacks")

@@ -1,4 +1,5 @@
 import ColdstartAnalysis
+import ColdstartText
 import Foundation
 
 /// A table whose numeric cells carry their exact value (`data-v`), so the
@@ -11,7 +12,12 @@ struct HTMLTable {
 
     enum Cell {
         case text(String, title: String? = nil)
-        /// A function or global name: long, so clipped with the whole name as tooltip.
+        /// One function's (or global's) name: as a person reads it
+        /// (`LaunchReport.functionName`, the text report's), clipped to
+        /// `nameWidth` characters so that no two names of its column read
+        /// the same (`Table.clipDistinct`), the whole name as tooltip.
+        case function(String)
+        /// Long text of names (a list, a path), wrapped, never clipped.
         case name(String)
         case ms(Double)
         case percent(Double, decimals: Int = 1)
@@ -21,6 +27,8 @@ struct HTMLTable {
 
     var columns: [Column]
     var rows: [[Cell]] = []
+    /// A function cell's characters at most: what `td.fn` shows whole.
+    static let nameWidth = 64
 
     mutating func row(_ cells: [Cell]) { rows.append(cells) }
 
@@ -34,15 +42,18 @@ struct HTMLTable {
         }
         html += "</tr></thead><tbody>"
         if rows.isEmpty { html += "<tr><td colspan=\"\(columns.count)\" class=\"dim\">\(Self.escape(empty))</td></tr>" }
-        for row in rows {
+        let shown = shownFunctionNames()
+        for (rowIndex, row) in rows.enumerated() {
             html += "<tr>"
-            for cell in row {
+            for (columnIndex, cell) in row.enumerated() {
                 switch cell {
                 case .text(let text, let title):
                     html += title.map { "<td title=\"\(Self.escape($0))\">" } ?? "<td>"
                     html += Self.escape(text) + "</td>"
+                case .function(let name):
+                    html += "<td class=\"fn\" title=\"\(Self.escape(name))\">\(Self.escape(shown[columnIndex]?[rowIndex] ?? name))</td>"
                 case .name(let name):
-                    html += "<td class=\"name\" title=\"\(Self.escape(name))\">\(Self.escape(name))</td>"
+                    html += "<td class=\"name\">\(Self.escape(name))</td>"
                 case .ms(let value): html += number(value, fixed(value, 2))
                 case .percent(let value, let decimals): html += number(value, fixed(value, decimals) + "%")
                 case .count(let value): html += number(Double(value), String(value))
@@ -54,6 +65,20 @@ struct HTMLTable {
         html += "</tbody></table></div>\n"
         if let caption { html += "<p class=\"caption\">\(Self.escape(caption))</p>\n" }
         return html
+    }
+
+    /// Per column of function cells, each row's name as shown.
+    private func shownFunctionNames() -> [Int: [Int: String]] {
+        var shown: [Int: [Int: String]] = [:]
+        for column in columns.indices {
+            let cells = rows.indices.compactMap { row -> (Int, String)? in
+                guard column < rows[row].count, case .function(let name) = rows[row][column] else { return nil }
+                return (row, LaunchReport.functionName(name))
+            }
+            guard !cells.isEmpty else { continue }
+            shown[column] = Dictionary(uniqueKeysWithValues: zip(cells.map(\.0), Table.clipDistinct(cells.map(\.1), to: Self.nameWidth)))
+        }
+        return shown
     }
 
     private func number(_ value: Double, _ text: String) -> String {

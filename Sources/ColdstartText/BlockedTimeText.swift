@@ -63,22 +63,25 @@ extension LaunchReport.BlockedTime {
 
         if !callSites.isEmpty {
             lines += ["", "Where the critical path blocked (top \(min(callSiteLimit, callSites.count)) call sites; ms blocked during the launch; stacks leaf first)"]
-            for site in callSites.prefix(callSiteLimit) {
-                let function = site.function.map { " in " + LaunchReport.printable($0, limit: 80) } ?? ""
+            let shown = Array(callSites.prefix(callSiteLimit))
+            let names = Table.clipDistinct(shown.map { LaunchReport.functionName($0.function ?? "") }, to: 80)
+            for (site, name) in zip(shown, names) {
+                let function = site.function == nil ? "" : " in " + name
                 lines.append("  " + Self.pad(Self.number(site.ms), 9) + " ms  \(site.count)×  "
                     + LaunchReport.printable(site.what, limit: 80) + function
                     + (moves ? " (on \(LaunchReport.printable(site.thread, limit: 50)))" : ""))
                 if !site.stack.isEmpty {
-                    lines.append("      " + site.stack.prefix(8).map { LaunchReport.printable($0, limit: 50) }.joined(separator: " ← "))
+                    lines.append("      " + site.stack.prefix(8).map { LaunchReport.functionName($0, limit: 50) }.joined(separator: " ← "))
                 }
             }
         }
 
         if !offCPUFunctions.isEmpty {
             lines += ["", "Off-CPU time by function (critical path, blocked with the function on the stack; not CPU time: see the sampled functions for that)"]
-            for function in offCPUFunctions.prefix(callSiteLimit) {
+            let shown = Array(offCPUFunctions.prefix(callSiteLimit))
+            for (function, name) in zip(shown, Table.clipDistinct(shown.map { LaunchReport.functionName($0.name) }, to: 90)) {
                 lines.append("  " + Self.pad(Self.number(function.ms), 9) + " ms  " + Self.pad(Figure.format(function.percent, decimals: 1) + "%", 6)
-                    + "  " + Self.pad("\(function.blocks)×", 4) + "  " + LaunchReport.printable(function.name, limit: 90)
+                    + "  " + Self.pad("\(function.blocks)×", 4) + "  " + name
                     + (function.module.isEmpty ? "" : "  (\(LaunchReport.printable(function.module, limit: 40)))"))
             }
         }

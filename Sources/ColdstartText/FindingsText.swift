@@ -101,7 +101,7 @@ extension RuntimeCostSummary {
             let room = max(width - 2 - figures.count - 1, 10)
             lines.append("  " + Finding.clipped(row.kind.title, to: room).padding(toLength: room, withPad: " ", startingAt: 0) + " " + figures)
             for caller in row.callers.prefix(3) {
-                lines.append("      " + Finding.clipped("\(caller.samples) from \(caller.function)", to: width - 6))
+                lines.append("      " + Finding.clipped("\(caller.samples) from \(LaunchReport.functionName(caller.function))", to: width - 6))
             }
             lines += Finding.wrapped("→ " + row.kind.advice, width: width - 6, continuation: "  ").map { "      " + $0 }
         }

@@ -208,7 +208,7 @@ extension LaunchReport {
     /// (`RuntimeCostClassifier.displayName`), printable, whole; a table
     /// column (`Table.Column.limit`) or `limit` clips it with `Table.clip`,
     /// which keeps the end that tells two functions apart.
-    static func functionName(_ name: String, limit: Int = .max) -> String {
+    package static func functionName(_ name: String, limit: Int = .max) -> String {
         Table.clip(printable(RuntimeCostClassifier.displayName(name), limit: .max), to: limit)
     }
 

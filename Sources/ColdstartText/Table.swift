@@ -78,7 +78,7 @@ package struct Table {
     /// overloads whose arguments fold to `(…)`), and those are numbered in
     /// the order they first appear (`… #1`, `… #2`), clipped a little more.
     /// `clip` shortens one text (by default a function name's way).
-    static func clipDistinct(_ cells: [String], to width: Int, clip: (String, Int) -> String = Table.clip) -> [String] {
+    package static func clipDistinct(_ cells: [String], to width: Int, clip: (String, Int) -> String = Table.clip) -> [String] {
         var clipped = cells.map { $0.count > width ? clip($0, width) : $0 }
         var originals: [String: [String]] = [:]
         for (cell, text) in zip(cells, clipped) where !(originals[text]?.contains(cell) ?? false) {
@@ -99,7 +99,7 @@ package struct Table {
     /// result, then characters from the left (`…f(…)`), so the end that tells
     /// two functions apart (a C++ lambda's `{lambda(…)#1}::operator()` after
     /// its enclosing function's name) is kept.
-    static func clip(_ text: String, to width: Int) -> String {
+    package static func clip(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
         var collapsed = ""
         var depth = 0

@@ -309,6 +309,34 @@ final class BlockedTimeTests: XCTestCase {
         XCTAssertTrue(text.contains("not CPU time"), "off-CPU time is labelled as such")
     }
 
+    /// The blocked section cut function names at 80 and 90 characters with
+    /// no regard for what told them apart: two overloads read as one. They
+    /// are clipped as the tables' names are, alike names numbered.
+    func testBlockedFunctionsThatClipAlikeReadApart() throws {
+        let stem = "App.Store.open(path: Swift.String, options: App.Store.Options, retry: Swift.Int, log: App.Log, "
+        let (one, two) = (stem + "timeout: Swift.Double) -> App.Store", stem + "deadline: Swift.UInt64) -> App.Store")
+        let timeline = try timeline(
+            phases: [("p", 0, 100_000_000)],
+            segments: [
+                [42, 0, 50_000_000, "S", "file-system", "fsync", 0, 0, 0, 0, -1, 0, noArgs],
+                [42, 50_000_000, 100_000_000, "S", "file-system", "fsync", 0, 0, 0, 0, -1, 1, noArgs],
+            ],
+            stacks: [[0, 0x100, 1, 0x200, 1, 0x400], [0, 0x100, 1, 0x300, 1, 0x400]],
+            modules: ["/usr/lib/x86_64-linux-gnu/libc.so.6", "/srv/app/App"],
+            symbols: ["0:256": "fsync", "1:512": one, "1:768": two, "1:1024": "App_main"]
+        )
+        let text = try LaunchAnalysis(timeline: timeline).report.text(full: true)
+        let lines = text.components(separatedBy: "\n")
+        let sites = lines.filter { $0.contains("fsync in App.Store.open") }
+        let offCPU = lines.filter { $0.contains("App.Store.open") && $0.hasSuffix("  (App)") }
+        XCTAssertEqual(sites.count, 2, text)
+        XCTAssertEqual(offCPU.count, 2, text)
+        for pair in [sites, offCPU] {
+            XCTAssertNotEqual(pair[0], pair[1], "the same figures, so the names must differ")
+            XCTAssertTrue(pair.allSatisfy { $0.contains(" #1") || $0.contains(" #2") }, "\(pair)")
+        }
+    }
+
     func testThreadsHaveOneLineEachAndColdstartsOwnAreLeftOut() throws {
         let timeline = try timeline(
             phases: [("p", 0, 10_000_000)],

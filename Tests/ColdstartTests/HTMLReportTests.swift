@@ -1,5 +1,6 @@
 @testable import ColdstartAnalysis
 @testable import ColdstartExport
+@testable import ColdstartText
 import Foundation
 import XCTest
 
@@ -232,6 +233,73 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(HTMLPage.prose("no code"), "no code")
     }
 
+
+    /// The function cells of each table of a page, as the page shows them
+    /// (the tooltip, `title`, keeps the whole name).
+    static func functionCells(_ html: String) -> [[(shown: String, whole: String)]] {
+        func unescaped(_ text: Substring) -> String {
+            var text = String(text)
+            for (entity, character) in [("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&#39;", "'"), ("&#47;", "/"), ("&amp;", "&")] {
+                text = text.replacingOccurrences(of: entity, with: character)
+            }
+            return text
+        }
+        return html.components(separatedBy: "<table").dropFirst().map { table in
+            // A name cell with its whole name as tooltip (`fn`; `name` before the page clipped them itself).
+            table.components(separatedBy: "<td class=\"").dropFirst().filter { $0.hasPrefix("fn\" title=\"") || $0.hasPrefix("name\" title=\"") }
+                .map { $0.drop { $0 != "\"" }.dropFirst(#"" title=""#.count) }.compactMap { cell in
+                guard let quote = cell.firstIndex(of: "\""), let end = cell.range(of: "</td>") else { return nil }
+                let text = cell[cell.index(quote, offsetBy: 2)..<end.lowerBound]
+                return (unescaped(text), unescaped(cell[..<quote]))
+            }
+        }.filter { !$0.isEmpty }
+    }
+
+    /// The page named functions by their raw names where the text report
+    /// reads them (`LaunchReport.functionName`): libswiftCore's
+    /// conformance-scan lambda was `swift_conformsToProtocol…(…)::$_2::…::{lambda(…)#1}::operator()(…) const`,
+    /// clipped by the browser to the same text as the function it is in.
+    func testFunctionsAreNamedAsTheTextReportNamesThem() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "App_main")
+        let run = SampledTimelineBuilder.Frame(module: app, name: "App.run() -> ()")
+        let function = "swift_conformsToProtocolMaybeInstantiateSuperclasses(swift::TargetMetadata<swift::InProcess> const*, "
+            + "swift::TargetProtocolDescriptor<swift::InProcess> const*, bool)"
+        let lambda = function + "::$_2::operator()((anonymous namespace)::ConformanceSection const&) const::"
+            + "{lambda(swift::TargetProtocolConformanceDescriptor<swift::InProcess> const&)#1}::operator()("
+            + "swift::TargetProtocolConformanceDescriptor<swift::InProcess> const&) const"
+        let human = "conformance scan: lambda #1 in $_2 in swift_conformsToProtocolMaybeInstantiateSuperclasses"
+        for index in 0..<30 {
+            builder.sample(at: 20 + Double(index) * 0.5, [main, run, .init(module: core, name: function), .init(module: core, name: lambda)])
+        }
+        for index in 0..<20 { builder.sample(at: 40 + Double(index) * 0.5, [main, run, .init(module: core, name: function)]) }
+        let analysis = try LaunchAnalysis(timeline: try builder.timeline(), path: "f.json")
+        let html = HTMLReport.render(analysis, source: "f.json")
+
+        let tables = Self.functionCells(html)
+        XCTAssertFalse(tables.isEmpty)
+        for cells in tables {
+            XCTAssertEqual(Set(cells.map(\.shown)).count, cells.count, "rows that read the same: \(cells.map(\.shown))")
+            for cell in cells {
+                XCTAssertFalse(cell.shown.contains("{lambda(") || cell.shown.contains("operator()"), cell.shown)
+                XCTAssertEqual(cell.shown, Table.clip(LaunchReport.functionName(cell.whole), to: HTMLTable.nameWidth))
+            }
+        }
+        let functions = try XCTUnwrap(tables.first)
+        let lambdaCell = try XCTUnwrap(functions.first { $0.whole == lambda }, "the lambda in the first table: \(functions.map(\.whole))")
+        XCTAssertTrue(human.hasPrefix(lambdaCell.shown.replacingOccurrences(of: "…", with: "")), lambdaCell.shown)
+        XCTAssertTrue(lambdaCell.shown.hasPrefix("conformance scan: lambda #1 in $_2"), lambdaCell.shown)
+        XCTAssertTrue(analysis.report.text(full: true).contains("conformance scan: lambda #1 in"), "the text names it so too")
+
+        // The flame chart and graph draw, search and show the same name.
+        let data = try XCTUnwrap(html.components(separatedBy: "id=\"coldstart-data\">").last?.components(separatedBy: "</script>").first)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+        let names = (json["functions"] as? [[Any]] ?? []).compactMap { $0.first as? String }
+        XCTAssertTrue(names.contains(human), "\(names)")
+        XCTAssertFalse(names.contains { $0.contains("{lambda(") }, "\(names)")
+    }
 
     /// A finding's figure read "12.2 ms" in the text and "12.20 ms" on the page.
     func testFindingsPrintTheSameFiguresAsTheText() throws {

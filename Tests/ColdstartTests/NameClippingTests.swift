@@ -1,4 +1,5 @@
 @testable import ColdstartAnalysis
+@testable import ColdstartExport
 @testable import ColdstartText
 import XCTest
 
@@ -44,6 +45,32 @@ final class NameClippingTests: XCTestCase {
         XCTAssertTrue(names[0].hasSuffix(" #1") && names[1].hasSuffix(" #2"), "\(names)")
         XCTAssertEqual(names[3], "main")
         XCTAssertTrue(lines.allSatisfy { $0.count <= 47 }, "\(lines)")
+    }
+
+    /// The page clipped names too (the browser's ellipsis, at the end):
+    /// two overloads read as one function on two rows. Its function cells
+    /// are clipped as the text's columns are, alike names numbered.
+    func testTwoFunctionsClippedAlikeReadApartOnThePage() throws {
+        let one = "swift_conformsToProtocolMaybeInstantiateSuperclasses(swift::TargetMetadata<swift::InProcess> const*, bool)"
+        let two = "swift_conformsToProtocolMaybeInstantiateSuperclasses(swift::TargetMetadata<swift::InProcess> const*, int)"
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        let core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
+        let main = SampledTimelineBuilder.Frame(module: app, name: "App_main")
+        for index in 0..<30 { builder.sample(at: 20 + Double(index) * 0.5, [main, .init(module: core, name: one)]) }
+        for index in 0..<20 { builder.sample(at: 40 + Double(index) * 0.5, [main, .init(module: core, name: two)]) }
+        let html = HTMLReport.render(try LaunchAnalysis(timeline: try builder.timeline(), path: "f.json"), source: "f.json")
+        let tables = HTMLReportTests.functionCells(html)
+        let functions = try XCTUnwrap(tables.first)
+        let shown = try [one, two].map { name in try XCTUnwrap(functions.first { $0.whole == name }, "\(functions.map(\.whole))").shown }
+        XCTAssertNotEqual(shown[0], shown[1])
+        XCTAssertTrue(shown[0].hasSuffix(" #1") && shown[1].hasSuffix(" #2"), "\(shown)")
+        for cells in tables {
+            XCTAssertEqual(Set(cells.map(\.shown)).count, cells.count, "rows that read the same: \(cells.map(\.shown))")
+            XCTAssertTrue(cells.allSatisfy { $0.shown.count <= HTMLTable.nameWidth }, "\(cells.map(\.shown))")
+        }
+        // Shown whole: the page itself never clips a function's cell.
+        XCTAssertFalse(HTMLAssets.style.contains("td.fn { max-width") || HTMLAssets.style.contains("ellipsis"))
     }
 
     func testClosureKeepsTheFunctionItIsIn() {

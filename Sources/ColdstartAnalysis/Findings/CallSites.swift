@@ -43,7 +43,7 @@ extension ProfileAnalysis {
             let isOwn = executableModules.contains(function.module)
             let isEntry = Self.isPlumbing(function.name) && (function.name == "main" || function.name.hasSuffix("_main") || function.name.hasSuffix("$main"))
             guard isEntry || !Self.isPlumbing(function.name) else { continue }
-            var name = isEntry ? "main" : Self.briefName(Self.shortName(function.name))
+            var name = isEntry ? "main" : Self.briefName(RuntimeCostClassifier.displayName(Self.shortName(function.name)))
             if isOwn, let place = place(at: above, ofSample: index) {
                 site = place
                 name += " at \(place)"
@@ -118,7 +118,8 @@ extension ProfileAnalysis {
         let times = stackTimes(of: Set(ranked.map(\.key)), over: indices)
         return ranked.map { id, tally in
             var call = FindingInputs.NamedCost(
-                name: Self.withoutModule(Self.briefName(Self.shortName(functions[id].name))), module: moduleName(functions[id].module),
+                name: Self.withoutModule(Self.briefName(RuntimeCostClassifier.displayName(Self.shortName(functions[id].name)))),
+                module: moduleName(functions[id].module),
                 ms: ms(tally.samples), samples: tally.samples, phase: phaseNames[tally.phase])
             if let site = tally.sites.values.max(by: { $0.samples < $1.samples }) {
                 (call.callers, call.callSite) = callers(of: site.position, inSample: site.sample)

@@ -362,7 +362,8 @@ extension Finding {
         let end = inputs.endsAtReady ? "ready()" : "exit"
         for function in inputs.functions {
             candidates.append(Finding(
-                kind: .slowFunction, title: "slow function \(function.name)", ms: function.ms, percent: percent(function.ms),
+                kind: .slowFunction, title: "slow function \(RuntimeCostClassifier.displayName(function.name))",
+                ms: function.ms, percent: percent(function.ms),
                 location: function.whereText(module: "module \(function.module)"),
                 certainty: .samples(function.samples),
                 advice: "on the critical path to \(end); defer it, run it concurrently, or make it cheaper",
@@ -395,7 +396,8 @@ extension Finding {
         if let costs = inputs.runtimeCosts {
             let counted: Set<RuntimeCostKind> = [.lazyGlobal, .loader, .kernel]
             for row in costs.rows where !counted.contains(row.kind) {
-                let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2).map { ProfileAnalysis.briefName($0.function) }
+                let callers = row.callers.filter { !$0.function.hasPrefix("(") }.prefix(2)
+                    .map { ProfileAnalysis.briefName(RuntimeCostClassifier.displayName($0.function)) }
                 candidates.append(Finding(
                     kind: .runtimeCost, title: row.kind.titleInSentence,
                     ms: row.ms, percent: percent(row.ms),
