@@ -56,6 +56,25 @@ final class CriticalPathTests: XCTestCase {
         XCTAssertEqual(piecesInMs(path), [[100, 0, 10], [101, 10, 40], [102, 40, 100]])
     }
 
+    func testAWatcherStartedAfterTheHandoverStillPlacesItByTheOldThreadsCPU() {
+        // main begins a span at 20 with 5 ms of CPU; a loaded machine starts
+        // the watcher at 70, after the worker ended the span at 61, and it
+        // finds main parked with 7 ms of CPU: main left the path at 22.
+        let segments: [Int: [Timeline.Segment]] = [
+            main: [segment(main, 70, 100, .other, syscall: "rt_sigsuspend")],
+            worker: [segment(worker, 70, 100, run: 30)],
+        ]
+        let looks = [main: CriticalPath.FirstLook(ns: 70 * ms, cpuNs: UInt64(7 * ms)),
+                     worker: CriticalPath.FirstLook(ns: 70 * ms, cpuNs: UInt64(1 * ms))]
+        let begin = CriticalPath.Event(ns: 20 * ms, tid: main, threadCpuNs: UInt64(5 * ms))
+        let end = CriticalPath.Event(ns: 61 * ms, tid: worker, threadCpuNs: UInt64(ms / 2))
+        let path = CriticalPath(mainTid: main, from: 10 * ms, to: 90 * ms, events: [begin, end],
+                                segments: segments, firstLooks: looks)
+        XCTAssertEqual(piecesInMs(path), [[100, 10, 22], [101, 22, 90]])
+        // A span over [20, 61) therefore ran on both threads.
+        XCTAssertEqual(Set(path.pieces(from: 20 * ms, to: 61 * ms).map(\.tid)), [main, worker])
+    }
+
     func testWithoutSegmentsWorkMovesAtTheNewThreadsFirstEvent() {
         let path = CriticalPath(mainTid: main, from: 0, to: 100 * ms, events: events([(30, worker), (60, main), (70, main)]))
         XCTAssertEqual(piecesInMs(path), [[100, 0, 30], [101, 30, 60], [100, 60, 100]])

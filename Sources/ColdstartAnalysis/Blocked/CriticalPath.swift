@@ -30,10 +30,24 @@ package struct CriticalPath: Sendable, Equatable {
     package struct Event: Sendable, Equatable {
         package var ns: Int64
         package var tid: Int
+        /// The thread's CPU time at the event, when the file has it.
+        package var threadCpuNs: UInt64?
 
-        package init(ns: Int64, tid: Int) {
+        package init(ns: Int64, tid: Int, threadCpuNs: UInt64? = nil) {
             self.ns = ns
             self.tid = tid
+            self.threadCpuNs = threadCpuNs
+        }
+    }
+
+    /// A thread's CPU time when the watcher first looked at it.
+    package struct FirstLook: Sendable, Equatable {
+        package var ns: Int64
+        package var cpuNs: UInt64
+
+        package init(ns: Int64, cpuNs: UInt64) {
+            self.ns = ns
+            self.cpuNs = cpuNs
         }
     }
 
@@ -41,10 +55,11 @@ package struct CriticalPath: Sendable, Equatable {
     package var pieces: [Piece]
 
     /// The path from `startNs` (main) to `endNs`, through `events`.
-    /// `segments` are the watcher's, by thread, in time order; without them
-    /// the work moves at the first event of the new thread.
+    /// `segments` are the watcher's, by thread, in time order, and
+    /// `firstLooks` each thread's CPU time when the watcher first saw it;
+    /// without them the work moves at the first event of the new thread.
     package init(mainTid: Int, from startNs: Int64, to endNs: Int64, events: [Event],
-                 segments: [Int: [Timeline.Segment]] = [:]) {
+                 segments: [Int: [Timeline.Segment]] = [:], firstLooks: [Int: FirstLook] = [:]) {
         guard endNs > startNs else { pieces = []; return }
         let ordered = events.filter { $0.ns >= startNs && $0.ns <= endNs }.sorted { ($0.ns, $0.tid) < ($1.ns, $1.tid) }
         var pieces: [Piece] = []
@@ -53,7 +68,7 @@ package struct CriticalPath: Sendable, Equatable {
         // thread before it.
         for event in ordered {
             if event.tid != current.tid {
-                let handover = Self.handover(from: current, to: event, segments: segments)
+                let handover = Self.handover(from: current, to: event, segments: segments, firstLooks: firstLooks)
                 pieces.append(Piece(tid: current.tid, startNs: pieces.last?.endNs ?? startNs, endNs: handover))
             }
             current = event
@@ -64,7 +79,8 @@ package struct CriticalPath: Sendable, Equatable {
 
     /// When the work moved from `from.tid` (last seen at `from.ns`) to
     /// `to.tid` (first seen at `to.ns`).
-    static func handover(from: Event, to: Event, segments: [Int: [Timeline.Segment]]) -> Int64 {
+    static func handover(from: Event, to: Event, segments: [Int: [Timeline.Segment]],
+                         firstLooks: [Int: FirstLook] = [:]) -> Int64 {
         func covering(_ tid: Int, _ ns: Int64) -> Timeline.Segment? {
             segments[tid]?.last { $0.startNs <= ns && ns < $0.endNs } ?? segments[tid]?.last { $0.startNs <= ns && ns <= $0.endNs }
         }
@@ -76,6 +92,12 @@ package struct CriticalPath: Sendable, Equatable {
         } else if let new = covering(to.tid, to.ns), new.cause == .running {
             // Still running (other work): the work arrived when the new thread woke.
             at = new.startNs
+        } else if let look = firstLooks[from.tid], look.ns >= to.ns, let cpuAtFrom = from.threadCpuNs,
+                  look.cpuNs >= cpuAtFrom, let seen = segments[from.tid]?.first, seen.cause != .running {
+            // The watcher first saw the old thread after the handover, off
+            // the CPU: it had run only its CPU time since its last event
+            // (a loaded machine that started the watcher late).
+            at = from.ns + Int64(look.cpuNs - cpuAtFrom)
         }
         return min(max(at, from.ns), to.ns)
     }
@@ -99,14 +121,16 @@ extension CriticalPath {
     /// The path of a timeline's launch: from `main` to its end, through its
     /// marks, the begins and ends of its spans, and `ready()`.
     package init(_ timeline: Timeline) {
-        var events = timeline.marks.filter { !$0.extended }.map { Event(ns: $0.ns, tid: $0.tid) }
+        var events = timeline.marks.filter { !$0.extended }.map { Event(ns: $0.ns, tid: $0.tid, threadCpuNs: $0.threadCpuNs) }
         for span in timeline.spans where span.extended != true {
-            events.append(Event(ns: span.beginNs, tid: span.tid))
-            if !span.unfinished { events.append(Event(ns: span.endNs, tid: span.endTid)) }
+            events.append(Event(ns: span.beginNs, tid: span.tid, threadCpuNs: span.beginThreadCpuNs))
+            if !span.unfinished { events.append(Event(ns: span.endNs, tid: span.endTid, threadCpuNs: span.endThreadCpuNs)) }
         }
         if let ready = timeline.launch.readyNs, let tid = timeline.launch.readyTid { events.append(Event(ns: ready, tid: tid)) }
         let segments = Dictionary(grouping: timeline.watch?.segments ?? [], by: \.tid)
+        let looks = Dictionary((timeline.watch?.threads ?? []).map { ($0.tid, FirstLook(ns: $0.firstNs, cpuNs: $0.cpuBeforeNs)) },
+                               uniquingKeysWith: { first, _ in first })
         self.init(mainTid: timeline.process.pid, from: timeline.launch.mainNs, to: timeline.launch.endNs,
-                  events: events, segments: segments)
+                  events: events, segments: segments, firstLooks: looks)
     }
 }
