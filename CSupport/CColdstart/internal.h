@@ -29,6 +29,11 @@
 #define CS_MAX_NAME 255
 #define CS_MAX_BOUNDARIES 64
 #define CS_OWN_MAX 8
+// Points of each of Coldstart's threads' CPU clock (cs_own_tick): a new one
+// once the thread's CPU has grown by CS_OWN_STEP_NS, the step doubling every
+// CS_OWN_POINTS / 8 points, so 2048 cover ~3 s of its CPU.
+#define CS_OWN_POINTS 2048
+#define CS_OWN_STEP_NS 50000u
 #define CS_CPU_MOVE_MAX 256
 
 enum cs_event_kind { CS_EV_MARK = 1, CS_EV_SPAN_BEGIN = 2, CS_EV_SPAN_END = 3 };
@@ -75,6 +80,12 @@ enum cs_state_value {
 
 enum cs_end_reason { CS_END_NONE, CS_END_READY, CS_END_EXIT, CS_END_ERROR_EXIT, CS_END_SIGNAL };
 
+// When one of Coldstart's threads had used how much CPU (CLOCK_MONOTONIC,
+// its CPU clock): the analysis places its CPU on the phases from these.
+struct cs_own_point {
+    uint64_t ns, cpu_ns;
+};
+
 // One of Coldstart's own threads (cs_start_thread): never sampled, never
 // watched, its CPU time not the host's.
 struct cs_own_thread {
@@ -82,6 +93,10 @@ struct cs_own_thread {
     _Atomic int done;           // its body returned (or it never started)
     _Atomic uint64_t cpu_ns;    // its CPU time when its body returned
     void *(*body)(void *);
+    // Written by the thread itself only; `npoints` published with release,
+    // so the writer reads whole points while the thread still runs.
+    _Atomic uint32_t npoints;
+    struct cs_own_point points[CS_OWN_POINTS];
 };
 
 // A point that separates two phases (timeline.c).

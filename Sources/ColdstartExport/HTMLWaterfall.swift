@@ -130,7 +130,7 @@ extension HTMLPage {
     mutating func phaseTable() {
         var table = HTMLTable(columns: [
             .text("phase"), .number("start ms"), .number("wall ms"), .number("share"), .number("CPU ms"),
-            .number("CPU/wall"), .number("user ms"), .number("kernel ms"), .number("kernel"), .number("minor faults"), .number("major faults"), .number("vol. switches"), .number("invol. switches"),
+            .number("CPU/wall"), .number("user ms"), .number("kernel ms"), .number("kernel"), .number("Coldstart ms"), .number("exit ms"), .number("minor faults"), .number("major faults"), .number("vol. switches"), .number("invol. switches"),
         ])
         for (phase, share) in zip(report.phases, phaseShares) {
             let usage = phase.usage
@@ -140,12 +140,14 @@ extension HTMLPage {
                 usage.map { phase.durationMs > 0 ? .percent($0.cpuMs / phase.durationMs * 100, decimals: 0) : .missing } ?? .missing,
                 phase.kernel.map { .ms($0.userMs) } ?? .missing, phase.kernel.map { .ms($0.kernelMs) } ?? .missing,
                 phase.kernel.map { .percent($0.kernelPercent, decimals: 0) } ?? .missing,
+                phase.kernel.map { .ms($0.coldstartMs ?? 0) } ?? .missing, phase.kernel.map { .ms($0.exitMs ?? 0) } ?? .missing,
                 usage.map { .count(Int($0.minorFaults)) } ?? .missing, usage.map { .count(Int($0.majorFaults)) } ?? .missing,
                 usage.map { .count(Int($0.voluntarySwitches)) } ?? .missing, usage.map { .count(Int($0.involuntarySwitches)) } ?? .missing,
             ])
         }
-        out += table.render(caption: "CPU is user + system time of all threads (it can exceed the wall time); user + kernel splits it: "
-            + "user-mode samples × period, the rest (or kernel-mode samples × period) the kernel's; "
+        out += table.render(caption: "CPU is user + system time of all threads (it can exceed the wall time); user + kernel is the host's part: "
+            + "user-mode samples × period, the rest (or kernel-mode samples × period) the kernel's; Coldstart: its own threads' CPU "
+            + "and its launcher's before exec; exit: the kernel's exit after the last sample of a program without Coldstart; "
             + "faults and switches are counts, process-wide; – means no snapshot.")
     }
 }

@@ -16,10 +16,14 @@ extension BeforeMain {
                 + String(format: "%.0f%%", split.kernelPercent) + " kernel: getrusage at main less user samples × period)")
         }
         if !kernelByPhase.isEmpty {
-            lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: getrusage CPU less that"
-                + (kernelSampled ? ", or kernel samples × period" : "") + "): "
-                + kernelByPhase.map { "\($0.phase) \(ms($0.split.userMs)) + \(ms($0.split.kernelMs)) ms ("
-                    + String(format: "%.0f%%", $0.split.kernelPercent) + " kernel)" }.joined(separator: " · "))
+            lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: "
+                + (kernelSampled ? "kernel samples × period, or " : "") + "getrusage CPU less that and Coldstart's): "
+                + kernelByPhase.map { entry in
+                    let apart = [entry.split.coldstartMs.map { "Coldstart's \(ms($0)) ms" }, entry.split.exitMs.map { "exit \(ms($0)) ms" }]
+                        .compactMap { $0 }
+                    return "\(entry.phase) \(ms(entry.split.userMs)) + \(ms(entry.split.kernelMs)) ms ("
+                        + String(format: "%.0f%%", entry.split.kernelPercent) + " kernel" + apart.map { "; " + $0 }.joined() + ")"
+                }.joined(separator: " · "))
         }
         if !loaderFunctions.isEmpty {
             lines.append("  loader functions (self, samples × period): "

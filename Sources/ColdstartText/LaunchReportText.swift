@@ -93,7 +93,7 @@ extension LaunchReport {
             .init("waterfall", .left),
         ]
         let resources: [Table.Column] = [
-            .init("CPU ms", .right), .init("CPU/wall", .right), .init("user+kernel ms", .right), .init("kernel", .right),
+            .init("CPU ms", .right), .init("CPU/wall", .right), .init("user+kernel ms", .right), .init("kernel", .right), .init("Coldstart ms", .right),
             .init("faults minor/major", .right), .init("switches vol/invol", .right),
         ]
         var table = Table(columns: split ? waterfall : waterfall + resources, flexible: 0)
@@ -103,12 +103,15 @@ extension LaunchReport {
         let shares = Self.roundedParts(phases.map(\.sharePercent), total: phases.map(\.sharePercent).reduce(0, +), decimals: 1)
         for (phase, share) in zip(phases, shares) {
             let usage = phase.usage
-            let userKernel: String = phase.kernel.map { Self.number($0.userMs) + "+" + Self.number($0.kernelMs) } ?? "–"
+            let userKernel: String = phase.kernel.map {
+                Self.number($0.userMs) + "+" + Self.number($0.kernelMs) + ($0.exitMs.map { " +" + Self.number($0) + " exit" } ?? "")
+            } ?? "–"
+            let coldstart: String = phase.kernel.map { $0.coldstartMs.map(Self.number) ?? "0" } ?? "–"
             let kernelShare: String = phase.kernel.map { Figure.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"
             let usageCells: [String] = [
                 usage.map { Self.number($0.cpuMs) } ?? "–",
                 usage.map { phase.durationMs > 0 ? Figure.format($0.cpuMs / phase.durationMs * 100, decimals: 0) + "%" : "–" } ?? "–",
-                userKernel, kernelShare,
+                userKernel, kernelShare, coldstart,
                 usage.map { "\($0.minorFaults)/\($0.majorFaults)" } ?? "–",
                 usage.map { "\($0.voluntarySwitches)/\($0.involuntarySwitches)" } ?? "–",
             ]
@@ -124,7 +127,8 @@ extension LaunchReport {
         }
         let title = "Phases (times in ms from process start; share of the \(Self.ms(launch.totalMs)) launch; "
             + "waterfall \(barWidth) columns = \(Self.ms(launch.totalMs)); CPU is user+system of all threads; "
-            + "user+kernel splits it: user-mode samples × period, and the rest (or kernel-mode samples) the kernel's; "
+            + "user+kernel splits the host's part: user-mode samples × period, and the rest (or kernel-mode samples) the kernel's, "
+            + "with the kernel's exit after the last sample apart (+ exit); Coldstart: its own threads' CPU and its launcher's before exec; "
             + "faults and context switches are counts)"
         return [title] + table.render(width: width) + (split ? usageTable.render(width: width) : [])
     }

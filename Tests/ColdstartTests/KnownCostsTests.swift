@@ -145,6 +145,30 @@ final class KnownCostsTests: XCTestCase {
         }
     }
 
+    /// Coldstart's threads record their CPU over the launch, and each
+    /// phase's split puts it apart from the host's user and kernel time.
+    func testColdstartsThreadsCPUIsItsOwnInEachPhase() throws {
+        let run = try KnownCostsRun.perf()
+        let sampling = try XCTUnwrap(run.timeline.sampling)
+        let ownNs = try XCTUnwrap(sampling.coldstartCpuNs)
+        XCTAssertFalse(run.timeline.ownThreads.isEmpty, "the scan thread and the watcher record their CPU")
+        // Their last points come as they end, just after the sampler's stop read their clocks.
+        let lastNs = run.timeline.ownThreads.reduce(0.0) { $0 + Double($1.cpu.last?[1] ?? 0) }
+        XCTAssertEqual(lastNs, Double(ownNs), accuracy: max(0.1 * Double(ownNs), 300_000), "the threads' CPU at their end")
+        let analysis = try LaunchAnalysis(timeline: run.timeline)
+        var apartMs = 0.0
+        for phase in analysis.report.phases {
+            guard let split = phase.kernel, let usage = phase.usage else { continue }
+            XCTAssertEqual(split.userMs + split.kernelMs + (split.coldstartMs ?? 0), usage.cpuMs, accuracy: 0.001, phase.name)
+            let inPhase = run.timeline.phases.first { $0.name == phase.name }.map { run.timeline.ownCpuNs(from: $0.startNs, to: $0.endNs) / 1e6 } ?? 0
+            XCTAssertEqual(split.coldstartMs ?? 0, min(inPhase, usage.cpuMs), accuracy: 0.001, phase.name)
+            apartMs += split.coldstartMs ?? 0
+        }
+        // The scan thread loads the unwinder and names the modules once main runs.
+        XCTAssertGreaterThan(apartMs, 0, "some of Coldstart's CPU lies in a split phase")
+        XCTAssertLessThanOrEqual(apartMs, lastNs / 1e6 + 0.001)
+    }
+
     /// Every ms in `report` is its sample count × the period, and every % its
     /// share of the selected samples.
     private func assertTimesAreSamplesTimesPeriod(_ report: ProfileReport, file: StaticString = #filePath, line: UInt = #line) {

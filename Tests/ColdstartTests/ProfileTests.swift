@@ -87,6 +87,48 @@ final class ProfileTests: XCTestCase {
         XCTAssertEqual(try self.report().sampling.msPerSample, 2)
     }
 
+    /// Coldstart's own threads (the scan thread unwinding, the watcher
+    /// reading /proc) are in the process's getrusage but are not the host's:
+    /// 15 ms of their CPU in a phase of 40 ms with 20 ms of user samples
+    /// leave the host 5 ms of kernel time, not 20.
+    func testColdstartsOwnThreadsCPUIsCountedApartFromTheHostsKernelTime() throws {
+        builder.hz = 1000
+        let main = f(exe, "main"), work = f(exe, "work")
+        for index in 0..<20 { builder.sample(at: 20.5 + Double(index) * 4, [main, work]) }
+        var document = builder.document
+        var section = document["coldstart"] as! [String: Any]
+        var phases = section["phases"] as! [[String: Any]]
+        phases[2]["endNs"] = 100_000_000
+        phases[2]["rusage"] = ["minorFaults": 0, "majorFaults": 0, "voluntarySwitches": 0, "involuntarySwitches": 0,
+                               "userNs": 30_000_000, "systemNs": 10_000_000] as [String: Any]
+        section["phases"] = Array(phases.prefix(3))
+        // The scan thread: 2 ms before the phase, 12 in it (its CPU at the
+        // phase's start and end read between two points), the watcher 3 in
+        // it; 5 ms after its end.
+        section["ownThreads"] = [
+            ["tid": 901, "cpu": [[5_000_000, 0], [20_000_000, 2_000_000], [40_000_000, 8_000_000], [80_000_000, 12_000_000],
+                                 [100_000_000, 14_000_000], [120_000_000, 19_000_000]]],
+            ["tid": 902, "cpu": [[21_000_000, 0], [99_000_000, 3_000_000]]],
+        ]
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        XCTAssertEqual(timeline.ownCpuNs(from: 20_000_000, to: 100_000_000), 15_000_000, accuracy: 1)
+        let split = try XCTUnwrap(KernelShare.phases(timeline)[2])
+        XCTAssertEqual(split.userMs, 20)
+        XCTAssertEqual(split.kernelMs, 5, accuracy: 1e-9, "the phase's CPU less the user samples and Coldstart's threads")
+        XCTAssertEqual(try XCTUnwrap(split.coldstartMs), 15, accuracy: 1e-9)
+        XCTAssertEqual(split.kernelPercent, 20, accuracy: 1e-9, "the host's kernel share, of the host's CPU")
+        XCTAssertEqual(split.userMs + split.kernelMs + (split.coldstartMs ?? 0), 40, accuracy: 1e-9, "the phase's CPU")
+        let text = try LaunchAnalysis(timeline: timeline).report.text(full: true)
+        let row = try XCTUnwrap(text.split(separator: "\n").first { $0.contains("main → config loaded") && $0.contains("|") }, text)
+        XCTAssertTrue(text.contains("Coldstart ms") && row.contains("20.00+5.00") && row.contains("15.00"), String(row))
+
+        // A point that goes back is refused: the interpolation needs order.
+        section["ownThreads"] = [["tid": 901, "cpu": [[5_000_000, 10], [4_000_000, 20]]]]
+        document["coldstart"] = section
+        XCTAssertThrowsError(try Timeline(data: JSONSerialization.data(withJSONObject: document)))
+    }
+
     func testSelfTotalPercentAndFirstSeenAreExact() throws {
         builder.clock = "posix-cpu-timer"
         builder.hz = 800  // 1.25 ms a sample: a POSIX timer's effective rate, not the 1000 Hz asked for

@@ -164,15 +164,39 @@ void cs_safe_read_init(void) {
 
 // ---- Coldstart's own threads ----
 
+// `always`: the thread's first and last points, whatever the step. The
+// last slot is kept for the last point.
+static void own_point(struct cs_own_thread *t, bool always) {
+    uint32_t n = atomic_load_explicit(&t->npoints, memory_order_relaxed);
+    if (n >= CS_OWN_POINTS || (!always && n >= CS_OWN_POINTS - 1)) return;
+    uint64_t cpu = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t step = (uint64_t)CS_OWN_STEP_NS << (n / (CS_OWN_POINTS / 8));
+    if (!always && n > 0 && cpu - t->points[n - 1].cpu_ns < step) return;
+    t->points[n] = (struct cs_own_point){cs_monotonic_ns(), cpu};
+    atomic_store_explicit(&t->npoints, n + 1, memory_order_release);
+}
+
 static void *own_thread_main(void *arg) {
     struct cs_own_thread *slot = arg;
+    own_point(slot, true);
     atomic_store(&slot->tid, cs_gettid());
     // After the tid is published: a scan that sees `starting` drop sees the tid.
     atomic_fetch_sub(&cs_g.own.starting, 1);
     void *r = slot->body(NULL);
+    own_point(slot, true);
     atomic_store(&slot->cpu_ns, cs_clock_ns(CLOCK_THREAD_CPUTIME_ID));
     atomic_store(&slot->done, 1);
     return r;
+}
+
+void cs_own_tick(void) {
+    int tid = cs_gettid();
+    uint32_t n = atomic_load(&cs_g.own.count);
+    for (uint32_t i = 0; i < n && i < CS_OWN_MAX; i++)
+        if (atomic_load(&cs_g.own.threads[i].tid) == tid) {
+            own_point(&cs_g.own.threads[i], false);
+            return;
+        }
 }
 
 static void init_attr(pthread_attr_t *attr, size_t stack_size) {

@@ -141,5 +141,11 @@ int cs_own_running(int except, int *tids);
 /// CPU time of Coldstart's own threads so far (ended ones included).
 /// Async-signal-safe.
 uint64_t cs_own_cpu_ns(void);
+/// Called by one of Coldstart's threads at each turn of its loop: adds a
+/// point (now, its CPU) to its series once its CPU has grown by the step
+/// since the last, so that its CPU at any phase boundary is known to within
+/// a step and a turn (docs/timeline-format.md, "ownThreads"). Does nothing
+/// on any other thread. Async-signal-safe (two clock reads).
+void cs_own_tick(void);
 
 #endif

@@ -388,7 +388,9 @@ static void *scan_loop(void *arg) {
     if (!warm) cs_watch_start_thread();
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
+    cs_own_tick();
     bool opened = open_clocks();
+    cs_own_tick();
     cs_smp_warm_reap();
     cs_own_unplace();
     if (warm) cs_watch_start_thread();
@@ -402,6 +404,9 @@ static void *scan_loop(void *arg) {
     }
     bool unwinder_loaded = S->unwinder != CS_UNW_LIBUNWIND, modules_loaded = false;
     while (atomic_load(&S->active)) {
+        // This thread's CPU, placed on the phases by the analysis: it is
+        // in the process's getrusage but none of the host's.
+        cs_own_tick();
         prefault_ahead();
         // Read once a pass: the wait below returns early once for a main
         // begun since (cs_sampler_main_started), not in a loop if the scan

@@ -100,6 +100,10 @@ static bool parse(const uint64_t *rec, size_t words, bool regs, struct parsed *p
 static void keep(const uint64_t *rec, size_t words, bool regs, uint16_t flags) {
     struct parsed p;
     if (!parse(rec, words, regs, &p)) return;
+    // A backlog (the records kept until the unwinder loaded) takes the scan
+    // thread milliseconds: its CPU placed on the phases as it goes. Not at
+    // the stop, which may run on the host's exit path.
+    if (!S->final_until_ns) cs_own_tick();
     if (S->final_until_ns && p.regs && cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) >= S->final_until_ns) p.regs = NULL;
     uint64_t frames[CS_SMP_MAX_DEPTH];
     uint16_t how = 0;

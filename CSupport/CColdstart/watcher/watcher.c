@@ -317,6 +317,7 @@ static void *watch_main(void *arg) {
         if (atomic_load_explicit(&wt->stop, memory_order_acquire)) { finish("writer"); return watch_end(); }
         wt->changed = false;
         if (n > 0) tick(n, false, 0);
+        cs_own_tick();
         // Looks that find nothing new come less often, down to one per
         // max_period_ns; anything new brings the base rate back at once. A
         // boundary the counters place (a thread that blocked after running,

@@ -1,30 +1,45 @@
 import Foundation
 
-/// A phase's CPU time split into user mode and kernel mode, so that the two
-/// add up to the phase's CPU (docs/before-main.md, "Kernel share").
+/// A phase's CPU time split into the host's user mode, the host's kernel
+/// mode and Coldstart's own, so that they add up to the phase's CPU
+/// (docs/before-main.md, "Kernel share").
 ///
 /// Coldstart's stacks are user-mode samples of a perf task clock: samples ×
-/// its period is the user time, to about ± √samples periods. The kernel's
-/// part (exec, page faults, `mmap`, `read`, signal delivery — the sampler's
-/// own too) is then either the phase's CPU time from `getrusage` less that
-/// user time, or, where `coldstart run` sampled kernel mode as well and the
-/// phase has no `getrusage` reading at both ends (a program that does not
-/// link Coldstart, before `main`), its kernel-mode samples × the period.
-/// `getrusage`'s own user/system split is not used: the kernel makes it from
-/// 4 ms ticks, too coarse for a phase of a few milliseconds.
+/// its period is the user time, to about ± √samples periods. Coldstart's own
+/// CPU is counted apart: its threads' (the sampler's scan thread, the
+/// watcher: their CPU clocks at points of the launch, `ownThreads`) and,
+/// under `coldstart run`, the launcher's fork child before `exec` (the CPU of
+/// the first phase that no sample saw). The host's kernel part (exec, page
+/// faults, `mmap`, `read`) is then either the phase's kernel-mode samples ×
+/// the period, where `coldstart run`'s launcher sampled kernel mode there (a
+/// program that does not link Coldstart, and a linked app before its
+/// earliest init), or else the phase's CPU from `getrusage` less the user
+/// time and Coldstart's. A program without Coldstart's last phase ends at
+/// `wait4`, whose CPU includes the kernel's exit after the last sample
+/// (unmapping the process, ~1.1 ms for `swift-format`), which no task-clock
+/// sample sees, perf's neither: it is `exitMs`, apart. `getrusage`'s own
+/// user/system split is not used: the kernel makes it from 4 ms ticks, too
+/// coarse for a phase of a few milliseconds.
 package struct KernelShare: Codable, Sendable, Equatable {
-    /// User-mode CPU: user samples × period (at most the phase's CPU).
+    /// User-mode CPU of the host: user samples × period.
     package var userMs: Double
-    /// Kernel-mode CPU.
+    /// Kernel-mode CPU of the host.
     package var kernelMs: Double
-    /// Of `userMs + kernelMs`, in percent.
+    /// Of `userMs + kernelMs`, in percent: Coldstart's own and the exit left out.
     package var kernelPercent: Double
     /// User-mode samples behind `userMs`: its precision is ± √ of this, in periods.
     package var userSamples: Int
-    /// "rusage" (CPU time from getrusage less the sampled user time) or
-    /// "kernel samples" (the launcher's kernel-mode samples × period; the
-    /// first phase also gets the CPU before `main` no sample saw).
+    /// "rusage" (CPU time from getrusage less the sampled user time and
+    /// Coldstart's) or "kernel samples" (the launcher's kernel-mode samples
+    /// × period).
     package var source: String
+    /// Coldstart's own CPU in the phase, in neither figure above: its
+    /// threads', and in the first phase under `coldstart run` the
+    /// launcher's fork child. Absent in reports written before it (nil: none).
+    package var coldstartMs: Double?
+    /// The last phase of a program without Coldstart: the CPU `wait4`
+    /// counts after its last sample, the kernel's exit (nil: none).
+    package var exitMs: Double?
 
     /// A phase needs at least this many periods of CPU time: below it one
     /// sample more or less would swing the split by more than 10 points
@@ -43,22 +58,28 @@ package struct KernelShare: Codable, Sendable, Equatable {
         }
         guard let periodNs = sampling.nsPerSample else { return timeline.phases.map { _ in nil } }
         let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
+        let launcherMode = launcher?["mode"] as? String
         let kernelTimes = (launcher?["kernelSamples"] as? [[NSNumber]])?.compactMap { $0.first?.int64Value }.sorted()
+        // The launcher's kernel-mode samples cover the whole launch of a
+        // program without Coldstart, a linked app's until its earliest init.
+        let kernelSampledUntil: Int64 = kernelTimes == nil ? .min
+            : launcherMode == "not linked" ? .max : (timeline.launch.earliestInitNs ?? .min)
         let userTimes = timeline.samples.map(\.ns).sorted()
         func count(_ times: [Int64], from start: Int64, to end: Int64) -> Int {
             times.partitionPoint { $0 < end } - times.partitionPoint { $0 < start }
         }
-        // The CPU before `main` that no sample saw — the fork child and the
-        // start of exec, before the events switched on (about 1.5 ms,
-        // docs/before-main.md) — is kernel time of the first phase, so the
-        // phases before `main` add up to getrusage's CPU there.
+        // The CPU before `main` that no sample saw — the launcher's fork
+        // child and the start of exec, before the events switched on (about
+        // 1.5 ms, docs/before-main.md) — is Coldstart's, in the first phase,
+        // so the phases before `main` add up to getrusage's CPU there.
         var unsampledBeforeMainNs = 0.0
-        if let kernelTimes, let main = timeline.rusage.first(where: { $0.at == "main" }) {
+        if let kernelTimes, launcherMode == "not linked", let main = timeline.rusage.first(where: { $0.at == "main" }) {
             let sampled = Double(count(userTimes, from: .min, to: main.ns) + count(kernelTimes, from: .min, to: main.ns)) * periodNs
             unsampledBeforeMainNs = max(Double(main.usage.cpuNs) - sampled, 0)
         }
-        let windows = sampledWindows(timeline, sampling: sampling, launcherMode: launcher?["mode"] as? String, sortedSamples: userTimes)
-        return timeline.phases.map { phase -> KernelShare? in
+        let windows = sampledWindows(timeline, sampling: sampling, launcherMode: launcherMode, sortedSamples: userTimes)
+        let lastPhase = timeline.phases.indices.last
+        return timeline.phases.enumerated().map { index, phase -> KernelShare? in
             // The set-up phase's sampler starts inside it: its user time is not all sampled.
             guard phase.kind != "profiler", phase.endNs > phase.startNs else { return nil }
             // In Double: a hostile file's times must not overflow Int64.
@@ -68,15 +89,30 @@ package struct KernelShare: Codable, Sendable, Equatable {
             guard covered >= 0.95 * (Double(phase.endNs) - Double(phase.startNs)) else { return nil }
             let samples = count(userTimes, from: phase.startNs, to: phase.endNs)
             let userNs = Double(samples) * periodNs
-            if let usage = phase.rusage, usage.cpuNs > 0 {
-                let cpu = Double(usage.cpuNs)
-                guard cpu >= minimumPeriods * periodNs else { return nil }
-                return KernelShare(userNs: min(userNs, cpu), kernelNs: max(cpu - userNs, 0), samples: samples, source: "rusage")
+            let ownNs = timeline.ownCpuNs(from: phase.startNs, to: phase.endNs)
+            let cpu = phase.rusage.map { Double($0.cpuNs) }
+            if let kernelTimes, phase.endNs <= kernelSampledUntil {
+                let kernelSamples = count(kernelTimes, from: phase.startNs, to: phase.endNs)
+                guard Double(samples + kernelSamples) >= minimumPeriods else { return nil }
+                // Where getrusage knows the CPU the parts add up to it: a
+                // sample or two more than the CPU (± √samples) come off the
+                // kernel's part first.
+                let host = cpu.map { max($0 - ownNs, 0) } ?? .infinity
+                let user = min(userNs, host), kernelNs = min(Double(kernelSamples) * periodNs, host - user)
+                let own = cpu.map { $0 - host } ?? ownNs
+                // What getrusage counts beyond the samples: before exec the
+                // launcher's, after the last sample the kernel's exit.
+                let unsampled = cpu != nil ? host - user - kernelNs : (phase.startNs == 0 ? unsampledBeforeMainNs : 0)
+                let first = phase.startNs == 0
+                let exit = !first && index == lastPhase && launcherMode == "not linked" ? unsampled : 0
+                return KernelShare(userNs: user, kernelNs: kernelNs + (first || exit > 0 ? 0 : unsampled), samples: samples,
+                                   source: "kernel samples", coldstartNs: own + (first ? unsampled : 0), exitNs: exit)
             }
-            if let kernelTimes, Double(samples + count(kernelTimes, from: phase.startNs, to: phase.endNs)) >= minimumPeriods {
-                let unsampled = phase.startNs == 0 ? unsampledBeforeMainNs : 0
-                let kernelNs = Double(count(kernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs + unsampled
-                return KernelShare(userNs: userNs, kernelNs: kernelNs, samples: samples, source: "kernel samples")
+            if let cpu, cpu > 0 {
+                guard cpu >= minimumPeriods * periodNs else { return nil }
+                let host = max(cpu - ownNs, 0)
+                return KernelShare(userNs: min(userNs, host), kernelNs: max(host - userNs, 0), samples: samples, source: "rusage",
+                                   coldstartNs: cpu - host)
             }
             return nil
         }
@@ -118,11 +154,13 @@ package struct KernelShare: Codable, Sendable, Equatable {
         return launcher + [own]
     }
 
-    init(userNs: Double, kernelNs: Double, samples: Int, source: String) {
+    init(userNs: Double, kernelNs: Double, samples: Int, source: String, coldstartNs: Double = 0, exitNs: Double = 0) {
         userMs = userNs / 1e6
         kernelMs = kernelNs / 1e6
         kernelPercent = userNs + kernelNs > 0 ? kernelNs / (userNs + kernelNs) * 100 : 0
         userSamples = samples
         self.source = source
+        coldstartMs = coldstartNs > 0 ? coldstartNs / 1e6 : nil
+        exitMs = exitNs > 0 ? exitNs / 1e6 : nil
     }
 }

@@ -72,6 +72,9 @@ package struct PooledProfile: Sendable {
         /// launch's split of a short phase is a sample or two, the pool's is not.
         var userNs = 0.0
         var kernelNs = 0.0
+        /// Coldstart's own and the exit's, apart as in `KernelShare`.
+        var coldstartNs = 0.0
+        var exitNs = 0.0
         var userSamples = 0
         var splitLaunches = 0
         var periodNs = 0.0
@@ -201,6 +204,8 @@ package struct PooledProfile: Sendable {
             var counter = phases[phase.name, default: PhaseCounter(kind: phase.kind, position: analysis.phaseNames.firstIndex(of: phase.name) ?? 0)]
             counter.userNs += split.userMs * 1e6
             counter.kernelNs += split.kernelMs * 1e6
+            counter.coldstartNs += (split.coldstartMs ?? 0) * 1e6
+            counter.exitNs += (split.exitMs ?? 0) * 1e6
             counter.userSamples += split.userSamples
             counter.splitLaunches += 1
             counter.periodNs = max(counter.periodNs, period)
@@ -237,6 +242,8 @@ package struct PooledProfile: Sendable {
             sum.position = min(mine.position, theirs.position)
             sum.userNs += theirs.userNs
             sum.kernelNs += theirs.kernelNs
+            sum.coldstartNs += theirs.coldstartNs
+            sum.exitNs += theirs.exitNs
             sum.userSamples += theirs.userSamples
             sum.splitLaunches += theirs.splitLaunches
             sum.periodNs = max(mine.periodNs, theirs.periodNs)
@@ -256,7 +263,8 @@ package struct PooledProfile: Sendable {
         guard counter.splitLaunches > 0, cpu > 0, cpu >= KernelShare.minimumPeriods * counter.periodNs else { return nil }
         let launches = Double(counter.splitLaunches)
         return KernelShare(userNs: counter.userNs / launches, kernelNs: counter.kernelNs / launches, samples: counter.userSamples,
-                           source: "pooled over \(counter.splitLaunches) launch\(counter.splitLaunches == 1 ? "" : "es")")
+                           source: "pooled over \(counter.splitLaunches) launch\(counter.splitLaunches == 1 ? "" : "es")",
+                           coldstartNs: counter.coldstartNs / launches, exitNs: counter.exitNs / launches)
     }
 
     /// The pool's `top` rows per table, most samples first.

@@ -11,6 +11,9 @@ package struct Timeline: Sendable {
     package var marks: [Mark]
     package var spans: [Span]
     package var threads: [Thread]
+    /// Coldstart's own threads' CPU over the launch (`ownThreads`; empty in
+    /// files written before it, or without sampling and watch sections).
+    package var ownThreads: [OwnThread]
     package var dropped: Dropped
     /// Present when the launch was sampled.
     package var sampling: Sampling?
@@ -149,6 +152,34 @@ package struct Timeline: Sendable {
     package struct Thread: Codable, Sendable {
         package var tid: Int
         package var name: String
+    }
+
+    /// One of Coldstart's threads (the sampler's scan thread, the watcher):
+    /// its CPU clock at points of the launch, a point each time it had
+    /// grown by a step (50 µs, doubling every 256 points).
+    package struct OwnThread: Codable, Sendable {
+        package var tid: Int
+        /// `[ns, cpuNs]` pairs in time order: `ns` from the process start,
+        /// `cpuNs` the thread's CPU clock then.
+        package var cpu: [[Int64]]
+
+        /// Its CPU clock at `ns`: linear between the two points around it
+        /// (off by at most the CPU between them: a step and one turn of
+        /// its loop), 0 before its first point, its last after that.
+        package func cpuNs(at ns: Int64) -> Double {
+            guard let first = cpu.first, ns > first[0] else { return 0 }
+            let after = cpu.partitionPoint { $0[0] < ns }
+            guard after < cpu.count else { return Double(cpu[cpu.count - 1][1]) }
+            let a = cpu[after - 1], b = cpu[after]
+            let span = Double(b[0]) - Double(a[0])
+            guard span > 0 else { return Double(b[1]) }
+            return Double(a[1]) + (Double(b[1]) - Double(a[1])) * (Double(ns) - Double(a[0])) / span
+        }
+    }
+
+    /// The CPU Coldstart's own threads used from `start` to `end`, in ns.
+    package func ownCpuNs(from start: Int64, to end: Int64) -> Double {
+        ownThreads.reduce(0) { $0 + max(0, $1.cpuNs(at: end) - $1.cpuNs(at: start)) }
     }
 
     package struct Dropped: Codable, Sendable {

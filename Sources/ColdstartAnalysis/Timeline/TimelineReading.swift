@@ -139,6 +139,7 @@ extension Timeline {
         marks = try plainMarks ?? decode(typed.marks, "marks")!
         spans = try plainSpans ?? decode(typed.spans, "spans")!
         threads = try decode(typed.threads, "threads") ?? []
+        ownThreads = try decode(typed.ownThreads, "ownThreads", required: false) ?? []
         dropped = try decode(typed.dropped, "dropped", required: false) ?? Dropped(events: 0, nameBytes: 0)
         if replaced > 0 { dropped.notUtf8Bytes = (dropped.notUtf8Bytes ?? 0) + replaced }
         sampling = try decode(typed.sampling, "sampling", required: false)
@@ -199,6 +200,7 @@ private struct TypedSections: Decodable {
     var marks: Result<[Timeline.Mark], Error>?
     var spans: Result<[Timeline.Span], Error>?
     var threads: Result<[Timeline.Thread], Error>?
+    var ownThreads: Result<[Timeline.OwnThread], Error>?
     var dropped: Result<Timeline.Dropped, Error>?
     var sampling: Result<Timeline.Sampling, Error>?
     var modules: Result<[Timeline.Module], Error>?
@@ -229,6 +231,7 @@ private struct TypedSections: Decodable {
         marks = section("marks")
         spans = section("spans")
         threads = section("threads")
+        ownThreads = section("ownThreads")
         dropped = section("dropped")
         sampling = section("sampling")
         modules = section("modules")

@@ -89,6 +89,18 @@ extension Timeline {
             try check.offset(snapshot.ns, "rusage[\(index)].ns")
             try check.rusage(snapshot.usage, "rusage[\(index)]")
         }
+        for (index, thread) in ownThreads.enumerated() {
+            var last: [Int64] = [0, 0]
+            for (point, pair) in thread.cpu.enumerated() {
+                let field = "ownThreads[\(index)].cpu[\(point)]"
+                guard pair.count == 2 else { throw check.fail("malformed timeline: \(field) is not a [ns, cpuNs] pair") }
+                try check.offset(pair[0], field + "[0]")
+                try check.offset(pair[1], field + "[1]")
+                // The interpolation needs both in order: a clock never goes back.
+                guard pair[0] >= last[0], pair[1] >= last[1] else { throw check.fail("malformed timeline: \(field) goes back in time or CPU") }
+                last = pair
+            }
+        }
         for (index, phase) in phases.enumerated() {
             try check.interval(phase.startNs, phase.endNs, "phases[\(index)]")
             try check.rusage(phase.rusage, "phases[\(index)].rusage")
