@@ -1,12 +1,5 @@
 import Foundation
 
-extension ProfileAnalysis.Function {
-    /// Whether a finding may name this frame as a function or a caller
-    /// (`Symbolizer.namesFunction`): a frame outside code, or left
-    /// unnamed, is passed over for the next real one.
-    var namesFunction: Bool { Symbolizer.namesFunction(name) }
-}
-
 /// Who calls a finding's function, and from which line of the app: a leaf
 /// named alone ("slow function spin(Double)") or a library's internals say
 /// what is slow, not what to change.

@@ -154,7 +154,7 @@ extension ProfileAnalysis {
     /// ends every run one period after its last sample.
     func runs(_ indices: [Int]) -> [StackRun] {
         let period = Int64(nsPerSample.rounded())
-        let ordered = indices.sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
+        let ordered = inTimeOrder(indices)
         struct Open { var function: Int; var start: Int64; var samples: Int }
         var open: [Open] = []
         var runs: [StackRun] = []

@@ -74,7 +74,7 @@ package struct SampledStacks: Sendable {
     init(_ analysis: ProfileAnalysis, selected: [Int], merged: MergedCallTree? = nil, warnings: [String]) {
         let stacks = analysis.stacks
         let timeline = analysis.timeline
-        let selected = selected.sorted { (stacks[$0].ns, $0) < (stacks[$1].ns, $1) }
+        let selected = analysis.inTimeOrder(selected)
         self.analysis = analysis
         self.selected = selected
         self.merged = merged
