@@ -87,6 +87,18 @@ final class ProfileTests: XCTestCase {
         XCTAssertEqual(try self.report().sampling.msPerSample, 2)
     }
 
+    /// The builder's `coldstart` section with its first three phases, the
+    /// third (20–100 ms) with 40 ms of CPU by getrusage.
+    private func fortyMsAppPhase(_ document: [String: Any]) -> [String: Any] {
+        var section = document["coldstart"] as! [String: Any]
+        var phases = section["phases"] as! [[String: Any]]
+        phases[2]["endNs"] = 100_000_000
+        phases[2]["rusage"] = ["minorFaults": 0, "majorFaults": 0, "voluntarySwitches": 0, "involuntarySwitches": 0,
+                               "userNs": 30_000_000, "systemNs": 10_000_000] as [String: Any]
+        section["phases"] = Array(phases.prefix(3))
+        return section
+    }
+
     /// Coldstart's own threads (the scan thread unwinding, the watcher
     /// reading /proc) are in the process's getrusage but are not the host's:
     /// 15 ms of their CPU in a phase of 40 ms with 20 ms of user samples
@@ -96,12 +108,7 @@ final class ProfileTests: XCTestCase {
         let main = f(exe, "main"), work = f(exe, "work")
         for index in 0..<20 { builder.sample(at: 20.5 + Double(index) * 4, [main, work]) }
         var document = builder.document
-        var section = document["coldstart"] as! [String: Any]
-        var phases = section["phases"] as! [[String: Any]]
-        phases[2]["endNs"] = 100_000_000
-        phases[2]["rusage"] = ["minorFaults": 0, "majorFaults": 0, "voluntarySwitches": 0, "involuntarySwitches": 0,
-                               "userNs": 30_000_000, "systemNs": 10_000_000] as [String: Any]
-        section["phases"] = Array(phases.prefix(3))
+        var section = fortyMsAppPhase(document)
         // The scan thread: 2 ms before the phase, 12 in it (its CPU at the
         // phase's start and end read between two points), the watcher 3 in
         // it; 5 ms after its end.
@@ -127,6 +134,30 @@ final class ProfileTests: XCTestCase {
         section["ownThreads"] = [["tid": 901, "cpu": [[5_000_000, 10], [4_000_000, 20]]]]
         document["coldstart"] = section
         XCTAssertThrowsError(try Timeline(data: JSONSerialization.data(withJSONObject: document)))
+    }
+
+    /// A phase that ran partly before the main thread's clock was armed has
+    /// no split: its unsampled start would read as kernel time. Under
+    /// `coldstart run` a launcher sample just after the earliest init made
+    /// such a window look whole (a loaded machine armed the clock 5 ms into
+    /// `main`: 46% kernel against perf's 10%).
+    func testNoSplitForAPhaseTheMainThreadsClockMissedTheStartOf() throws {
+        builder.hz = 1000
+        let main = f(exe, "main"), work = f(exe, "work")
+        builder.sample(at: 20.5, [main])   // a sample from before the clock ran (the launcher's)
+        for index in 0..<20 { builder.sample(at: 60.5 + Double(index) * 2, [main, work]) }
+        var document = builder.document
+        var section = fortyMsAppPhase(document)
+        var sampling = section["sampling"] as! [String: Any]
+        sampling["clockArmedNs"] = 60_000_000
+        section["sampling"] = sampling
+        document["coldstart"] = section
+        XCTAssertNil(KernelShare.phases(try Timeline(data: JSONSerialization.data(withJSONObject: document)))[2],
+                     "half the phase ran before the clock")
+        sampling["clockArmedNs"] = 20_000_000
+        section["sampling"] = sampling
+        document["coldstart"] = section
+        XCTAssertNotNil(KernelShare.phases(try Timeline(data: JSONSerialization.data(withJSONObject: document)))[2])
     }
 
     func testSelfTotalPercentAndFirstSeenAreExact() throws {

@@ -148,7 +148,12 @@ package struct KernelShare: Codable, Sendable, Equatable {
                                        sortedSamples: [Int64]) -> [(from: Int64, to: Int64)] {
         if launcherMode == "not linked" { return [(sampling.startNs, sampling.stopNs)] }
         let cut = launcherMode == nil ? sampling.startNs : (timeline.launch.earliestInitNs ?? 0)
-        let first = sortedSamples.partitionPoint { $0 < max(cut, sampling.startNs) }
+        // Not before the main thread's clock ran (`clockArmedNs`): on a busy
+        // machine the scan thread armed it 5 ms into `main` while a launcher
+        // sample after the earliest init made the window look whole, and the
+        // unsampled start read as kernel time (46% against perf's 10%).
+        let from = max(cut, sampling.startNs, sampling.clockArmedNs ?? .min)
+        let first = sortedSamples.partitionPoint { $0 < from }
         let own: (from: Int64, to: Int64) = (first < sortedSamples.count ? sortedSamples[first] : sampling.stopNs, sampling.stopNs)
         let launcher: [(from: Int64, to: Int64)] = launcherMode == nil ? [] : [(Int64(0), cut)]
         return launcher + [own]
