@@ -210,6 +210,28 @@ final class ProfileTests: XCTestCase {
         XCTAssertEqual([fib1.children[0].children[0].samples, fib1.children[0].children[0].selfSamples], [1, 1])
     }
 
+    /// swift-format under `coldstart run` (the launcher's frame-pointer
+    /// chains): 22 of 244 stacks ran past the stack's base into words that
+    /// are no return address (`0x0`, `0x622f7273752f7466`, which is text),
+    /// each a root of the call tree of its own beside
+    /// `__libc_start_call_main`. A stack ends at its last frame in code; a
+    /// sample is never dropped.
+    func testWordsPastTheStacksBaseAreNoRootOfTheCallTree() throws {
+        let start = f(libc, "__libc_start_call_main"), main = f(exe, "main"), work = f(exe, "work")
+        let zero = f(-1, "0x0"), text = f(-1, "0x622f7273752f7466"), data = f(exe, "App+0x1f3a0 (not code)")
+        for index in 0..<20 { builder.sample(at: 21 + Double(index), [start, main, work]) }
+        for index in 0..<5 { builder.sample(at: 41 + Double(index), [zero, text, start, main, work]) }
+        for index in 0..<5 { builder.sample(at: 46 + Double(index), [data, start, main, work]) }
+        builder.sample(at: 60, [zero])
+        let result = try report()
+        XCTAssertEqual(result.overall.samples, 31)
+        XCTAssertEqual(result.callTree.map(\.name), ["__libc_start_call_main", "0x0"], "\(result.callTree.map(\.name))")
+        XCTAssertEqual(result.callTree.first?.samples, 30)
+        XCTAssertEqual(try row(result.overall.byTotal, "0x0").totalSamples, 1, "the lone one's leaf stays")
+        let names = result.overall.byTotal.map(\.name)
+        XCTAssertFalse(names.contains(text.name) || names.contains(data.name), "\(names)")
+    }
+
     func testSamplesFallInThePhaseHoldingTheirTime() throws {
         let main = f(exe, "main"), work = f(exe, "work"), late = f(exe, "late"), ctor = f(exe, "ctorWork")
         builder.sample(at: 15, [ctor])

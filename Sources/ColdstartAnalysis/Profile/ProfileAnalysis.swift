@@ -91,7 +91,17 @@ struct ProfileAnalysis {
             } else {
                 shape = shapes.count
                 shapeIDs[sample.frames] = shape
-                shapes.append(sample.frames.flatMap { frame -> [Int] in
+                // A frame-pointer walk that ran past the stack's base (the
+                // kernel's chains, where nothing better was had) ends in
+                // words that are no return address: 0x0, text such as
+                // 0x622f7273752f7466, data. Left in, each was a root of the
+                // call tree of its own and a "caller"; the stack ends at its
+                // last frame in code.
+                var frames = sample.frames[...]
+                while frames.count > 1, let outer = frames.last, !Self.isInCode(outer, modules: timeline.modules.count, symbols: symbols) {
+                    frames.removeLast()
+                }
+                shapes.append(frames.flatMap { frame -> [Int] in
                     if let ids = frameIDs[frame] { return ids }
                     let symbol = symbols[frame.key] ?? Timeline.Symbol(name: Symbolizer.fallbackName(for: frame, modules: timeline.modules))
                     let module = frame.module >= 0 && frame.module < timeline.modules.count ? frame.module : -1
@@ -115,6 +125,13 @@ struct ProfileAnalysis {
             throw ProfileError(path: path, problem: "malformed timeline: sampling rate \(sampling.effectiveHz) Hz")
         }
         return ProfileAnalysis(timeline: timeline, sampling: sampling, symbols: symbols, nsPerSample: nsPerSample)
+    }
+
+    /// Whether `frame` lies in a module's code: inside a mapped file, and
+    /// not a place the symbolizer found outside its code.
+    private static func isInCode(_ frame: Timeline.Frame, modules: Int, symbols: [String: Timeline.Symbol]) -> Bool {
+        guard frame.module >= 0, frame.module < modules else { return false }
+        return !(symbols[frame.key]?.name.hasSuffix(Symbolizer.notCodeSuffix) ?? false)
     }
 
     static func afterEndName(_ timeline: Timeline) -> String {

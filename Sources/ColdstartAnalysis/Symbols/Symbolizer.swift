@@ -111,7 +111,7 @@ package final class Symbolizer {
             // No function runs outside code: such a frame is a bad unwind,
             // and the name says so rather than borrow a data symbol's.
             guard image.isCode(lookup) else {
-                return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules) + " (not code)"), false)
+                return (Timeline.Symbol(name: Self.fallbackName(for: frame, modules: modules) + Self.notCodeSuffix), false)
             }
             // The symbol table names the function (its plainest alias);
             // DWARF adds what it inlined there, the source line, and names
@@ -143,6 +143,9 @@ package final class Symbolizer {
         guard frame.module >= 0, frame.module < modules.count else { return "0x" + String(frame.address, radix: 16) }
         return moduleName(modules[frame.module].path) + "+0x" + String(frame.address, radix: 16)
     }
+
+    /// What ends the name of a frame whose address lies outside its module's code.
+    static let notCodeSuffix = " (not code)"
 
     /// Whether `name`, as `symbol(for:)` gives it, names a function in a
     /// module's code, fit to be shown as a caller: not a frame left
