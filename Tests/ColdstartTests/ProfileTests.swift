@@ -232,6 +232,30 @@ final class ProfileTests: XCTestCase {
         XCTAssertFalse(names.contains(text.name) || names.contains(data.name), "\(names)")
     }
 
+    /// KnownCosts: 1 of 345 samples, in 2 of 55 launches, ran out of the
+    /// kernel's stack copy in a deep libswiftCore stack and went on by the
+    /// kernel's frame-pointer chain, which skips glibc's frames (rooted at
+    /// `__libc_start_call_main`), or ended at the program's main: a second
+    /// root beside `_start`. It goes on along the path the launch's other
+    /// stacks show above that frame; a launch walked by frame pointers only
+    /// keeps its one root as it is.
+    func testAStackCutShortAtTheProgramsStartJoinsTheLaunchsPathAboveIt() throws {
+        let start = f(exe, "_start"), libcStart = f(libc, "__libc_start_main"), callMain = f(libc, "__libc_start_call_main")
+        let main = f(exe, "main"), work = f(exe, "work"), deep = f(swiftCore, "swift_getGenericMetadata")
+        for index in 0..<20 { builder.sample(at: 21 + Double(index), [start, libcStart, callMain, main, work]) }
+        for index in 0..<3 { builder.sample(at: 41 + Double(index), [callMain, main, work, deep]) }
+        for index in 0..<2 { builder.sample(at: 44 + Double(index), [main, work, deep]) }
+        let joined = try report()
+        XCTAssertEqual(joined.callTree.map(\.name), ["_start"], "\(joined.callTree.map(\.name))")
+        XCTAssertEqual(joined.callTree.first?.samples, 25)
+        XCTAssertEqual(try row(joined.overall.byTotal, "_start").totalSamples, 25)
+        XCTAssertEqual(try row(joined.overall.bySelf, "swift_getGenericMetadata").selfSamples, 5)
+
+        setUp()
+        for index in 0..<5 { builder.sample(at: 21 + Double(index), [callMain, main, work]) }
+        XCTAssertEqual(try report().callTree.map(\.name), ["__libc_start_call_main"], "nothing to join it to")
+    }
+
     func testSamplesFallInThePhaseHoldingTheirTime() throws {
         let main = f(exe, "main"), work = f(exe, "work"), late = f(exe, "late"), ctor = f(exe, "ctorWork")
         builder.sample(at: 15, [ctor])
