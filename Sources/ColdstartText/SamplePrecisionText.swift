@@ -6,7 +6,13 @@ extension SamplingPrecision {
     /// samples are too few or began late; none when they are enough.
     package var noticeLines: [String] {
         var lines: [String] = []
-        if let clockStartedLateMs {
+        if let clockStartedLateMs, let scanWaitedMs {
+            lines += [
+                "Sampling began late, at \(Figure.format(clockStartedLateMs, decimals: 1)) ms: Coldstart's sampling thread waited "
+                    + "\(Figure.format(scanWaitedMs, decimals: 1)) ms to run (the machine was busy); sampled figures miss the launch before that.",
+                "  → profile where a CPU is free for Coldstart's thread, or pool launches (coldstart run -n N) so that some start on time",
+            ]
+        } else if let clockStartedLateMs {
             lines += [
                 "Sampling began late, at \(Figure.format(clockStartedLateMs, decimals: 1)) ms: the kernel had no perf event open, "
                     + "and its first one waits 10–18 ms; sampled figures miss the launch before that.",

@@ -23,9 +23,10 @@ final class SamplePrecisionTests: XCTestCase {
     }
 
     /// A 10 ms-like launch at 1 kHz: `count` samples in one app function.
-    private func launch(samples count: Int, clockArmedMs: Double? = nil) throws -> LaunchAnalysis {
+    private func launch(samples count: Int, clockArmedMs: Double? = nil, scanBeganMs: Double? = nil) throws -> LaunchAnalysis {
         var builder = SampledTimelineBuilder()
         builder.clockArmedNs = clockArmedMs.map { Int64($0 * 1e6) }
+        builder.scanBeganNs = scanBeganMs.map { Int64($0 * 1e6) }
         let app = builder.module("/opt/app/App")
         // Half the samples in each of two functions: neither is on every
         // stack (which a finding leaves out as plumbing).
@@ -86,9 +87,26 @@ final class SamplePrecisionTests: XCTestCase {
         let full = late.text(style: TextStyle(width: nil, color: false), full: true)
         XCTAssertTrue(full.contains("Sampled stacks: 80 samples from 10.00 (clock running from 26.00) to "), full)
 
+        // The scan thread ran at once: the kernel's first event held the clock.
+        let warmThread = try launch(samples: 80, clockArmedMs: 26, scanBeganMs: 10.3).report
+        XCTAssertNil(warmThread.profile?.precision.scanWaitedMs)
+        XCTAssertTrue(warmThread.text(style: TextStyle(width: nil, color: false), full: false).contains("the kernel had no perf event open"))
+
         let onTime = try launch(samples: 80, clockArmedMs: 10.6).report
         XCTAssertNil(onTime.profile?.precision.clockStartedLateMs)
         XCTAssertFalse(onTime.text(style: TextStyle(width: nil, color: false), full: true).contains("began late"))
+    }
+
+    /// A busy machine held Coldstart's scan thread back 60 ms (a CI run with
+    /// both CPUs taken): the report says so, not that the kernel was quiet.
+    func testAClockHeldBackByABusyMachineSaysSo() throws {
+        let late = try launch(samples: 80, clockArmedMs: 74, scanBeganMs: 70).report
+        XCTAssertEqual(late.profile?.precision.clockStartedLateMs, 74)
+        XCTAssertEqual(try XCTUnwrap(late.profile?.precision.scanWaitedMs), 60, accuracy: 1e-9)
+        let text = late.text(style: TextStyle(width: nil, color: false), full: false)
+        XCTAssertTrue(text.contains("Sampling began late, at 74.0 ms: Coldstart's sampling thread waited 60.0 ms to run (the machine was\n  busy)"), text)
+        XCTAssertFalse(text.contains("the kernel had no perf event open"), text)
+        XCTAssertFalse(text.contains("keep-warm"), "keeping the kernel warm would not have helped")
     }
 
     /// A lone 12 ms launch on a quiet kernel: the clock never ran, no

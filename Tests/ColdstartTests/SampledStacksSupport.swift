@@ -29,6 +29,8 @@ struct SampledTimelineBuilder {
     var samplingStartNs: Int64 = 10_000_000
     /// When the main thread's clock started (`sampling.clockArmedNs`); absent when nil.
     var clockArmedNs: Int64?
+    /// When the scan thread first ran (`sampling.scanBeganNs`); absent when nil.
+    var scanBeganNs: Int64?
     /// Contiguous phases: (name, kind, startMs, endMs).
     var phases: [(String, String, Double, Double)] = [
         ("kernel exec + loader", "loader", 0, 10),
@@ -78,6 +80,7 @@ struct SampledTimelineBuilder {
         ]
         if let boost { sampling["boost"] = boost }
         if let clockArmedNs { sampling["clockArmedNs"] = clockArmedNs }
+        if let scanBeganNs { sampling["scanBeganNs"] = scanBeganNs }
         var section: [String: Any] = [
             "version": 1,
             "launch": [

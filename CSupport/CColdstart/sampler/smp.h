@@ -202,6 +202,9 @@ struct cs_sampler {
     // When the main thread's clock was running (read just after it started):
     // the first perf event of a quiet kernel takes 10–18 ms to open.
     uint64_t armed_ns;
+    // When the scan thread first ran: a busy machine holds it back, and with
+    // it every clock, however warm the kernel.
+    uint64_t scan_began_ns;
     uint64_t cpu_start, cpu_stop;     // CLOCK_PROCESS_CPUTIME_ID
     uint64_t own_cpu;                 // CPU of Coldstart's unsampled threads (watcher, scanner) at the stop
     struct cs_rusage ru_start, ru_stop; // user/system split of that CPU time

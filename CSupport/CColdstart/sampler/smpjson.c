@@ -127,6 +127,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     else cs_jw_raw(w, "null");
     cs_jw_raw(w, ",\"startNs\":"); cs_jw_i64(w, (int64_t)S->t_start - (int64_t)start_ns);
     if (S->armed_ns) { cs_jw_raw(w, ",\"clockArmedNs\":"); cs_jw_i64(w, (int64_t)S->armed_ns - (int64_t)start_ns); }
+    if (S->scan_began_ns) { cs_jw_raw(w, ",\"scanBeganNs\":"); cs_jw_i64(w, (int64_t)S->scan_began_ns - (int64_t)start_ns); }
     cs_jw_raw(w, ",\"stopNs\":"); cs_jw_i64(w, (int64_t)S->t_stop - (int64_t)start_ns);
     cs_jw_raw(w, ",\"cpuNs\":"); cs_jw_u64(w, cpu);
     cs_jw_raw(w, ",\"coldstartCpuNs\":"); cs_jw_u64(w, S->own_cpu);

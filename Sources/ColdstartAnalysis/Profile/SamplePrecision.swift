@@ -67,14 +67,24 @@ package struct SamplingPrecision: Codable, Sendable, Equatable {
     /// after Coldstart's set-up (a kernel with no perf event open makes the
     /// first one wait 10–18 ms): no sample covers the launch before it.
     package var clockStartedLateMs: Double?
+    /// Of that delay, how long Coldstart's scan thread waited to run at all
+    /// (a busy machine), when it was most of it; nil when the kernel's first
+    /// event, or a file that does not say, held the clock back.
+    package var scanWaitedMs: Double?
 
     /// A clock running within this of the earliest init is on time (the
     /// scan thread's start and the first event take 1–2 ms on a warm kernel;
     /// a quiet kernel's first event, 10–18 ms).
     static let lateClockMs = 5.0
 
-    init(launchSamples: Int, msPerSample: Double, requestedHz: Double, samplingStartMs: Double = 0, clockArmedMs: Double? = nil) {
-        if let clockArmedMs, clockArmedMs - samplingStartMs > Self.lateClockMs { clockStartedLateMs = clockArmedMs }
+    init(launchSamples: Int, msPerSample: Double, requestedHz: Double, samplingStartMs: Double = 0, clockArmedMs: Double? = nil,
+         scanBeganMs: Double? = nil) {
+        if let clockArmedMs, clockArmedMs - samplingStartMs > Self.lateClockMs {
+            clockStartedLateMs = clockArmedMs
+            if let scanBeganMs, scanBeganMs - samplingStartMs > (clockArmedMs - samplingStartMs) / 2 {
+                scanWaitedMs = scanBeganMs - samplingStartMs
+            }
+        }
         confidencePercent = SamplePrecision.confidencePercent
         rule = SamplePrecision.rule(msPerSample: msPerSample)
         self.launchSamples = launchSamples

@@ -213,6 +213,10 @@ package struct Timeline: Sendable {
         /// one-time switch of its scheduler hooks (10–18 ms measured). Absent
         /// in older files.
         package var clockArmedNs: Int64?
+        /// When Coldstart's scan thread, which starts the clocks, first ran:
+        /// a late one means a busy machine, not a quiet kernel. Absent in
+        /// older files.
+        package var scanBeganNs: Int64?
         package var stopNs: Int64
         /// Process CPU time (user + system) in `[startNs, stopNs]`: the
         /// denominator of `effectiveHz` for the CPU clocks.

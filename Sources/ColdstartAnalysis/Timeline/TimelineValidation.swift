@@ -132,6 +132,7 @@ extension Timeline {
         }
         try check.interval(sampling.startNs, sampling.stopNs, "sampling")
         try check.offset(sampling.clockArmedNs, "sampling.clockArmedNs")
+        try check.offset(sampling.scanBeganNs, "sampling.scanBeganNs")
         for (field, value) in [("cpuNs", sampling.cpuNs), ("userNs", sampling.userNs), ("systemNs", sampling.systemNs),
                                ("coldstartCpuNs", sampling.coldstartCpuNs)] {
             try check.duration(value, "sampling." + field)
