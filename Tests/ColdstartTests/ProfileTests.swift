@@ -158,6 +158,11 @@ final class ProfileTests: XCTestCase {
         section["sampling"] = sampling
         document["coldstart"] = section
         XCTAssertNotNil(KernelShare.phases(try Timeline(data: JSONSerialization.data(withJSONObject: document)))[2])
+        // Records the kernel dropped from a full ring: user time of no known phase.
+        sampling["kernelStacks"] = ["samples": 21, "lost": 3] as [String: Any]
+        section["sampling"] = sampling
+        document["coldstart"] = section
+        XCTAssertNil(KernelShare.phases(try Timeline(data: JSONSerialization.data(withJSONObject: document)))[2], "3 samples lost")
     }
 
     func testSelfTotalPercentAndFirstSeenAreExact() throws {

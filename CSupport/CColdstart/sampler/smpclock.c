@@ -218,8 +218,14 @@ static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
     uint64_t id = 0;
     void *ring = MAP_FAILED;
     size_t bytes = 0;
-    static const size_t data_pages[] = {64, 32, 8, 2};
-    for (size_t i = tid == S->main_tid ? 0 : 1; i < sizeof data_pages / sizeof *data_pages && ring == MAP_FAILED; i++) {
+    // The main thread's ring holds ~58 samples of a 4 KiB stack in 64 pages:
+    // 58 ms at 1 kHz, 5.8 ms at 10 kHz, which a scan thread kept off the CPU
+    // on a busy machine outlasted (samples lost, read as kernel time:
+    // docs/real-programs.md). From 4 kHz it asks for 256 (23 ms at 10 kHz);
+    // the locked-memory limit may leave it the smaller ones.
+    static const size_t data_pages[] = {256, 64, 32, 8, 2};
+    size_t from = tid != S->main_tid ? 2 : S->requested_hz >= 4000 ? 0 : 1;
+    for (size_t i = from; i < sizeof data_pages / sizeof *data_pages && ring == MAP_FAILED; i++) {
         bytes = (1 + data_pages[i]) * 4096;
         // The smallest ring must hold one sample.
         if (regs && data_pages[i] * 4096 < 2 * (S->stack_bytes + 1024)) break;

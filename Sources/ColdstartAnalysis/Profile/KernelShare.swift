@@ -19,7 +19,9 @@ import Foundation
 /// (unmapping the process, ~1.1 ms for `swift-format`), which no task-clock
 /// sample sees, perf's neither: it is `exitMs`, apart. `getrusage`'s own
 /// user/system split is not used: the kernel makes it from 4 ms ticks, too
-/// coarse for a phase of a few milliseconds.
+/// coarse for a phase of a few milliseconds. A launch whose sampler lost
+/// records to a full ring (`kernelStacks.lost`) has no split after its
+/// earliest init: where the lost user time fell is not known.
 package struct KernelShare: Codable, Sendable, Equatable {
     /// User-mode CPU of the host: user samples × period.
     package var userMs: Double
@@ -78,6 +80,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
             unsampledBeforeMainNs = max(Double(main.usage.cpuNs) - sampled, 0)
         }
         let windows = sampledWindows(timeline, sampling: sampling, launcherMode: launcherMode, sortedSamples: userTimes)
+        let ringLost = sampling.kernelStacks?.lost ?? 0
         let lastPhase = timeline.phases.indices.last
         return timeline.phases.enumerated().map { index, phase -> KernelShare? in
             // The set-up phase's sampler starts inside it: its user time is not all sampled.
@@ -109,7 +112,9 @@ package struct KernelShare: Codable, Sendable, Equatable {
                                    source: "kernel samples", coldstartNs: own + (first ? unsampled : 0), exitNs: exit)
             }
             if let cpu, cpu > 0 {
-                guard cpu >= minimumPeriods * periodNs else { return nil }
+                // Samples the kernel dropped from a full ring are user time
+                // that no phase can be given: the rest would read as kernel.
+                guard cpu >= minimumPeriods * periodNs, ringLost == 0 else { return nil }
                 let host = max(cpu - ownNs, 0)
                 return KernelShare(userNs: min(userNs, host), kernelNs: max(host - userNs, 0), samples: samples, source: "rusage",
                                    coldstartNs: cpu - host)
