@@ -24,14 +24,20 @@ extension PooledProfileReport {
         if let advice = precision.advice { lines.append("  " + advice) }
 
         var phaseTable = Table(columns: [.init("phase", .left), .init("samples", .right), .init("ms/launch", .right), .init("%", .right),
-                                         .init("CPU user+kernel ms/launch", .right), .init("kernel", .right)])
+                                         .init("CPU user+kernel ms/launch", .right), .init("kernel", .right),
+                                         .init("Coldstart", .right)])
         for phase in phases {
             phaseTable.add([phase.name, String(phase.samples), Self.format(phase.msPerLaunch, decimals: 2), Self.format(phase.percent, decimals: 1),
-                            phase.kernel.map { Self.format($0.userMs, decimals: 2) + "+" + Self.format($0.kernelMs, decimals: 2) + population(phase) } ?? "–",
-                            phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–"])
+                            phase.kernel.map {
+                                Self.format($0.userMs, decimals: 2) + "+" + Self.format($0.kernelMs, decimals: 2)
+                                    + ($0.exitMs.map { " +" + Self.format($0, decimals: 2) + " exit" } ?? "") + population(phase)
+                            } ?? "–",
+                            phase.kernel.map { Self.format($0.kernelPercent, decimals: 0) + "%" } ?? "–",
+                            phase.kernel.map { Self.format($0.coldstartMs ?? 0, decimals: 2) } ?? "–"])
         }
-        lines += ["", "Samples by phase (each launch's own phases, ms over every launch; CPU: user samples × period + the kernel's, "
-            + "over the launches with both, named when fewer)"]
+        lines += ["", "Samples by phase (each launch's own phases, ms over every launch; CPU: user samples × period + the kernel's "
+            + "(+ the kernel's exit after the last sample), over the launches with both, named when fewer; Coldstart: ms/launch of its own threads' "
+            + "and launcher's CPU)"]
             + phaseTable.render(width: width)
         guard full else {
             return lines + [""] + functionLines("Top functions by self time", Array(bySelf.prefix(5)), selfFirst: true, width: width)

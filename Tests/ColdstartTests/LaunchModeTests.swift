@@ -226,5 +226,10 @@ final class LaunchModeTests: XCTestCase {
         XCTAssertEqual([initializers.userMs, initializers.kernelMs], [6, 1], "per launch")
         XCTAssertEqual(initializers.userSamples, 12)
         XCTAssertEqual(initializers.source, "pooled over 2 launches")
+        // Coldstart's own and the exit stay apart in the pool, per launch.
+        let report = pool.report(top: 5)
+        XCTAssertEqual(report.phases.first { $0.kind == "loader" }?.kernel?.coldstartMs, 6, "the CPU before main no sample saw: 30 ms less 24 sampled")
+        XCTAssertEqual(report.phases.first { $0.kind == "app" }?.kernel?.exitMs, 10, "wait4's CPU after the last sample")
+        XCTAssertEqual(report.phases.first { $0.kind == "initializers" }?.kernel?.coldstartMs, nil)
     }
 }
