@@ -165,7 +165,8 @@ void cs_safe_read_init(void) {
 // ---- Coldstart's own threads ----
 
 // `always`: the thread's first and last points, whatever the step. The
-// last slot is kept for the last point.
+// last slot is kept for the last point. Only the thread itself writes its
+// series. Async-signal-safe (two clock reads).
 static void own_point(struct cs_own_thread *t, bool always) {
     uint32_t n = atomic_load_explicit(&t->npoints, memory_order_relaxed);
     if (n >= CS_OWN_POINTS || (!always && n >= CS_OWN_POINTS - 1)) return;
