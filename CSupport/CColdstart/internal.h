@@ -348,6 +348,10 @@ void cs_out_rotate(int dir);
 /// buildId) the user did not set. Async-signal-safe.
 struct utsname;
 void cs_labels_write(struct cs_jw *w, const struct utsname *uts);
+/// ownjson.c: `,"ownThreads":[…]`, each of Coldstart's threads' CPU points
+/// (cs_own_tick), times as offsets from `start`. Async-signal-safe (reads
+/// the points the threads published; writes only to `w`).
+void cs_own_write(struct cs_jw *w, uint64_t start);
 
 // ---- procstat.c ----
 /// Estimates the start from the calling (main) thread's CPU time and

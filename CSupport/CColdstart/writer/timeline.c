@@ -272,35 +272,6 @@ static void write_trace_events(struct cs_jw *w, const struct cs_plan *pl) {
     cs_jw_raw(w, "}\n]");
 }
 
-// Coldstart's threads' CPU over time (cs_own_tick), so that the analysis
-// can count it apart from the host's in each phase's getrusage.
-static void write_own_threads(struct cs_jw *w, const struct cs_plan *pl) {
-    uint32_t count = atomic_load(&cs_g.own.count);
-    if (count > CS_OWN_MAX) count = CS_OWN_MAX;
-    cs_jw_raw(w, ",\n\"ownThreads\":[");
-    bool first = true;
-    for (uint32_t i = 0; i < count; i++) {
-        const struct cs_own_thread *t = &cs_g.own.threads[i];
-        uint32_t n = atomic_load_explicit(&t->npoints, memory_order_acquire);
-        int tid = atomic_load(&t->tid);
-        if (n == 0 || tid == 0) continue;
-        if (n > CS_OWN_POINTS) n = CS_OWN_POINTS;
-        cs_jw_raw(w, first ? "{\"tid\":" : ",{\"tid\":");
-        first = false;
-        cs_jw_i64(w, tid);
-        cs_jw_raw(w, ",\"cpu\":[");
-        for (uint32_t k = 0; k < n; k++) {
-            cs_jw_raw(w, k ? ",[" : "[");
-            cs_jw_i64(w, OFFSET(pl, t->points[k].ns));
-            cs_jw_raw(w, ",");
-            cs_jw_u64(w, t->points[k].cpu_ns);
-            cs_jw_raw(w, "]");
-        }
-        cs_jw_raw(w, "]}");
-    }
-    cs_jw_raw(w, "]");
-}
-
 static void write_snapshot(struct cs_jw *w, const struct cs_plan *pl, const char *at, uint64_t ns, const struct cs_rusage *ru) {
     cs_jw_raw(w, "{\"at\":\""); cs_jw_raw(w, at);
     cs_jw_raw(w, "\",\"ns\":"); cs_jw_i64(w, OFFSET(pl, ns));
@@ -437,7 +408,7 @@ static void write_coldstart(struct cs_jw *w, const struct cs_plan *pl) {
     }
     cs_jw_raw(w, "]");
     if (pl->detail) {
-        write_own_threads(w, pl);
+        cs_own_write(w, pl->start);
         cs_sampler_write(w, pl->start);
         cs_watch_write_section(w, pl->start);
     }

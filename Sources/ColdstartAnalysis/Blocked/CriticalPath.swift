@@ -44,11 +44,6 @@ package struct CriticalPath: Sendable, Equatable {
     package struct FirstLook: Sendable, Equatable {
         package var ns: Int64
         package var cpuNs: UInt64
-
-        package init(ns: Int64, cpuNs: UInt64) {
-            self.ns = ns
-            self.cpuNs = cpuNs
-        }
     }
 
     /// Contiguous and in time order; empty when the launch has no `main`.
