@@ -30,7 +30,21 @@ final class AsyncLaunchTests: XCTestCase {
     private static let asyncRun: Result<Run, Error> = Result { try profiledRun() }
     private static let semaphoreRun: Result<Run, Error> = Result { try profiledRun(["--sync-semaphore"]) }
 
+    /// A busy machine can start the watcher late, and the report then says
+    /// that part of the first phase was not watched; these tests check what
+    /// is attributed once it is watched, so such a launch is run again
+    /// (at most twice), as KnownCostsRun does for a late scan thread.
     private static func profiledRun(_ arguments: [String] = []) throws -> Run {
+        var run = try profiledRunOnce(arguments)
+        for _ in 0..<2 {
+            guard let first = run.blocked.phases.first(where: { $0.name == "main → config loaded" }),
+                  let sleep = run.measured["sleep"], first.notWatchedMs > 0.1 * sleep else { break }
+            run = try profiledRunOnce(arguments)
+        }
+        return run
+    }
+
+    private static func profiledRunOnce(_ arguments: [String]) throws -> Run {
         let service = try FixturePrograms.path("AsyncService")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-async-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -118,8 +132,18 @@ final class AsyncLaunchTests: XCTestCase {
         XCTAssertEqual(span.tid, run.timeline.process.pid, "begun on the main thread")
         XCTAssertNotEqual(span.endTid, span.tid, "ended where the continuation resumed")
         let row = try XCTUnwrap(try LaunchAnalysis(timeline: run.timeline).report.spans.first { $0.name == "load config" })
-        XCTAssertEqual(row.ranOn?.first?.tid, span.tid)
-        XCTAssertEqual(row.ranOn?.last?.tid, span.endTid)
+        // A loaded machine has failed this twice in CI-like runs and never
+        // when tried here: say what the watcher saw, so the log explains it.
+        let seen = [span.tid, span.endTid].map { tid in
+            let look = run.timeline.watch?.threads.first { $0.tid == tid }
+            let segments = (run.timeline.watch?.segments ?? []).filter { $0.tid == tid }.prefix(4)
+                .map { "[\($0.startNs)-\($0.endNs) \($0.state) \($0.cause)]" }
+            return "tid \(tid): first look \(look.map { "\($0.firstNs) cpu \($0.cpuBeforeNs)" } ?? "none"), segments \(segments)"
+        }
+        let context = "span \(span.beginNs)-\(span.endNs) (cpu \(span.beginThreadCpuNs.map(String.init) ?? "-") → \(span.endThreadCpuNs.map(String.init) ?? "-")); "
+            + seen.joined(separator: "; ")
+        XCTAssertEqual(row.ranOn?.first?.tid, span.tid, context)
+        XCTAssertEqual(row.ranOn?.last?.tid, span.endTid, context)
     }
 
     func testTheFlameChartFollowsThePathOntoTheWorker() throws {
