@@ -373,14 +373,20 @@ enum KnownCostsRun {
         /// few and lumpy (docs/performance.md), and no tolerance holds.
         /// A machine so busy that Coldstart's scan thread, which starts the
         /// perf clocks, waited over 10 ms to run misses the start-up with
-        /// them (the slow initializer): the report says so instead.
+        /// them (the slow initializer): the report says so instead. So does
+        /// a clock the kernel armed over 10 ms late, which a CI-like run at
+        /// load 3+ showed with the scan thread on time: 19.0 of the
+        /// initializer's 30 ms sampled.
         var timersWereStarved: Bool {
-            (timeline.sampling?.clock == "posix-cpu-timer" && cpuPerWall < 0.9) || scanWaitedMs > 10
+            (timeline.sampling?.clock == "posix-cpu-timer" && cpuPerWall < 0.9) || scanWaitedMs > 10 || clockLateMs > 10
         }
 
-        var scanWaitedMs: Double {
-            guard let began = timeline.sampling?.scanBeganNs, let start = timeline.launch.earliestInitNs else { return 0 }
-            return Double(began - start) / 1e6
+        var scanWaitedMs: Double { sinceEarliestInit(timeline.sampling?.scanBeganNs) }
+        var clockLateMs: Double { sinceEarliestInit(timeline.sampling?.clockArmedNs) }
+
+        private func sinceEarliestInit(_ ns: Int64?) -> Double {
+            guard let ns, let start = timeline.launch.earliestInitNs else { return 0 }
+            return Double(ns - start) / 1e6
         }
 
         /// Skips a test of accuracy when the run's timers were starved.
@@ -388,7 +394,7 @@ enum KnownCostsRun {
             if timersWereStarved {
                 throw XCTSkip("the machine was too busy for the sampling clocks in \(KnownCostsRun.attempts) runs: KnownCosts got "
                     + "\(Int(cpuPerWall * 100))% of a CPU (\(Int(timeline.sampling?.effectiveHz ?? 0)) Hz effective), Coldstart's "
-                    + "scan thread waited \(Int(scanWaitedMs)) ms to run")
+                    + "scan thread waited \(Int(scanWaitedMs)) ms to run and the clock armed \(Int(clockLateMs)) ms after the earliest initializer")
             }
         }
 
