@@ -205,6 +205,7 @@ extension FindingInputs {
                 usesFoundation: modules.contains { $0.hasPrefix("libFoundation") },
                 startPrecisionMs: launch.startPrecisionMs)
             loader?.reference = LoaderReference(timeline)
+            loader?.sampledByLauncher = UnprofiledEstimate.loaderWasSampled(timeline)
         }
         if let profile {
             lazyGlobals = profile.lazyGlobals.map {
