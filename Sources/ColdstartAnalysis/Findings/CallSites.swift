@@ -33,7 +33,7 @@ extension ProfileAnalysis {
         for above in stack.indices.dropFirst(position + 1) {
             let function = functions[stack[above]]
             guard function.namesFunction else { continue }
-            let isOwn = executableModules.contains(function.module)
+            let isOwn = function.inExecutable
             let isEntry = Self.isPlumbing(function.name) && (function.name == "main" || function.name.hasSuffix("_main") || function.name.hasSuffix("$main"))
             guard isEntry || !Self.isPlumbing(function.name) else { continue }
             var name = isEntry ? "main" : Self.briefName(RuntimeCostClassifier.displayName(Self.shortName(function.name)))
@@ -52,10 +52,17 @@ extension ProfileAnalysis {
     /// stack (once per sample) of `indices`.
     func stackTimes(of ids: Set<Int>, over indices: [Int]) -> [Int: (leaf: Int, onStack: Int)] {
         var times: [Int: (leaf: Int, onStack: Int)] = [:]
-        for counted in shapeCounts(indices) {
+        // Per function id, as arrays: a set made and hashed per stack.
+        var wanted = [Bool](repeating: false, count: functions.count)
+        for id in ids where id >= 0 && id < functions.count { wanted[id] = true }
+        var seen = [Int](repeating: -1, count: functions.count)
+        for (position, counted) in shapeCounts(indices).enumerated() {
             let stack = shapes[counted.shape]
-            if let leaf = stack.first, ids.contains(leaf) { times[leaf, default: (0, 0)].leaf += counted.samples }
-            for id in Set(stack) where ids.contains(id) { times[id, default: (0, 0)].onStack += counted.samples }
+            if let leaf = stack.first, wanted[leaf] { times[leaf, default: (0, 0)].leaf += counted.samples }
+            for id in stack where wanted[id] && seen[id] != position {
+                seen[id] = position
+                times[id, default: (0, 0)].onStack += counted.samples
+            }
         }
         return times
     }
@@ -79,13 +86,12 @@ extension ProfileAnalysis {
         struct Site { var samples = 0; var sample: Int; var position: Int }
         struct Tally { var samples = 0; var phase: Int; var sites: [Int: Site] = [:] }
         var tallies: [Int: Tally] = [:]
-        var globals: [Int: Bool] = [:]
+        var globals = [Int8](repeating: -1, count: functions.count)
         for counted in shapeCounts(indices) {
             let stack = shapes[counted.shape]
             let isGlobal = stack.contains { id in
-                if let known = globals[id] { return known }
-                globals[id] = lazyGlobalName(functions[id]) != nil
-                return globals[id]!
+                if globals[id] < 0 { globals[id] = lazyGlobalName(functions[id]) != nil ? 1 : 0 }
+                return globals[id] == 1
             }
             guard !isGlobal, initializerFrames(stack).isEmpty else { continue }
             var caller: Int?
@@ -93,7 +99,7 @@ extension ProfileAnalysis {
                 let function = functions[stack[position]]
                 // A bad unwind's frame is neither the app's call nor the library's.
                 guard function.namesFunction else { continue }
-                if executableModules.contains(function.module) {
+                if function.inExecutable {
                     caller = position
                     continue
                 }

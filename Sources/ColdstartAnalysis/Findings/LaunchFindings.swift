@@ -66,13 +66,15 @@ extension ProfileAnalysis {
     /// place to act on. Each distinct stack is looked at once, weighted by
     /// its samples.
     func slowFunctions(_ indices: [Int], limit: Int, rules: inout FrameRules) -> [FindingInputs.NamedCost] {
-        var globals: [Int: Bool] = [:]
+        // Per function id, as arrays: a dictionary hashed each frame of each stack.
+        var globals = [Int8](repeating: -1, count: functions.count)
         func isGlobal(_ id: Int) -> Bool {
-            if let known = globals[id] { return known }
+            if globals[id] >= 0 { return globals[id] == 1 }
             let global = lazyGlobalName(functions[id]) != nil
-            globals[id] = global
+            globals[id] = global ? 1 : 0
             return global
         }
+        var seen = [Int](repeating: -1, count: functions.count)
         var own: [ShapeCount] = []
         for counted in shapeCounts(indices) {
             let stack = shapes[counted.shape]
@@ -86,9 +88,10 @@ extension ProfileAnalysis {
         var innermost: [Int: Int] = [:]
         var firstPhase: [Int: Int] = [:]
         for (position, counted) in own.enumerated() {
-            let appFrames = shapes[counted.shape].filter { executableModules.contains(functions[$0].module) && functions[$0].namesFunction }
+            let appFrames = shapes[counted.shape].filter { functions[$0].inExecutable && functions[$0].namesFunction }
             if let leaf = appFrames.first { innermost[leaf, default: 0] += counted.samples }
-            for id in Set(appFrames) {
+            for id in appFrames where seen[id] != position {
+                seen[id] = position
                 members[id, default: []].append(position)
                 samples[id, default: 0] += counted.samples
                 if firstPhase[id] == nil { firstPhase[id] = stacks[counted.first].phase }

@@ -17,15 +17,15 @@ extension ProfileAnalysis {
         var rootedInLoader = true
         for position in stride(from: stack.count - 1, through: 1, by: -1) {
             let id = stack[position]
-            let inLoader = loaderModules.contains(functions[id].module)
+            let inLoader = functions[id].inLoader
             rootedInLoader = rootedInLoader && inLoader
-            if inLoader, !loaderModules.contains(functions[stack[position - 1]].module) {
+            if inLoader, !functions[stack[position - 1]].inLoader {
                 let function = functions[id]
                 let isInit = ["_dl_init", "call_init"].contains(function.baseName)
                     || (rootedInLoader && function.name == function.linkageName && function.name.containsBytes("+0x"))
                 if isInit { found.append(position - 1) }
             }
-            if libcModules.contains(functions[id].module), functions[id].name == "__libc_start_main" {
+            if functions[id].inLibc, functions[id].name == "__libc_start_main" {
                 var constructor = position - 1
                 while constructor > 0, ["call_init", "__libc_csu_init", "_init"].contains(functions[stack[constructor]].baseName) {
                     constructor -= 1

@@ -13,6 +13,13 @@ struct ProfileAnalysis {
         /// per function: asked of each frame of each distinct stack, its
         /// Foundation search was 37% of `report`'s CPU on a 100k file.
         var namesFunction = true
+        /// Whether its module is the executable's, the loader's or libc's
+        /// (`executableModules`, `loaderModules`, `libcModules`): asked of
+        /// each frame of each distinct stack, a `Set<Int>` look-up hashed
+        /// millions of times on a 100k-sample file.
+        var inExecutable = false
+        var inLoader = false
+        var inLibc = false
 
         /// The name without the inlined marker, for matching known functions.
         var baseName: String { isInlined ? String(name.dropLast(Self.inlinedMarker.count)) : name }
@@ -75,7 +82,8 @@ struct ProfileAnalysis {
             if let id = ids[key] { return id }
             ids[key] = functions.count
             functions.append(Function(name: name, linkageName: symbol.system ?? symbol.name, module: module, isInlined: inlined,
-                                      namesFunction: Symbolizer.namesFunction(name)))
+                                      namesFunction: Symbolizer.namesFunction(name), inExecutable: executableModules.contains(module),
+                                      inLoader: loaderModules.contains(module), inLibc: libcModules.contains(module)))
             return functions.count - 1
         }
         var shapeIDs: [[Timeline.Frame]: Int] = [:]
@@ -133,8 +141,8 @@ struct ProfileAnalysis {
     private mutating func joinStacksCutShortAtTheProgramsStart() {
         let starts = Set(functions.indices.filter { id in
             let function = functions[id]
-            if libcModules.contains(function.module) { return ["__libc_start_call_main", "__libc_start_main"].contains(function.name) }
-            return executableModules.contains(function.module)
+            if function.inLibc { return ["__libc_start_call_main", "__libc_start_main"].contains(function.name) }
+            return function.inExecutable
                 && (function.name == "main" || function.name.hasSuffix("_main") || function.name.hasSuffix("$main"))
         })
         guard !starts.isEmpty else { return }
