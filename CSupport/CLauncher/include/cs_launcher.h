@@ -76,6 +76,38 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
                     char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period, unsigned flags);
 
 /*
+ * A reference launch for the loader's own time (no perf event, no LD_AUDIT
+ * module): forks, and while the child waits on a pipe makes the FIFO
+ * `fifo_prefix`.<child pid> (mode 0600) and opens its read end
+ * non-blocking (`*fifo_fd`, close-on-exec, so the child never holds it),
+ * then stamps `l->release_ns` and lets the child exec `path` with stdout
+ * and stderr on /dev/null. `envp` is to set LD_DEBUG=statistics and
+ * LD_DEBUG_OUTPUT=`fifo_prefix`: glibc's ld.so then opens that FIFO
+ * (O_WRONLY, which returns at once because the reader is there) and writes
+ * its statistics after relocating every object, before the first
+ * initializer. When the FIFO cannot be made the child is killed before
+ * exec. Only `l->pid` and `l->release_ns` are set. Returns 0, or an errno
+ * (then no child is left). Not async-signal-safe (the child side only
+ * calls read, sigaction, sigprocmask, dup2, clock_gettime, execve, _exit).
+ */
+int cs_launch_reference(cs_launch *l, const char *path, char *const argv[], char *const envp[], const char *fifo_prefix,
+                        int *fifo_fd);
+
+/*
+ * Serves a reference launch for up to `timeout_ms`: reads what arrives on
+ * `fifo_fd` (up to `cap` bytes kept in `text`, `*length` of them so far;
+ * the rest read and dropped, so ld.so never blocks on a full pipe) and sets
+ * `*arrival_ns` (CLOCK_MONOTONIC, when 0) as poll returns with the first
+ * bytes. Keep calling it until the child is reaped, and keep `fifo_fd` open
+ * until then: ld.so's exit statistics go to the same FIFO, and a FIFO
+ * without a reader would kill the child with SIGPIPE. 1: the child was
+ * reaped (`status` as waitpid's, `usage` wait4's); 0: still running.
+ * Async-signal-safe (wait4, poll, read, clock_gettime, nanosleep).
+ */
+int cs_launch_statistics_wait(cs_launch *l, int fifo_fd, int timeout_ms, uint64_t *arrival_ns, char *text, size_t cap,
+                              size_t *length, int *status, struct rusage *usage);
+
+/*
  * Moves every complete record out of the rings into `out` (records keep
  * their perf_event_header; a record split by the ring's wrap is joined).
  * Returns the number of bytes added, or -1 when out of memory (the rings are

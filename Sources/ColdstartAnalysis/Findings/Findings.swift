@@ -339,6 +339,20 @@ extension Finding {
     /// 0.5 % and 0.1 ms.
     /// Runtime work already inside a reported lazy global, and the loader's
     /// own kinds, are not counted twice.
+    /// The loader's time in the run's launches without the launcher's
+    /// sampling, where that span ends and how precisely, before the rest of
+    /// the loader finding's location.
+    static func referencePhrase(_ reference: LoaderReference) -> String {
+        switch reference.end {
+        case .earliestInit:
+            String(format: "%.1f ms without the launcher's sampling (median of %d); ", Double(reference.medianNs) / 1e6, reference.launches)
+        case .loaderStatistics:
+            // The span's end is the print's arrival at the launcher: late by its wake-up, µs on an idle CPU.
+            String(format: "%.1f ms without the launcher's sampling (exec → ld.so's statistics, before initializers; median of %d, %.1f–%.1f ms); ",
+                   Double(reference.medianNs) / 1e6, reference.launches, Double(reference.p25Ns) / 1e6, Double(reference.p75Ns) / 1e6)
+        }
+    }
+
     package static func ranked(_ inputs: FindingInputs, floorPercent: Double = 1) -> [Finding] {
         let launch = max(inputs.launchMs, 1e-9)
         func percent(_ ms: Double) -> Double { ms * 100 / launch }
@@ -348,7 +362,7 @@ extension Finding {
             candidates.append(Finding(
                 kind: .loader, title: "dynamic loading before any code runs", ms: loader.ms, percent: percent(loader.ms),
                 // First, so that the first screen's one line keeps it.
-                location: (loader.reference.map { String(format: "%.1f ms without the launcher's sampling (median of %d); ", Double($0.medianNs) / 1e6, $0.launches) } ?? "")
+                location: (loader.reference.map(Self.referencePhrase) ?? "")
                     + LoadedObjects.librariesPhrase(loader.libraryCount)
                     + (loader.relocations.map { ", \($0) symbolic relocations" } ?? "")
                     + (loader.lookups.map { " (\($0) look-ups)" } ?? "")

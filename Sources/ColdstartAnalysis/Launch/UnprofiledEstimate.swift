@@ -124,8 +124,9 @@ package struct UnprofiledEstimate: Codable, Sendable, Equatable {
             // the reference launches' spread.
             parts.append(Part(name: "loader sampling", ms: Double(max(reference.addedNs, 0)) / 1e6,
                               uncertaintyMs: Double(reference.p75Ns - reference.p25Ns) / 2e6,
-                              basis: "median exec → earliest init of \(reference.sampledLaunches) sampled launches less that of "
-                                  + "\(reference.launches) without loader sampling, ± half their interquartile range"))
+                              basis: "median exec → earliest init of \(reference.sampledLaunches) sampled launches less "
+                                  + (reference.end == .earliestInit ? "that" : reference.spanPhrase)
+                                  + " of \(reference.launches) without loader sampling, ± half their interquartile range"))
         } else if Self.loaderWasSampled(timeline) {
             unknown.append("coldstart run sampled the loader (an LD_AUDIT module and perf events, or ptrace where perf is refused, from exec), "
                 + "which slows the time before main by an amount the launch cannot time; run with --no-sample-loader")

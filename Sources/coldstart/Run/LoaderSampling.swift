@@ -89,14 +89,10 @@ struct LoaderSampling {
             environment["COLDSTART_AUDIT_OUT"] = auditFile
         }
 
-        var cStrings: [UnsafeMutablePointer<CChar>?] = []
-        defer { cStrings.forEach { free($0) } }
-        let argv = launcher.arguments.map { strdup($0) } + [nil]
-        cStrings += argv
         // The child writes its exec time over the digits.
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") }
-            + [strdup("COLDSTART_SPAWN_NS=000000000000000000000")]
-        cStrings += envp
+        let strings = ChildStrings(arguments: launcher.arguments, environment: environment, extra: ["COLDSTART_SPAWN_NS=000000000000000000000"])
+        defer { strings.free() }
+        let (argv, envp) = (strings.argv, strings.envp)
         var launch = cs_launch()
         let rc = cs_launch_start(&launch, launcher.path, argv, envp + [nil], envp.last!, launcher.stdoutToStderr ? STDERR_FILENO : -1,
                                  UInt32(hz), UInt32(faultPeriod), UInt32(CS_LAUNCH_TRACE_IF_REFUSED))
@@ -137,6 +133,66 @@ struct LoaderSampling {
             try write(capture, linked: linked, to: timeline)
         }
         return Launcher.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
+    }
+
+    /// Whether the user's environment asks glibc's loader for debugging
+    /// output of its own: a statistics reference launch would change it, so
+    /// the run makes none.
+    static func userSetsLoaderDebugging(_ environment: [String: String]) -> Bool {
+        !(environment["LD_DEBUG"] ?? "").isEmpty || !(environment["LD_DEBUG_OUTPUT"] ?? "").isEmpty
+    }
+
+    /// One launch of a program without Coldstart that times its loader
+    /// undisturbed (docs/before-main.md): no perf event, no LD_AUDIT module;
+    /// glibc's ld.so writes its statistics (`LD_DEBUG=statistics`) to a FIFO
+    /// the launcher made for the child's pid, and the span is the child's
+    /// release to exec → their arrival, both CLOCK_MONOTONIC. `ns` is nil
+    /// when they never came (not glibc's loader, or a secure-execution
+    /// program, whose ld.so ignores LD_DEBUG_OUTPUT). The program's output
+    /// is discarded.
+    func statisticsLaunch(_ launcher: Launcher, directory: String, timeout: Double?) throws -> (ns: Int64?, status: Int32) {
+        // A directory of its own: a child process of the program inherits
+        // LD_DEBUG and writes PREFIX.<its pid> as a regular file.
+        let scratch = "\(directory)/.ld-statistics-\(getpid())"
+        try? FileManager.default.removeItem(atPath: scratch)
+        do {
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CommandError(message: "cannot create \(scratch): \(error.localizedDescription)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let prefix = scratch + "/ld"
+        var environment = launcher.environment
+        environment["LD_DEBUG"] = "statistics"
+        environment["LD_DEBUG_OUTPUT"] = prefix
+
+        let strings = ChildStrings(arguments: launcher.arguments, environment: environment)
+        defer { strings.free() }
+        var launch = cs_launch()
+        var fifo: Int32 = -1
+        let rc = cs_launch_reference(&launch, launcher.path, strings.argv, strings.envp + [nil], prefix, &fifo)
+        guard rc == 0 else { throw CommandError(message: "cannot launch \(launcher.path): \(String(cString: strerror(rc)))") }
+        defer { close(fifo) }  // only once the child is reaped: its exit statistics go there too
+
+        var arrival: UInt64 = 0, length = 0
+        var text = [CChar](repeating: 0, count: 4096)
+        var status: Int32 = 0
+        var usage = rusage()
+        let start = Date()
+        var termSent: Date?
+        while cs_launch_statistics_wait(&launch, fifo, 50, &arrival, &text, text.count, &length, &status, &usage) == 0 {
+            if let sent = termSent {
+                if Date().timeIntervalSince(sent) > 5 { kill(launch.pid, SIGKILL) }
+            } else if let timeout, Date().timeIntervalSince(start) > timeout {
+                termSent = Date()
+                kill(launch.pid, SIGTERM)
+            }
+        }
+        let signal = status & 0x7F
+        let exitStatus = signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+        let received = String(decoding: text.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard arrival > launch.release_ns, received.contains("runtime linker statistics") else { return (nil, exitStatus) }
+        return (Int64(arrival - launch.release_ns), exitStatus)
     }
 
     /// The last measured launch's time before main, when the launcher sampled it.
@@ -231,4 +287,18 @@ struct LoaderSampling {
         uname(&name)
         return withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
+}
+
+/// A child's argv (nil-terminated) and environment strings (not), copied for
+/// C; `free()` releases them.
+private struct ChildStrings {
+    let argv: [UnsafeMutablePointer<CChar>?]
+    let envp: [UnsafeMutablePointer<CChar>?]
+
+    init(arguments: [String], environment: [String: String], extra: [String] = []) {
+        argv = arguments.map { strdup($0) } + [nil]
+        envp = environment.map { strdup("\($0.key)=\($0.value)") } + extra.map { strdup($0) }
+    }
+
+    func free() { (argv + envp).forEach { Foundation.free($0) } }
 }

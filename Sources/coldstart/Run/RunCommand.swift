@@ -59,12 +59,16 @@ enum RunCommand: Command {
                           is refused, the program is traced instead, every thread
                           sampled by ptrace at 4 kHz: docs/containers.md); a
                           program not linked with Coldstart is then refused
-      --no-reference      with loader sampling, an app linked with Coldstart is
-                          also launched without it, up to 10 times interleaved
-                          with the measured launches (timelines in DIR/reference/,
-                          not pooled): the summary and each timeline then say
-                          what the sampling added before the app's first code;
-                          this skips those launches
+      --no-reference      with loader sampling, the app is also launched without
+                          it, up to 10 times interleaved with the measured
+                          launches: an app linked with Coldstart as
+                          COLDSTART=FILE APP (timelines in DIR/reference/, not
+                          pooled), any other program with glibc's loader
+                          statistics (LD_DEBUG=statistics) written to a FIFO
+                          the launcher times (none when LD_DEBUG or
+                          LD_DEBUG_OUTPUT is set); the summary and each
+                          timeline then say what the sampling added before the
+                          app's first code; this skips those launches
       -h, --help          show this text
 
     Exit status: the app's, when a launch failed (the first non-zero status,
@@ -221,9 +225,14 @@ private struct Session {
         var warmups: [RunRecord] = []
         var records: [RunRecord] = []
         var references: [RunRecord] = []
+        // A program without Coldstart's: its launch to ld.so's statistics.
+        var statisticsSpans: [Int64] = []
+        var statisticsLaunches = 0
+        let linked = loaderSampling?.linked == true
         // A reference launch after every `referenceEvery`-th measured one,
         // so that both kinds see the same drift of the machine.
-        let referenceLaunches = options.reference && loaderSampling?.linked == true ? min(options.runs, Self.maximumReferences) : 0
+        let referenceLaunches = options.reference && loaderSampling != nil
+            && (linked || !LoaderSampling.userSetsLoaderDebugging(launcher.environment)) ? min(options.runs, Self.maximumReferences) : 0
         let referenceEvery = referenceLaunches > 0 ? options.runs / referenceLaunches : 0
         var interrupted = false
         let total = options.warmups + options.runs
@@ -258,17 +267,30 @@ private struct Session {
                 interrupted = true
                 break
             }
-            if !isWarmup && references.count < referenceLaunches && records.count % referenceEvery == 0 {
-                let reference = try referenceLaunch(references.count + firstIndex)
-                references.append(reference)
-                if reference.status == 128 + SIGINT || reference.status == 128 + SIGQUIT {
+            if !isWarmup && references.count + statisticsLaunches < referenceLaunches && records.count % referenceEvery == 0 {
+                let status: Int32
+                if linked {
+                    let reference = try referenceLaunch(references.count + firstIndex)
+                    references.append(reference)
+                    status = reference.status
+                } else if let loaderSampling {
+                    let reference = try loaderSampling.statisticsLaunch(launcher, directory: directory, timeout: options.timeout)
+                    statisticsLaunches += 1
+                    if let ns = reference.ns { statisticsSpans.append(ns) }
+                    status = reference.status
+                } else {
+                    status = 0
+                }
+                if status == 128 + SIGINT || status == 128 + SIGQUIT {
                     interrupted = true
                     break
                 }
             }
         }
-        let loaderReference = LoaderReference(
-            sampled: records.compactMap { $0.timeline?.launch.earliestInitNs }, undisturbed: references.compactMap { $0.timeline?.launch.earliestInitNs })
+        let sampledSpans = records.compactMap { $0.timeline?.launch.earliestInitNs }
+        let loaderReference = linked
+            ? LoaderReference(sampled: sampledSpans, undisturbed: references.compactMap { $0.timeline?.launch.earliestInitNs })
+            : LoaderReference(sampled: sampledSpans, undisturbed: statisticsSpans, end: .loaderStatistics)
         if let loaderReference {
             for index in records.indices where records[index].timeline != nil {
                 try Self.store(loaderReference, in: records[index].file)

@@ -63,7 +63,10 @@ struct RunReport {
             lines.append("")
             lines.append(contentsOf: table(measures))
         }
-        if let reference = loaderReference { lines.append("before the app's first code (exec → earliest init): " + reference.sentence) }
+        if let reference = loaderReference {
+            lines.append(reference.end == .earliestInit ? "before the app's first code (exec → earliest init): " + reference.sentence
+                : "before the program's first code, " + reference.sentence)
+        }
         if let estimate = withoutProfiling { lines.append(estimate.text(phasesOnly: options.phasesOnly)) }
         if let hz = options.hz { lines.append(samplingLine(hz: hz)) }
         if options.cold { lines.append(""); lines.append(contentsOf: coldLines()) }
@@ -262,6 +265,8 @@ struct RunReport {
         var sampledLaunches: Int
         var sampledMedianMs: Double
         var addedMs: Double
+        /// `LoaderReference.End`'s name: where the reference launches' span ends.
+        var end: String
     }
 
     private struct JSONRun: Encodable {
@@ -341,7 +346,8 @@ struct RunReport {
             loaderReference: loaderReference.map {
                 JSONLoaderReference(launches: $0.launches, medianMs: Double($0.medianNs) / 1e6, p25Ms: Double($0.p25Ns) / 1e6,
                                     p75Ms: Double($0.p75Ns) / 1e6, sampledLaunches: $0.sampledLaunches,
-                                    sampledMedianMs: Double($0.sampledMedianNs) / 1e6, addedMs: Double($0.addedNs) / 1e6)
+                                    sampledMedianMs: Double($0.sampledMedianNs) / 1e6, addedMs: Double($0.addedNs) / 1e6,
+                                    end: $0.end.rawValue)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
