@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <stdio.h>
+#include <ctype.h>
 
 /* 512 KiB per ring: at 10 kHz with 128-frame chains about 0.4 s of one CPU
  * between two drains, which run every millisecond or so. */
@@ -500,4 +501,61 @@ int cs_file_contains(const char *path, const char *needle) {
     }
     close(fd);
     return found;
+}
+
+struct ksym {
+    uint64_t address;
+    int perf;
+};
+
+static int ksym_order(const void *a, const void *b) {
+    uint64_t x = ((const struct ksym *)a)->address, y = ((const struct ksym *)b)->address;
+    return x < y ? -1 : x > y;
+}
+
+static int is_perf_name(const char *name) {
+    while (*name == '_') name++;
+    return strncmp(name, "perf_", 5) == 0;
+}
+
+long cs_launch_kernel_perf_ranges(uint64_t *ranges, size_t cap) {
+    FILE *f = fopen("/proc/kallsyms", "re");
+    if (!f) return -1;
+    size_t n = 0, room = 1 << 16;
+    struct ksym *syms = malloc(room * sizeof *syms);
+    char line[512];
+    while (syms && fgets(line, sizeof line, f)) {
+        char *end;
+        uint64_t address = strtoull(line, &end, 16);
+        if (end == line || *end != ' ' || !isalpha((unsigned char)end[1]) || end[2] != ' ') continue;
+        char type = end[1];
+        if (type != 't' && type != 'T') continue;
+        char *name = end + 3;
+        name[strcspn(name, " \t\n")] = 0;
+        if (n == room) {
+            struct ksym *more = realloc(syms, 2 * room * sizeof *syms);
+            if (!more) break;
+            syms = more;
+            room *= 2;
+        }
+        syms[n].address = address;
+        syms[n].perf = is_perf_name(name);
+        n++;
+    }
+    fclose(f);
+    if (!syms) return -1;
+    qsort(syms, n, sizeof *syms, ksym_order);
+    long count = 0;
+    int any_address = n > 0 && syms[n - 1].address != 0;
+    for (size_t i = 0; any_address && i + 1 < n && (size_t)count < cap; i++) {
+        if (!syms[i].perf || syms[i].address == 0) continue;
+        size_t j = i + 1;
+        while (j < n && syms[j].address == syms[i].address) j++;
+        if (j == n) break;
+        ranges[2 * count] = syms[i].address;
+        ranges[2 * count + 1] = syms[j].address;
+        count++;
+    }
+    free(syms);
+    return any_address ? count : -1;
 }

@@ -236,6 +236,27 @@ final class LoaderTests: XCTestCase {
                                    location)
         XCTAssertLessThan(Double(figure.output.1)!, try XCTUnwrap(loader["ms"] as? Double), "beside and below the sampled figure: \(location)")
 
+        // Kernel-mode samples in the kernel's perf code (its writing the
+        // launcher's fault and mmap records on the program's thread) are
+        // Coldstart's, not the loader's kernel time (issue 26 item 2).
+        var marked = 0
+        for index in 1...6 {
+            let timeline = try Timeline(contentsOf: "\(dir)/run-\(index).json")
+            let loaderEnd = try XCTUnwrap(timeline.phases.first { $0.kind == "loader" }).endNs
+            guard let rows = try launcherSection(timeline)["kernelSamples"] as? [[NSNumber]] else {
+                throw XCTSkip("the kernel refused kernel-mode samples here")
+            }
+            XCTAssertTrue(rows.allSatisfy { $0.count == 3 }, "each kernel sample says whose it is")
+            let inLoader = rows.filter { $0[0].int64Value < loaderEnd }
+            let own = inLoader.filter { $0[2].intValue == 1 }.count
+            marked += own
+            let share = try XCTUnwrap(KernelShare.phases(timeline).first ?? nil)
+            XCTAssertEqual(share.kernelMs, Double(inLoader.count - own) * 0.1, accuracy: 0.1 + 1e-9, "run-\(index)")
+        }
+        if (try? String(contentsOfFile: "/proc/kallsyms", encoding: .utf8))?.hasPrefix("0000000000000000") == false {
+            XCTAssertGreaterThan(marked, 0, "765 fault records a launch, and none of the kernel's time writing them sampled")
+        }
+
         // A user's own LD_DEBUG is theirs: no reference launch changes it.
         let own = try makeTemporaryDirectory(for: self).path
         let debugged = try coldstart(["run", "-n", "2", "--warmup", "0", "--out", own + "/runs", "--", tool, "--version"],
@@ -269,6 +290,8 @@ final class LoaderTests: XCTestCase {
             + record(type: 9, [7, 0x7000_0010, pidTid, 1000, 3, 0xFFFF_FFFF_FFFF_FE00, 0x7000_0010, 0x7000_0100])
             // A fault sample: id, ip, pid/tid, time, addr.
             + record(type: 9, [8, 0x7000_0020, pidTid, 1100, 0x7100_0040])
+            // A kernel-mode clock sample: its ip the kernel's, its chain the user stack under it.
+            + record(type: 9, misc: 1, [7, 0xFFFF_FFFF_8100_0000, pidTid, 1150, 2, 0xFFFF_FFFF_FFFF_FE00, 0x7000_0030])
             + record(type: 2, [7, 5], trailer: [pidTid, 1200, 7])
             // A record cut short (size past the end): ignored, not read past.
             + [9, 0, 0, 0, 0, 0, 200, 0, 1, 2, 3]
@@ -277,7 +300,9 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(records.mappings.map(\.isExecutable), [true, false])
         XCTAssertEqual(records.mappings.first?.ns, 900)
         XCTAssertEqual(records.mappings.first?.fileOffset, 0x1000)
-        XCTAssertEqual(records.samples.count, 1)
+        XCTAssertEqual(records.samples.count, 1, "a kernel-mode sample is not a user stack")
+        XCTAssertEqual(records.kernelSamples.map(\.ip), [0xFFFF_FFFF_8100_0000])
+        XCTAssertEqual(records.kernelSamples.map(\.userAddresses), [[0x7000_0030]], "the kernel's own stack is never asked for")
         XCTAssertEqual(records.samples.first?.addresses, [0x7000_0010, 0x7000_0100], "context markers dropped")
         XCTAssertEqual(records.samples.first?.tid, 43)
         XCTAssertEqual(records.faults.first?.address, 0x7100_0040)

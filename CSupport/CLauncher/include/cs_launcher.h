@@ -202,6 +202,20 @@ void cs_trace_stop_sampling(cs_launch *l);
 void cs_trace_counts(const cs_launch *l, uint64_t *samples, uint64_t *unwind_failures, uint64_t *stopped_ns);
 void cs_trace_free(cs_trace *t);
 
+/*
+ * The kernel's own perf code, from /proc/kallsyms: [start, end) of every
+ * text symbol named perf_*, __perf_* or ___perf_* (the event output, the
+ * software events, the ring buffer), each ending where the next symbol
+ * begins, sorted. A kernel-mode sample of the program whose address is in
+ * one is time the kernel spent writing the launcher's records (a page-fault
+ * record per fault, an mmap record per mapping) on the program's thread.
+ * Writes up to `cap` pairs into `ranges` (start, end, start, end, ...) and
+ * returns their count, or -1 when the file cannot be read or shows no
+ * addresses (kptr_restrict: zeros for an unprivileged reader). Not
+ * async-signal-safe (malloc, stdio).
+ */
+long cs_launch_kernel_perf_ranges(uint64_t *ranges, size_t cap);
+
 /* CLOCK_MONOTONIC / CLOCK_BOOTTIME in ns, as the rest of the launcher reads
  * them. Async-signal-safe (clock_gettime). */
 uint64_t cs_launch_monotonic_ns(void);

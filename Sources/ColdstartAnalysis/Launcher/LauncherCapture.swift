@@ -41,6 +41,10 @@ package struct LauncherCapture {
     /// samples, and samples whose unwind failed at the interrupted frame.
     package var tracerStoppedNs: UInt64 = 0
     package var unwindFailures = 0
+    /// The kernel's perf code (`cs_launch_kernel_perf_ranges`), sorted: a
+    /// kernel-mode sample there was the kernel writing the launcher's
+    /// records on the program's thread. Empty when unknown.
+    package var kernelPerfCode: [Range<UInt64>] = []
 
     package init(
         pid: Int, executable: String, hz: Double, faultPeriod: Int, perCPU: Bool, kernelSampling: Bool, releaseNs: UInt64, endNs: UInt64,
@@ -117,6 +121,9 @@ package struct PerfRecords {
     package struct KernelSample {
         package var ns: UInt64
         package var tid: Int
+        /// Where the kernel was, and the user-mode stack under it.
+        package var ip: UInt64 = 0
+        package var userAddresses: [UInt64] = []
     }
 
     package struct Fault {
@@ -206,14 +213,18 @@ package struct PerfRecords {
                 let id = u64(body), ip = u64(body + 8), tid = Int(u32(body + 20)), ns = u64(body + 24)
                 if faultIDs.contains(id), size >= 8 + 40 {
                     faults.append(Fault(ns: ns, tid: tid, instruction: ip, address: u64(body + 32)))
-                } else if clockIDs.contains(id), misc & 7 == 1 {  // PERF_RECORD_MISC_KERNEL
-                    kernelSamples.append(KernelSample(ns: ns, tid: tid))
                 } else if clockIDs.contains(id), size >= 8 + 40 {
                     let count = Int(u64(body + 32))
                     guard count >= 0, body + 40 + count * 8 <= end else { continue }
                     // Context markers (PERF_CONTEXT_USER …) sit at the top of the address space.
                     let addresses = (0..<count).map { u64(body + 40 + $0 * 8) }.filter { $0 < 0xFFFF_FFFF_FFFF_F000 }
-                    samples.append(Sample(ns: ns, tid: tid, addresses: addresses.isEmpty ? [ip] : addresses))
+                    if misc & 7 == 1 {  // PERF_RECORD_MISC_KERNEL: the chain is the user stack under it
+                        kernelSamples.append(KernelSample(ns: ns, tid: tid, ip: ip, userAddresses: addresses))
+                    } else {
+                        samples.append(Sample(ns: ns, tid: tid, addresses: addresses.isEmpty ? [ip] : addresses))
+                    }
+                } else if clockIDs.contains(id), misc & 7 == 1 {
+                    kernelSamples.append(KernelSample(ns: ns, tid: tid, ip: ip))
                 }
             default:
                 break

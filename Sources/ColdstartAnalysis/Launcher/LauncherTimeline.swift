@@ -117,8 +117,17 @@ package struct LauncherTimeline {
         }
         section["faultFiles"] = files
         if capture.kernelSampling {
+            let audit = Set(encoder.modules.indices.filter { encoder.modules[$0].path.contains("libColdstartAudit") })
+            let perfCode = capture.kernelPerfCode
+            // Coldstart's: the kernel writing the launcher's records, or
+            // the audit module's system calls.
+            func isOwn(_ sample: PerfRecords.KernelSample) -> Bool {
+                let index = perfCode.partitionPoint { $0.upperBound <= sample.ip }
+                return (index < perfCode.count && perfCode[index].contains(sample.ip))
+                    || (!audit.isEmpty && encoder.encode(sample.userAddresses).contains { audit.contains($0.module) })
+            }
             section["kernelSamples"] = records.kernelSamples.filter { offset($0.ns, from: startNs) < kernelCut }
-                .map { [offset($0.ns, from: startNs), $0.tid] }
+                .map { [offset($0.ns, from: startNs), $0.tid, isOwn($0) ? 1 : 0] }
         }
         return section
     }

@@ -61,7 +61,12 @@ package struct KernelShare: Codable, Sendable, Equatable {
         guard let periodNs = sampling.nsPerSample else { return timeline.phases.map { _ in nil } }
         let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         let launcherMode = launcher?["mode"] as? String
-        let kernelTimes = (launcher?["kernelSamples"] as? [[NSNumber]])?.compactMap { $0.first?.int64Value }.sorted()
+        let kernelRows = launcher?["kernelSamples"] as? [[NSNumber]]
+        let kernelTimes = kernelRows?.compactMap { $0.first?.int64Value }.sorted()
+        // Those the launcher marked Coldstart's (its records being written on
+        // the program's thread, the audit module's system calls): in the
+        // phase's kernel time by their clock, and counted apart.
+        let ownKernelTimes = (kernelRows ?? []).filter { $0.count > 2 && $0[2].intValue == 1 }.compactMap { $0.first?.int64Value }.sorted()
         // The launcher's kernel-mode samples cover the whole launch of a
         // program without Coldstart, a linked app's until its earliest init.
         let kernelSampledUntil: Int64 = kernelTimes == nil ? .min
@@ -100,9 +105,10 @@ package struct KernelShare: Codable, Sendable, Equatable {
                 // Where getrusage knows the CPU the parts add up to it: a
                 // sample or two more than the CPU (± √samples) come off the
                 // kernel's part first.
-                let host = cpu.map { max($0 - ownNs, 0) } ?? .infinity
-                let user = min(userNs, host), kernelNs = min(Double(kernelSamples) * periodNs, host - user)
-                let own = cpu.map { $0 - host } ?? ownNs
+                let ownKernelNs = Double(count(ownKernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs
+                let host = cpu.map { max($0 - ownNs - ownKernelNs, 0) } ?? .infinity
+                let user = min(userNs, host), kernelNs = min(Double(kernelSamples) * periodNs - ownKernelNs, host - user)
+                let own = cpu.map { $0 - host } ?? ownNs + ownKernelNs
                 // What getrusage counts beyond the samples: before exec the
                 // launcher's, after the last sample the kernel's exit.
                 let unsampled = cpu != nil ? host - user - kernelNs : (phase.startNs == 0 ? unsampledBeforeMainNs : 0)

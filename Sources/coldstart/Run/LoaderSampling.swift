@@ -29,6 +29,8 @@ struct LoaderSampling {
     /// Why perf events are refused here (then the launcher traces the
     /// program instead), nil when they open.
     let perfRefusal: PerfRefusal?
+    /// The kernel's perf code (`LauncherCapture.kernelPerfCode`), read once.
+    let kernelPerfCode: [Range<UInt64>]
     /// The lines said once per `coldstart run`, not once per launch.
     private let said = Said()
     private final class Said { var lines: Set<String> = [] }
@@ -38,6 +40,14 @@ struct LoaderSampling {
         linked = Self.linksColdstart(executable)
         auditModule = Self.findAuditModule()
         perfRefusal = PerfAccess.refusal()
+        kernelPerfCode = Self.readKernelPerfCode()
+    }
+
+    private static func readKernelPerfCode() -> [Range<UInt64>] {
+        var pairs = [UInt64](repeating: 0, count: 2 * 4096)
+        let count = cs_launch_kernel_perf_ranges(&pairs, pairs.count / 2)
+        guard count > 0 else { return [] }
+        return (0..<Int(count)).map { pairs[2 * $0]..<pairs[2 * $0 + 1] }
     }
 
     /// Where perf is refused the launcher samples by tracing: a stop per
@@ -130,6 +140,7 @@ struct LoaderSampling {
                 capture.unwindFailures = Int(failures)
             }
             capture.perfRefusal = launch.perf_errno != 0 ? PerfAccess.refusal(errno: launch.perf_errno) : nil
+            capture.kernelPerfCode = kernelPerfCode
             try write(capture, linked: linked, to: timeline)
         }
         return Launcher.record(label: label, file: timeline, waitStatus: status, timedOut: timedOut, stoppedAfterReady: stopped)
