@@ -152,6 +152,57 @@ final class SamplerTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(depths[depths.count / 2], 9, "burnAtDepth's five frames, then main")
     }
 
+    /// The bridge (performance.md, "The bridge"): while the task clocks are
+    /// held back, as a quiet kernel holds them back 10–18 ms (here 60 ms,
+    /// `COLDSTART_BRIDGE_HOLD_MS`, on any kernel), CPU-wide events sample
+    /// the host from its first millisecond, and only the host: a process
+    /// spinning beside it on the other CPU is sampled by the same events,
+    /// and none of its samples is in the file. Without the bridge
+    /// (`COLDSTART_BRIDGE=0`) the launch's first 60 ms have no sample.
+    func testTheBridgeSamplesOnlyTheHostWhileItsClocksAreHeldBack() throws {
+        try perfClockOrSkip()
+        let paranoid = (try? String(contentsOfFile: "/proc/sys/kernel/perf_event_paranoid", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 2
+        if geteuid() != 0 && paranoid > 0 {
+            throw XCTSkip("CPU-wide perf events need root, CAP_PERFMON or perf_event_paranoid <= 0 (it is \(paranoid)): no bridge here")
+        }
+        let spinner = Process()
+        spinner.executableURL = URL(fileURLWithPath: "/bin/sh")
+        spinner.arguments = ["-c", "while :; do :; done"]
+        try spinner.run()
+        defer { spinner.terminate(); spinner.waitUntilExit() }
+        let holdNs: Int64 = 60_000_000
+        let (_, timeline) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60"])
+        let sampling = try sampling(timeline)
+        let bridge = try XCTUnwrap(sampling.bridge, "CPU-wide events opened while the task clocks were held back")
+        let armed = try XCTUnwrap(sampling.clockArmedNs)
+        XCTAssertGreaterThanOrEqual(armed - bridge.openNs, holdNs, "the task clocks were held back")
+        let early = timeline.samples.filter { $0.ns < armed }
+        // The host runs its initializers, then a CPU burn: a sample per 1 ms
+        // period of its user CPU (the initializers' time is mostly the
+        // kernel's, and the spinner may share its CPU), from the first.
+        XCTAssertGreaterThanOrEqual(early.count, 10, "samples while the task clocks were held back (\(bridge))")
+        let first = try XCTUnwrap(early.map(\.ns).min())
+        XCTAssertLessThan(first - bridge.openNs, 20_000_000, "a sample within 20 ms of the bridge's opening, long before the clock")
+        XCTAssertEqual(bridge.samples, early.count, "every sample before the main thread's clock is the bridge's")
+        XCTAssertEqual(bridge.lost, 0)
+        XCTAssertEqual(sampling.sampledFromNs, bridge.openNs, "the host counts as sampled from the bridge's opening")
+        // Only the host's: the spinner's samples were taken and dropped.
+        XCTAssertGreaterThan(bridge.foreign, 0, "the spinner beside it was sampled by the bridge and dropped")
+        let hostThreads = Set(timeline.threads.map(\.tid)).union([timeline.process.pid])
+        XCTAssertFalse(timeline.samples.contains { $0.tid == Int(spinner.processIdentifier) })
+        XCTAssertTrue(timeline.samples.allSatisfy { hostThreads.contains($0.tid) },
+                      "every sample is one of the host's threads': \(Set(timeline.samples.map(\.tid)).subtracting(hostThreads))")
+        XCTAssertTrue(zip(timeline.samples, timeline.samples.dropFirst()).allSatisfy { $0.tid != $1.tid || $0.ns <= $1.ns }, "time order per thread")
+
+        // Without it, the same hold leaves the launch's start unsampled.
+        let (_, without) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60", "COLDSTART_BRIDGE": "0"])
+        let plain = try self.sampling(without)
+        XCTAssertNil(plain.bridge)
+        let plainArmed = try XCTUnwrap(plain.clockArmedNs)
+        XCTAssertFalse(without.samples.contains { $0.ns < plainArmed - 1_000_000 }, "no sample before the held clock")
+    }
+
     func testTheFramePointerUnwinderIsAnOption() throws {
         let (_, timeline) = try profiled(["burn", "200", "5"], extra: ["COLDSTART_UNWINDER": "fp"])
         XCTAssertEqual(try sampling(timeline).unwinder, "frame-pointer")

@@ -267,6 +267,15 @@ static const char *early_stop_reason(void) {
     return NULL;
 }
 
+// `f` under the scan flag, which a stop waits for; skipped if a stop holds
+// it (the stopper then drains and closes the bridge itself).
+static void with_scan_flag(void (*f)(void)) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
+    if (atomic_load(&S->active)) f();
+    cs_smp_scan_release();
+}
+
 // Opens the main thread's clock (perf, else POSIX timers), then the other
 // threads'. False when no clock could be opened (sampling is then off) or the
 // launch ended meanwhile.
@@ -298,6 +307,10 @@ static bool open_clocks(void) {
         return false;
     }
     if (ok) S->armed_ns = cs_monotonic_ns();
+    // The bridge's samples of the main thread, all from before its clock
+    // ran, ahead of the first from its ring (which the scan drains): the
+    // file's samples stay in time order per thread.
+    if (ok && atomic_load(&S->bridge_n) > 0) with_scan_flag(cs_smp_bridge_drain);
     if (ok && S->clock != CS_CLOCK_WALL) cs_sampler_scan_threads();
     return ok;
 }
@@ -345,6 +358,21 @@ static bool end_window(void) {
     return true;
 }
 
+
+// Every thread's task clock is in, or none will be: the bridge goes, under
+// the scan flag (waited for: a stop holds it for milliseconds at most). Even
+// after a stop: one that could not take the flag left it open, and a bridge
+// left open would sample every CPU for the process's whole life. Its samples
+// are kept only inside the sampling window.
+static void close_bridge(void) {
+    for (int expected = 0; !atomic_compare_exchange_strong(&S->scanning, &expected, 1); expected = 0) {
+        if (atomic_load(&S->bridge_n) == 0) return;
+        cs_sleep_ns(200000);
+    }
+    cs_smp_bridge_close(false, atomic_load(&S->active));
+    cs_smp_scan_release();
+}
+
 // What the kernel recorded since the last look, between two scans (which
 // drain too); under the scan flag (skipped if a scan holds it).
 static void drain_rings(void) {
@@ -386,11 +414,22 @@ static void *scan_loop(void *arg) {
     // in the kernel), so that neither waits for the other's start.
     if (S->want == CS_CLOCK_PERF) cs_smp_warm_start();
     bool warm = cs_smp_warm_wait(CS_SMP_WARM_WAIT_NS);
+    // A quiet kernel: the host's samples from CPU-wide events until the
+    // task clocks are in (smpbridge.c), where the kernel allows them.
+    bool bridge = S->want == CS_CLOCK_PERF && cs_g.cfg.sampler != CS_SAMPLER_SIGNALS && cs_g.cfg.bridge
+        && (!warm || cs_g.cfg.bridge_hold_ns);
+    if (bridge) {
+        atomic_store(&S->boost_on, S->boost_hz > 0);
+        with_scan_flag(cs_smp_bridge_open);
+    }
     if (!warm) cs_watch_start_thread();
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
     cs_own_tick();
+    if (bridge || cs_g.cfg.bridge_hold_ns) cs_smp_bridge_wait();
     bool opened = open_clocks();
+    // Every thread's task clock is in (or none will be): the bridge goes.
+    if (bridge) close_bridge();
     cs_own_tick();
     cs_smp_warm_reap();
     cs_own_unplace();

@@ -65,6 +65,13 @@ struct cs_sample {
 // ... completed with the kernel's frame-pointer chain past the copy's end.
 #define CS_SMP_CHAIN_TAIL 16u
 
+// The bridge (smpbridge.c): CPU-wide cpu-clock events, one per online CPU,
+// open while a quiet kernel holds the first task-bound event back.
+#define CS_SMP_BRIDGE_CPUS 64
+// How long the bridge waits for the helper at most (as the first task clock
+// would, smpclock.c: a helper killed by someone else never says so).
+#define CS_SMP_BRIDGE_WAIT_NS 2000000000ull
+
 // What the sampler knows about one thread: its clock source and the bounds
 // of its stack for the signal fallback's frame-pointer walk.
 struct cs_smp_thread {
@@ -86,6 +93,9 @@ struct cs_smp_thread {
     bool kernel_stacks;               // its event records stacks in the ring, and sends no signal
     bool kernel_regs;                 // ... with registers and a copy of the user stack (DWARF)
     uint64_t event_id;                // PERF_EVENT_IOC_ID: recognises our fd
+    // CLOCK_MONOTONIC just before its task clock was enabled (0: never): the
+    // bridge's samples of this thread from then on are the task clock's too.
+    _Atomic uint64_t armed_at_ns;
     timer_t timer;                    // POSIX timer (posix/wall clocks)
     bool has_timer;
     uintptr_t stack_lo, stack_hi;     // readable [lo, hi) above the stack pointer
@@ -149,6 +159,20 @@ struct cs_sampler {
     int warm_pid;                     // 0: none started, or reaped
     void *warm_stack;
     _Atomic int warm_done;            // its event is open: ours open at once now
+    // The bridge (smpbridge.c): its descriptors and rings, one per CPU; all
+    // of it under the scan flag (the scan thread, or the stopper).
+    _Atomic uint32_t bridge_n;        // events open (0: none, or closed)
+    int bridge_cpus;                  // CPUs it ran on (0: it never ran)
+    int bridge_fd[CS_SMP_BRIDGE_CPUS];
+    uint64_t bridge_id[CS_SMP_BRIDGE_CPUS];
+    struct perf_event_mmap_page *bridge_ring[CS_SMP_BRIDGE_CPUS];
+    uint32_t bridge_ring_bytes;
+    bool bridge_regs, bridge_boosted;
+    int host_pid;
+    uint64_t bridge_open_ns, bridge_close_ns;   // CLOCK_MONOTONIC; close 0: open at the stop
+    // Its records: the host's kept; the host's left to a thread's own
+    // clock; other processes' dropped at the header; lost by a full ring.
+    uint32_t bridge_kept, bridge_overlap, bridge_foreign, bridge_lost;
     // How much of the sample buffers the scan thread has faulted in (bytes),
     // kept ahead of what the handlers have used.
     size_t faulted_sample_bytes, faulted_frame_bytes;
@@ -331,6 +355,31 @@ bool cs_smp_warm_wait(uint64_t ns);
 void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t);
+
+// ---- smpbridge.c (async-signal-safe: system calls, memory, atomics) ----
+// Each with the scan flag held.
+/// Opens the bridge where the kernel allows CPU-wide events (CAP_PERFMON,
+/// or perf_event_paranoid <= 0); silently nothing where it refuses them.
+/// Scan thread, before the first task clock.
+void cs_smp_bridge_open(void);
+/// Moves the host's samples from the bridge's rings into the sample
+/// buffers and drops every other process's at once.
+void cs_smp_bridge_drain(void);
+/// Scan thread, without the flag, before the first task clock: until the
+/// helper has paid the quiet kernel's wait (CS_SMP_BRIDGE_WAIT_NS at most)
+/// and COLDSTART_BRIDGE_HOLD_MS is over, draining the bridge every
+/// millisecond.
+void cs_smp_bridge_wait(void);
+/// Disables, drains (with `drain`: not once the sampling window is closed)
+/// and closes the bridge (the task clocks are installed, or the launch ends:
+/// `exiting` leaves the descriptors and rings to the process's exit).
+void cs_smp_bridge_close(bool exiting, bool drain);
+// ---- smpring.c: the bridge's records ----
+/// Drains one ring: a thread's (`t`, `keeps` NULL), or a bridge ring (`t`
+/// NULL): `keeps` is given each sample's first three words (header, pid and
+/// tid, time) and names the thread it is kept for, or NULL to drop it there.
+void cs_smp_drain_ring(struct perf_event_mmap_page *pg, bool regs, struct cs_smp_thread *t,
+                       struct cs_smp_thread *(*keeps)(const uint64_t *ids));
 // ---- smpring.c (async-signal-safe: memory and atomics only) ----
 /// Appends one sample (frames leaf first); counts it as dropped when the
 /// buffers are full. Lock-free.

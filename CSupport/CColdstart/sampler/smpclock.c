@@ -193,6 +193,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     t->ring = ring == MAP_FAILED ? NULL : ring;
     t->ring_bytes = 2 * 4096;
     mark_armed(t);
+    atomic_store(&t->armed_at_ns, cs_monotonic_ns());
     if (ioctl(fd, t->ring ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_REFRESH, 1) != 0) return errno;
     return 0;
 }
@@ -231,10 +232,14 @@ static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
         if (regs && data_pages[i] * 4096 < 2 * (S->stack_bytes + 1024)) break;
         ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
+    // Its time before the enable: the bridge's samples of this thread from
+    // then on are this clock's too (smpbridge.c drops them).
+    if (ring != MAP_FAILED) atomic_store(&t->armed_at_ns, cs_monotonic_ns());
     if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         int e = ring == MAP_FAILED ? ENOMEM : errno;
         if (ring != MAP_FAILED) munmap(ring, bytes);
         close(fd);
+        atomic_store(&t->armed_at_ns, 0);
         return e;
     }
     t->fd = fd;

@@ -18,7 +18,15 @@ static uint64_t quantile(uint64_t count, uint32_t percent, uint64_t max) {
     return max;
 }
 
+// The perf clock's samples: its task clocks', or only the bridge's when the
+// launch ended before they opened (a sample is one period of user CPU
+// either way, sampling.bridge says which).
+static bool perf_sampled(void) {
+    return S->clock == CS_CLOCK_PERF || (S->clock == CS_CLOCK_NONE && S->bridge_cpus > 0);
+}
+
 static const char *clock_name(void) {
+    if (perf_sampled()) return "perf-task-clock";
     switch (S->clock) {
     case CS_CLOCK_PERF: return "perf-task-clock";
     case CS_CLOCK_POSIX: return "posix-cpu-timer";
@@ -104,7 +112,7 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
         cs_jw_raw(w, ",\"afterHz\":"); cs_jw_u64(w, S->requested_hz);
         cs_jw_raw(w, "}");
     }
-    if (S->clock == CS_CLOCK_PERF) {
+    if (perf_sampled()) {
         cs_jw_raw(w, ",\"kernelStacks\":{\"samples\":"); cs_jw_u64(w, by_kernel);
         cs_jw_raw(w, ",\"lost\":"); cs_jw_u64(w, atomic_load(&S->ring_lost));
         // Never switched to signals since the DWARF unwinder moved off the
@@ -116,6 +124,20 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
             cs_jw_raw(w, ",\"chainTails\":"); cs_jw_u64(w, chain_tails);
             cs_jw_raw(w, ",\"unwindNs\":"); cs_jw_u64(w, S->unwind_ns);
         }
+        cs_jw_raw(w, "}");
+    }
+    if (S->bridge_cpus > 0) {
+        // The CPU-wide events that sampled the host while a quiet kernel held
+        // its task clocks back (smpbridge.c): its samples are among the others.
+        cs_jw_raw(w, ",\"bridge\":{\"cpus\":"); cs_jw_u64(w, (uint64_t)S->bridge_cpus);
+        cs_jw_raw(w, ",\"openNs\":"); cs_jw_i64(w, (int64_t)S->bridge_open_ns - (int64_t)start_ns);
+        cs_jw_raw(w, ",\"closeNs\":");
+        if (S->bridge_close_ns) cs_jw_i64(w, (int64_t)S->bridge_close_ns - (int64_t)start_ns);
+        else cs_jw_raw(w, "null");
+        cs_jw_raw(w, ",\"samples\":"); cs_jw_u64(w, S->bridge_kept);
+        cs_jw_raw(w, ",\"overlap\":"); cs_jw_u64(w, S->bridge_overlap);
+        cs_jw_raw(w, ",\"foreign\":"); cs_jw_u64(w, S->bridge_foreign);
+        cs_jw_raw(w, ",\"lost\":"); cs_jw_u64(w, S->bridge_lost);
         cs_jw_raw(w, "}");
     }
     cs_jw_raw(w, ",\"effectiveHz\":");

@@ -135,9 +135,17 @@ void cs_smp_drain_pending(bool final) {
     S->pending_used = S->pending_done = 0;
 }
 
-void cs_smp_drain(struct cs_smp_thread *t) {
-    struct perf_event_mmap_page *pg = t->ring;
-    if (!t->kernel_stacks || !pg || pg->data_size == 0 || !S->rec) return;
+// A bridge sample's flags: boosted as the thread's own clock would have been
+// (numbered with its samples, so that the writer's thinning keeps one rate).
+static uint16_t bridge_flags(struct cs_smp_thread *t) {
+    if (!S->bridge_boosted) return 0;
+    uint32_t every = S->boost_hz / S->requested_hz;
+    return CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
+}
+
+void cs_smp_drain_ring(struct perf_event_mmap_page *pg, bool regs, struct cs_smp_thread *t,
+                       struct cs_smp_thread *(*keeps)(const uint64_t *ids)) {
+    if (!pg || pg->data_size == 0 || !S->rec) return;
     // The launch's end (the stopper): nothing waits for an unwinder any more,
     // and the host's exit waits for this thread: DWARF for at most
     // CS_SMP_FINAL_UNWIND_NS of its CPU, the kernel's chains after.
@@ -152,17 +160,35 @@ void cs_smp_drain(struct cs_smp_thread *t) {
         ring_read(pg, tail, &h, sizeof h);
         if (h.size < sizeof h || h.size > head - tail) break;
         if (h.type == PERF_RECORD_SAMPLE && h.size % 8 == 0) {
-            ring_read(pg, tail, rec, h.size);
-            uint16_t flags = cs_smp_boost_flags(t);
-            int tid = atomic_load(&t->tid);
-            if (!t->kernel_regs || ready || final || S->unwinder != CS_UNW_LIBUNWIND || !defer(tid, flags, rec, h.size))
-                keep(rec, h.size / sizeof(uint64_t), t->kernel_regs, flags);
+            // A bridge record's pid and tid first: another process's goes
+            // no further than this header.
+            struct cs_smp_thread *to = t;
+            if (!t) {
+                uint64_t ids[3];
+                ring_read(pg, tail, ids, h.size >= sizeof ids ? sizeof ids : sizeof h);
+                to = h.size >= sizeof ids ? keeps(ids) : NULL;
+            }
+            if (to) {
+                ring_read(pg, tail, rec, h.size);
+                uint16_t flags = t ? cs_smp_boost_flags(t) : bridge_flags(to);
+                if (!t) S->bridge_kept++;
+                int tid = atomic_load(&to->tid);
+                if (!regs || ready || final || S->unwinder != CS_UNW_LIBUNWIND || !defer(tid, flags, rec, h.size))
+                    keep(rec, h.size / sizeof(uint64_t), regs, flags);
+            }
         } else if (h.type == PERF_RECORD_LOST && h.size >= 3 * sizeof(uint64_t)) {
             uint64_t lost[3];   // header, id, lost
             ring_read(pg, tail, lost, sizeof lost);
-            atomic_fetch_add(&S->ring_lost, lost[2] > UINT32_MAX ? UINT32_MAX : (uint32_t)lost[2]);
+            uint32_t n = lost[2] > UINT32_MAX ? UINT32_MAX : (uint32_t)lost[2];
+            // A bridge ring's losses may be anyone's: not counted as the host's.
+            if (t) atomic_fetch_add(&S->ring_lost, n);
+            else S->bridge_lost += n;
         }
         tail += h.size;
     }
     __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+void cs_smp_drain(struct cs_smp_thread *t) {
+    if (t->kernel_stacks) cs_smp_drain_ring(t->ring, t->kernel_regs, t, NULL);
 }

@@ -60,11 +60,15 @@ void cs_sampler_stop(void) {
     // those samples are lost.
     int idle = 0;
     bool flag = atomic_compare_exchange_strong(&S->scanning, &idle, 1);
-    if (flag) cs_smp_drain_all(main_slot);
     // A process that is exiting closes the descriptors and unmaps the rings
     // itself: each munmap here cost a TLB shootdown on the host's exit.
     enum cs_end_reason end = cs_g.launch.end_reason;
     bool exiting = end == CS_END_EXIT || end == CS_END_ERROR_EXIT;
+    // The bridge first (a launch that ended before its task clocks opened
+    // has only its samples): a thread's from it all precede those of its
+    // ring, and the file keeps each thread's in time order.
+    if (flag) cs_smp_bridge_close(exiting, true);
+    if (flag) cs_smp_drain_all(main_slot);
     if (!exiting && atomic_load(&S->in_flight) == 0) {
         for (uint32_t k = 0; k < used; k++) {
             struct cs_smp_thread *t = cs_smp_used(k);

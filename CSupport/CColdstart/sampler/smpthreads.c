@@ -131,7 +131,7 @@ void cs_sampler_scan_threads(void) {
                     }
                     continue;
                 }
-                if (atomic_load(&S->threads_live) >= S->max_live || cs_smp_arm_thread(t, tid, signo) != 0) {
+                if (atomic_load(&S->threads_live) + atomic_load(&S->bridge_n) >= S->max_live || cs_smp_arm_thread(t, tid, signo) != 0) {
                     // Gone already (ESRCH), out of descriptors, or at our
                     // share of them: do not retry.
                     cs_smp_disarm_thread(t);

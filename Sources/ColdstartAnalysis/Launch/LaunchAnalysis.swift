@@ -94,7 +94,7 @@ extension Timeline {
         // (an unmodified one's samples are all the launcher's); a file old
         // enough to have no `kernelStacks` may have samples without saying
         // when its clock ran.
-        if sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil, LaunchMode(self) == .linked,
+        if sampling.clock == "perf-task-clock", sampling.sampledFromNs == nil, LaunchMode(self) == .linked,
            samples.isEmpty || sampling.kernelStacks != nil {
             return "the sampling clock never ran: the launch ended at \(endMs) ms, before its first perf event was open "
                 + "(a quiet kernel's first waits 10–18 ms)"
@@ -106,7 +106,7 @@ extension Timeline {
             return "the launch's user CPU while sampled, \(Figure.format(Double(user) / 1e6, decimals: 2)) ms, "
                 + "was under one sampling period (\(Figure.format(period / 1e6, decimals: 2)) ms at \(hz) Hz)"
         }
-        let armed = sampling.clockArmedNs ?? sampling.startNs
+        let armed = sampling.sampledFromNs ?? sampling.startNs
         return "the clock ran from \(Figure.format(Double(armed) / 1e6, decimals: 1)) ms, "
             + "\(Figure.format(Double(armed - sampling.startNs) / 1e6, decimals: 1)) ms after sampling started; the launch ended at \(endMs) ms"
     }

@@ -244,7 +244,7 @@ extension LaunchReport {
     static func noSamples(_ timeline: Timeline) -> String {
         var advice = "profile with coldstart run (it keeps the kernel ready and samples from exec), or pool launches with coldstart run -n N"
         // A perf clock that never ran waited for a quiet kernel's first event.
-        if let sampling = timeline.sampling, sampling.clock == "perf-task-clock", sampling.clockArmedNs == nil {
+        if let sampling = timeline.sampling, sampling.clock == "perf-task-clock", sampling.sampledFromNs == nil {
             advice = "run coldstart keep-warm on this machine (it keeps the kernel ready for every launch), or " + advice
         }
         if let sampling = timeline.sampling, sampling.clock == "posix-cpu-timer" {

@@ -153,7 +153,7 @@ package struct LauncherTimeline {
         // The program's clock on its main thread runs only from clockArmedNs
         // (its scan thread opens it 1–2 ms after the earliest init, 10–18 ms
         // on a quiet kernel): the launcher's samples cover the gap.
-        let mainCut = max(cut, timeline.sampling?.clockArmedNs ?? cut)
+        let mainCut = max(cut, timeline.sampling?.sampledFromNs ?? cut)
         // One rate in the file: the launcher's samples thinned to it, per thread.
         let fileHz = timeline.sampling?.requestedHz ?? capture.hz
         let stride = fileHz > 0 && capture.hz > fileHz ? max(Int((capture.hz / fileHz).rounded()), 1) : 1

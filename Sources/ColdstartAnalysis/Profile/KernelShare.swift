@@ -163,7 +163,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
         // machine the scan thread armed it 5 ms into `main` while a launcher
         // sample after the earliest init made the window look whole, and the
         // unsampled start read as kernel time (46% against perf's 10%).
-        let from = max(cut, sampling.startNs, sampling.clockArmedNs ?? .min)
+        let from = max(cut, sampling.startNs, sampling.sampledFromNs ?? .min)
         let first = sortedSamples.partitionPoint { $0 < from }
         let own: (from: Int64, to: Int64) = (first < sortedSamples.count ? sortedSamples[first] : sampling.stopNs, sampling.stopNs)
         let launcher: [(from: Int64, to: Int64)] = launcherMode == nil ? [] : [(Int64(0), cut)]

@@ -306,7 +306,7 @@ struct ProfileAnalysis {
                 // Under coldstart run the launcher's samples cover the main
                 // thread until the app's clock starts (LauncherTimeline.merged).
                 // Only a perf clock waits for the kernel's first event; the POSIX timers' first tick is not late.
-                clockArmedMs: LaunchMode(timeline) == .linked && sampling.clock == "perf-task-clock" ? sampling.clockArmedNs.map { Double($0) / 1e6 } : nil,
+                clockArmedMs: LaunchMode(timeline) == .linked && sampling.clock == "perf-task-clock" ? sampling.sampledFromNs.map { Double($0) / 1e6 } : nil,
                 scanBeganMs: sampling.scanBeganNs.map { Double($0) / 1e6 }),
             selection: .init(
                 phase: options.phase, thread: options.thread, minMs: options.minMs, minPercent: options.minPercent,

@@ -213,6 +213,17 @@ package struct Timeline: Sendable {
         /// one-time switch of its scheduler hooks (10–18 ms measured). Absent
         /// in older files.
         package var clockArmedNs: Int64?
+        /// The CPU-wide events that sampled the host's threads while a quiet
+        /// kernel held the task clocks back (absent when none opened: a warm
+        /// kernel, CPU-wide events refused, `COLDSTART_BRIDGE=0`, older files).
+        package var bridge: Bridge?
+        /// When the host's threads were sampled from: the bridge's opening
+        /// when it lost nothing (its samples cover them until their clocks
+        /// ran), else the main thread's clock.
+        package var sampledFromNs: Int64? {
+            guard let bridge, bridge.lost == 0 else { return clockArmedNs }
+            return min(bridge.openNs, clockArmedNs ?? bridge.openNs)
+        }
         /// When Coldstart's scan thread, which starts the clocks, first ran:
         /// a late one means a busy machine, not a quiet kernel. Absent in
         /// older files.
@@ -291,6 +302,22 @@ package struct Timeline: Sendable {
             package var chainTails: Int?
             /// The CPU time Coldstart spent unwinding them (off the host's threads), in ns.
             package var unwindNs: UInt64?
+        }
+
+        /// CPU-wide cpu-clock events, one per online CPU, from `openNs` to
+        /// `closeNs` (nil: open until the stop); `samples` of the file's were
+        /// theirs (the host's; `overlap` of its threads' after their own
+        /// clocks ran were left to those), `foreign` other processes' were
+        /// dropped unread past their header, `lost` were dropped by a full
+        /// ring (anyone's).
+        package struct Bridge: Codable, Sendable {
+            package var cpus: Int
+            package var openNs: Int64
+            package var closeNs: Int64?
+            package var samples: Int
+            package var overlap: Int
+            package var foreign: Int
+            package var lost: Int
         }
 
         /// Whether the sample taken at `ns` was recorded by the kernel.

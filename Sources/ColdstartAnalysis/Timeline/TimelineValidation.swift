@@ -144,6 +144,14 @@ extension Timeline {
                                ("unwindFailures", sampling.unwindFailures)] {
             try check.count(value, "sampling." + field)
         }
+        if let bridge = sampling.bridge {
+            try check.count(bridge.cpus, "sampling.bridge.cpus")
+            try check.offset(bridge.openNs, "sampling.bridge.openNs")
+            try check.offset(bridge.closeNs, "sampling.bridge.closeNs")
+            for (field, value) in [("samples", bridge.samples), ("overlap", bridge.overlap), ("foreign", bridge.foreign), ("lost", bridge.lost)] {
+                try check.count(value, "sampling.bridge." + field)
+            }
+        }
         if let kernel = sampling.kernelStacks {
             try check.count(kernel.samples, "sampling.kernelStacks.samples")
             try check.count(kernel.lost, "sampling.kernelStacks.lost")

@@ -4,8 +4,11 @@
 // scheduler hooks are off, and the first perf_event_open waits for an RCU
 // grace period), on a quiet kernel with `coldstart keep-warm` running, and
 // back to back (the previous launch's events closed a moment ago), each with
-// the other CPU idle and busy (a shell spinning). The six conditions take
-// turns within each round. Then what keep-warm costs (its own CPU, and a
+// the other CPU idle and busy (a shell spinning); the quiet kernel also with
+// COLDSTART_BRIDGE=0 (no CPU-wide events while the kernel holds the task
+// clocks back), each quiet launch paired with one with COLDSTART unset just
+// before it (which opens no perf event, so the kernel stays quiet) for its
+// wall-time ratio. The eight conditions take turns within each round. Then what keep-warm costs (its own CPU, and a
 // context switch of other processes with the hooks on), and how long the
 // first perf_event_open takes on a quiet kernel, task-bound and per-CPU.
 import BenchSupport
@@ -62,8 +65,8 @@ func stopSpinner(_ spin: Process) {
 }
 
 func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: Int) {
-    enum Kernel: CaseIterable { case quiet, keepWarm, backToBack }
-    struct Launch { var mainSamples: Int, armedAfterMainMs: Double?, mainToEndMs: Double, wallMs: Double }
+    enum Kernel: CaseIterable { case quiet, quietNoBridge, keepWarm, backToBack }
+    struct Launch { var mainSamples: Int, armedAfterMainMs: Double?, mainToEndMs: Double, wallMs: Double, ratio: Double?, bridgeSamples: Int? }
     // results[kernel][busy]: the launches whose condition held.
     var results = [[[Launch]]](repeating: [[], []], count: Kernel.allCases.count)
     var notQuiet = 0, keepWarmCPU: Int64 = 0, keepWarmAlive = 0.0, keepWarmExits: [Bool] = []
@@ -83,10 +86,12 @@ func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: In
             for step in 0..<Kernel.allCases.count {
                 let kernel = Kernel.allCases[(step + round) % Kernel.allCases.count]
                 var held = true
+                var unsetWall: Double?
                 switch kernel {
-                case .quiet:
+                case .quiet, .quietNoBridge:
                     stopKeepWarm()
                     held = waitForQuietKernel(patience: 60)
+                    unsetWall = runTool(tool, profiled: false)?.wallMs
                 case .keepWarm:
                     if keepWarm == nil { keepWarm = KeepWarm(coldstart); keepWarmSince = Date() }
                     guard let running = keepWarm else { print("  (coldstart keep-warm did not start)"); return }
@@ -95,10 +100,12 @@ func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: In
                 case .backToBack:
                     _ = runTool(tool, profiled: true)
                 }
-                guard let run = runTool(tool, profiled: true), let t = run.timeline else { continue }
+                let extra = kernel == .quietNoBridge ? ["COLDSTART_BRIDGE": "0"] : [:]
+                guard let run = runTool(tool, profiled: true, extra), let t = run.timeline else { continue }
                 if !held { notQuiet += 1; continue }
                 results[Kernel.allCases.firstIndex(of: kernel)!][busy ? 1 : 0].append(
-                    Launch(mainSamples: t.mainSamples, armedAfterMainMs: t.clockArmedAfterMainMs, mainToEndMs: t.mainToEndMs, wallMs: run.wallMs))
+                    Launch(mainSamples: t.mainSamples, armedAfterMainMs: t.clockArmedAfterMainMs, mainToEndMs: t.mainToEndMs, wallMs: run.wallMs,
+                           ratio: unsetWall.map { run.wallMs / $0 }, bridgeSamples: t.bridgeSamples))
             }
             if let spinner { stopSpinner(spinner) }
         }
@@ -106,10 +113,11 @@ func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: In
     stopKeepWarm()
 
     print("")
-    print("Lone launches of the short tool (CodableTool, release, default settings), \(launches) rounds in which the six")
-    print("conditions take turns; quiet = no perf event open on the machine for 3 s before the launch; medians:")
-    print("  condition                         launches   main samples [min–max]   clock ran from (ms after main)   armed before the end   wall ms")
-    let names: [Kernel: String] = [.quiet: "quiet kernel", .keepWarm: "quiet kernel + keep-warm", .backToBack: "back to back"]
+    print("Lone launches of the short tool (CodableTool, release, default settings), \(launches) rounds in which the eight")
+    print("conditions take turns; quiet = no perf event open on the machine for 3 s before the launch; medians (÷ unset: of")
+    print("each launch's wall time over that of the launch with COLDSTART unset just before it; bridge: samples from it):")
+    print("  condition                                   launches   main samples [min–max]   clock ran from (ms after main)   armed before the end   wall ms   ÷ unset   bridge")
+    let names: [Kernel: String] = [.quiet: "quiet kernel", .quietNoBridge: "quiet kernel, COLDSTART_BRIDGE=0", .keepWarm: "quiet kernel + keep-warm", .backToBack: "back to back"]
     for (k, kernel) in Kernel.allCases.enumerated() {
         for busy in 0..<2 {
             let set = results[k][busy]
@@ -117,17 +125,22 @@ func benchLone(tool: String, coldstart: String, launches: Int, pingPongPairs: In
             let samples = set.map { Double($0.mainSamples) }
             let armed = set.compactMap(\.armedAfterMainMs)
             let early = set.filter { ($0.armedAfterMainMs ?? .infinity) < $0.mainToEndMs }.count
-            print("  " + label.padding(toLength: 34, withPad: " ", startingAt: 0) + "\(set.count)".leftPadded(8)
+            let ratios = set.compactMap(\.ratio), bridged = set.compactMap(\.bridgeSamples)
+            print("  " + label.padding(toLength: 44, withPad: " ", startingAt: 0) + "\(set.count)".leftPadded(8)
                 + (format(median(samples), 0) + " [" + format(samples.min() ?? .nan, 0) + "–" + format(samples.max() ?? .nan, 0) + "]").leftPadded(25)
                 + (armed.isEmpty ? "never" : format(median(armed), 2) + (armed.count < set.count ? " (never in \(set.count - armed.count))" : "")).leftPadded(33)
-                + "\(early) of \(set.count)".leftPadded(23) + format(median(set.map(\.wallMs)), 2).leftPadded(10))
+                + "\(early) of \(set.count)".leftPadded(23) + format(median(set.map(\.wallMs)), 2).leftPadded(10)
+                + (ratios.isEmpty ? "" : "×" + format(median(ratios), 3)).leftPadded(10)
+                + (bridged.isEmpty ? "" : format(median(bridged.map(Double.init)), 0) + " in \(bridged.count)").leftPadded(9))
         }
     }
     if notQuiet > 0 { print("  (\(notQuiet) launches found no 3 s without another process's perf event within 60 s and are not counted)") }
-    let busyQuiet = results[0][1].map { Double($0.mainSamples) }, busyBack = results[2][1].map { Double($0.mainSamples) }
-    let busyWarm = results[1][1].map { Double($0.mainSamples) }
-    print("  issue 24 targets: ≥ 40 main-thread samples lone (other CPU busy): quiet \(format(median(busyQuiet), 0)), "
-        + "with keep-warm \(format(median(busyWarm), 0)); ≥ 60 back to back: \(format(median(busyBack), 0))")
+    let busyQuiet = results[0][1].map { Double($0.mainSamples) }, busyBack = results[3][1].map { Double($0.mainSamples) }
+    let busyWarm = results[2][1].map { Double($0.mainSamples) }, busyNoBridge = results[1][1].map { Double($0.mainSamples) }
+    print("  issue 24 targets: ≥ 40 main-thread samples lone (other CPU busy): quiet \(format(median(busyQuiet), 0)) "
+        + "(COLDSTART_BRIDGE=0: \(format(median(busyNoBridge), 0))), with keep-warm \(format(median(busyWarm), 0)); "
+        + "≥ 60 back to back: \(format(median(busyBack), 0)); ≤ ×1.10 wall, idle, quiet: "
+        + "×\(format(median(results[0][0].compactMap(\.ratio)), 3)) (COLDSTART_BRIDGE=0: ×\(format(median(results[1][0].compactMap(\.ratio)), 3)))")
 
     // What keep-warm costs: its own CPU while it ran above, and a context
     // switch of everyone else with the hooks on (off = a quiet kernel).

@@ -18,6 +18,7 @@ struct ToolTimeline {
     var endAbsNs: Int64            // the launch's end (exit), absolute CLOCK_MONOTONIC
     var clockArmedAfterMainMs: Double?  // sampling.clockArmedNs − mainNs
     var mainToEndMs: Double        // main → the launch's end (its exit)
+    var bridgeSamples: Int?        // sampling.bridge.samples: the host's samples from CPU-wide events (nil: none opened)
 }
 
 func readToolTimeline(_ path: String) -> ToolTimeline? {
@@ -45,7 +46,8 @@ func readToolTimeline(_ path: String) -> ToolTimeline? {
         watcherMsPerS: watcher,
         endAbsNs: start + end,
         clockArmedAfterMainMs: ((section["sampling"] as? [String: Any])?["clockArmedNs"] as? NSNumber).map { Double($0.int64Value - main) / 1e6 },
-        mainToEndMs: Double(end - main) / 1e6)
+        mainToEndMs: Double(end - main) / 1e6,
+        bridgeSamples: (((section["sampling"] as? [String: Any])?["bridge"] as? [String: Any])?["samples"] as? NSNumber)?.intValue)
 }
 
 struct ToolRun { var wallMs: Double, lineToReapMs: Double, endToReapMs: Double?, timeline: ToolTimeline? }
