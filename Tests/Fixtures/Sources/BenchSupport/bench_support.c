@@ -234,6 +234,10 @@ double bench_pingpong_ns(long rounds, int cpu) {
     sched_setaffinity(0, sizeof one, &one);   // the child inherits it
     pid_t child = fork();
     if (child == 0) {
+        // Its copies of the parent's ends closed: the parent's close of
+        // there[1] then ends its read (it hung there forever otherwise).
+        close(there[1]);
+        close(back[0]);
         char byte;
         while (read(there[0], &byte, 1) == 1 && write(back[1], &byte, 1) == 1) {}
         _exit(0);
