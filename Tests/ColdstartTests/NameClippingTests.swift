@@ -110,7 +110,10 @@ final class NameClippingTests: XCTestCase {
         let first = try coldstart(["report", "\(out)/run-1.json"])
         XCTAssertEqual(full.status, 0, full.stderr)
         for text in [full.stdout, first.stdout] {
-            XCTAssertFalse(text.contains("{lambda("), text)
+            // No lambda's call operator under its raw name. A lambda in a
+            // template's arguments (`…<…{lambda(…)#1}>(…)`, a metadata
+            // cache's) is another function and keeps its clipped name.
+            XCTAssertNil(text.firstMatch(of: #/\{lambda\([^}]*\)#\d+\}::operator\(\)/#), text)
             XCTAssertTrue(text.contains("conformance scan: lambda #1 in"), text)
         }
         // Each function table of the full text, by its header's columns.
