@@ -4,12 +4,12 @@
  * after exec escapes them: enable_on_exec switches them on exactly at exec.
  */
 #include "cs_launcher.h"
+#include "spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -17,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -196,95 +195,6 @@ static int open_events(cs_launch *l, pid_t pid, int per_cpu, int ncpus, unsigned
     return 0;
 }
 
-/* The forked child: waits for the parent's byte on `go`, then execs.
- * Async-signal-safe calls only (it runs between fork and exec). */
-static void run_child(int go, int failed, const char *path, char *const argv[], char *const envp[], char *digits,
-                      int stdout_fd, int stderr_fd) {
-    char c;
-    ssize_t n;
-    do n = read(go, &c, 1); while (n < 0 && errno == EINTR);
-    if (n != 1) _exit(127);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    int defaults[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE};
-    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) sigaction(defaults[i], &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (stdout_fd >= 0) dup2(stdout_fd, STDOUT_FILENO);
-    if (stderr_fd >= 0) dup2(stderr_fd, STDERR_FILENO);
-    if (digits) {
-        struct timespec ts;
-        clock_gettime(CLOCK_BOOTTIME, &ts);
-        uint64_t v = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-        char tmp[24];
-        int len = 0;
-        do { tmp[len++] = (char)('0' + v % 10); v /= 10; } while (v);
-        for (int i = 0; i < len; i++) digits[1 + i] = tmp[len - 1 - i];
-        digits[1 + len] = 0;
-    }
-    execve(path, argv, envp);
-    int e = errno;
-    ssize_t ignored = write(failed, &e, sizeof e);
-    (void)ignored;
-    _exit(127);
-}
-
-/* Forks a child held on a pipe (`*go` the parent's end, `*failed` the exec
- * error's read end). Returns the pid, or -1 with errno set. */
-static pid_t fork_held(const char *path, char *const argv[], char *const envp[], char *digits, int stdout_fd, int stderr_fd,
-                       int *go_out, int *failed_out) {
-    int go[2], failed[2];
-    if (pipe2(go, O_CLOEXEC) < 0) return -1;
-    if (pipe2(failed, O_CLOEXEC) < 0) {
-        int e = errno;
-        close(go[0]);
-        close(go[1]);
-        errno = e;
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(go[0]); close(go[1]); close(failed[0]); close(failed[1]);
-        errno = e;
-        return -1;
-    }
-    if (pid == 0) {
-        close(go[1]);
-        close(failed[0]);
-        run_child(go[0], failed[1], path, argv, envp, digits, stdout_fd, stderr_fd);
-    }
-    close(go[0]);
-    close(failed[1]);
-    *go_out = go[1];
-    *failed_out = failed[0];
-    return pid;
-}
-
-/* Stamps `l->release_ns`, lets the held child exec, and waits for the exec
- * (the `failed` pipe closes on it). 0, or the exec's errno (the child is
- * then reaped). */
-static int release_child(cs_launch *l, int go, int failed) {
-    char c = 1;
-    ssize_t w;
-    l->release_ns = cs_launch_monotonic_ns();
-    do w = write(go, &c, 1); while (w < 0 && errno == EINTR);
-    close(go);
-    int child_errno = 0;
-    ssize_t n;
-    do n = read(failed, &child_errno, sizeof child_errno); while (n < 0 && errno == EINTR);
-    close(failed);
-    if (n == (ssize_t)sizeof child_errno) {
-        int status;
-        /* A traced child's exit is still reaped; the tracer goes with it. */
-        while (waitpid(l->pid, &status, 0) < 0 && errno == EINTR) {}
-        return child_errno ? child_errno : ENOEXEC;
-    }
-    return 0;
-}
-
 int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *const envp[],
                     char *spawn_slot, int stdout_fd, unsigned hz, unsigned fault_period, unsigned flags) {
     for (int i = 0; i < CS_LAUNCH_MAX_CPUS; i++) l->clock_fds[i] = l->fault_fds[i] = l->name_fds[i] = -1;
@@ -295,7 +205,7 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
     l->trace = NULL;
     char *digits = spawn_slot ? strchr(spawn_slot, '=') : NULL;
     int go, failed;
-    pid_t pid = fork_held(path, argv, envp, digits, stdout_fd, -1, &go, &failed);
+    pid_t pid = cs_spawn_held(path, argv, envp, digits, stdout_fd, -1, &go, &failed);
     if (pid < 0) return errno;
     l->pid = pid;
     long online = sysconf(_SC_NPROCESSORS_CONF);
@@ -323,90 +233,9 @@ int cs_launch_start(cs_launch *l, const char *path, char *const argv[], char *co
             }
         }
     }
-    int e = release_child(l, go, failed);
+    int e = cs_spawn_release(l, go, failed);
     if (e) cs_launch_close(l);
     return e;
-}
-
-int cs_launch_reference(cs_launch *l, const char *path, char *const argv[], char *const envp[], const char *fifo_prefix,
-                        int *fifo_fd) {
-    memset(l, 0, sizeof *l);
-    for (int i = 0; i < CS_LAUNCH_MAX_CPUS; i++) l->clock_fds[i] = l->fault_fds[i] = l->name_fds[i] = -1;
-    *fifo_fd = -1;
-    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (null_fd < 0) return errno;
-    int go, failed;
-    pid_t pid = fork_held(path, argv, envp, NULL, null_fd, null_fd, &go, &failed);
-    int e = errno;
-    close(null_fd);
-    if (pid < 0) return e;
-    l->pid = pid;
-    /* ld.so opens LD_DEBUG_OUTPUT.<its pid> with O_WRONLY|O_CREAT|O_APPEND,
-     * without O_NONBLOCK: a FIFO of that name whose read end is already open
-     * lets that open return at once. Made after the fork (the name holds the
-     * child's pid) and before the child may exec. */
-    char name[4096];
-    int len = snprintf(name, sizeof name, "%s.%d", fifo_prefix, (int)pid);
-    int fd = -1;
-    e = ENAMETOOLONG;
-    if (len > 0 && (size_t)len < sizeof name) {
-        if (mkfifo(name, 0600) < 0) {
-            e = errno;
-        } else if ((fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
-            e = errno;
-            unlink(name);
-        }
-    }
-    if (fd < 0) {
-        /* Never let the child exec without its reader: ld.so would block in
-         * open, or write a regular file. It has not exec'd yet. */
-        close(go);
-        close(failed);
-        kill(pid, SIGKILL);
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        return e;
-    }
-    e = release_child(l, go, failed);
-    if (e) {
-        close(fd);
-        unlink(name);
-        return e;
-    }
-    *fifo_fd = fd;
-    return 0;
-}
-
-int cs_launch_statistics_wait(cs_launch *l, int fifo_fd, int timeout_ms, uint64_t *arrival_ns, char *text, size_t cap,
-                              size_t *length, int *status, struct rusage *usage) {
-    uint64_t deadline = cs_launch_monotonic_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
-    for (;;) {
-        pid_t r = wait4(l->pid, status, WNOHANG, usage);
-        if (r == l->pid || (r < 0 && errno != EINTR && errno != EAGAIN)) return 1;
-        uint64_t now = cs_launch_monotonic_ns();
-        if (now >= deadline) return 0;
-        long left_ms = (long)((deadline - now + 999999u) / 1000000u);
-        struct pollfd p = {.fd = fifo_fd, .events = POLLIN};
-        int ready = poll(&p, 1, left_ms < 5 ? (int)left_ms : 5);
-        uint64_t stamp = cs_launch_monotonic_ns();
-        if (ready <= 0) continue;
-        if (p.revents & POLLIN) {
-            char scratch[4096];
-            ssize_t n;
-            while ((n = read(fifo_fd, scratch, sizeof scratch)) > 0) {
-                if (*arrival_ns == 0) *arrival_ns = stamp;
-                size_t room = cap > *length ? cap - *length : 0;
-                size_t take = (size_t)n < room ? (size_t)n : room;
-                memcpy(text + *length, scratch, take);
-                *length += take;
-            }
-        } else if (p.revents & (POLLHUP | POLLERR)) {
-            /* Every writer closed (the child is exiting): poll would return
-             * at once until it is reaped. */
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
-    }
 }
 
 int cs_records_reserve(cs_records *out, size_t more) {

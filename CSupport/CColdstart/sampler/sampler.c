@@ -267,8 +267,9 @@ static const char *early_stop_reason(void) {
     return NULL;
 }
 
-// `f` under the scan flag, which a stop waits for; skipped if a stop holds
-// it (the stopper then drains and closes the bridge itself).
+// `f` under the scan flag, which a stop waits for, while the launch is
+// active; skipped if a scan or a stop holds it (the stopper drains and closes
+// what is left itself).
 static void with_scan_flag(void (*f)(void)) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
@@ -374,13 +375,8 @@ static void close_bridge(void) {
 }
 
 // What the kernel recorded since the last look, between two scans (which
-// drain too); under the scan flag (skipped if a scan holds it).
-static void drain_rings(void) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&S->scanning, &expected, 1)) return;
-    if (atomic_load(&S->active)) cs_smp_drain_all(NULL);
-    cs_smp_scan_release();
-}
+// drain too); run under the scan flag.
+static void drain_all_rings(void) { cs_smp_drain_all(NULL); }
 
 // The DWARF unwinder, and the samples that waited for it; under the scan
 // flag (false if a scan holds it: then at the next period).
@@ -484,7 +480,7 @@ static void *scan_loop(void *arg) {
         if (S->clock != CS_CLOCK_WALL && cs_monotonic_ns() - atomic_load(&S->last_scan_ns) >= CS_SMP_SCAN_NS)
             cs_sampler_scan_threads();
         else if (atomic_load(&S->kernel_stacks_on))
-            drain_rings();
+            with_scan_flag(drain_all_rings);
     }
     return NULL;
 }

@@ -28,7 +28,6 @@ static bool perf_sampled(void) {
 static const char *clock_name(void) {
     if (perf_sampled()) return "perf-task-clock";
     switch (S->clock) {
-    case CS_CLOCK_PERF: return "perf-task-clock";
     case CS_CLOCK_POSIX: return "posix-cpu-timer";
     case CS_CLOCK_WALL: return "wall-timer";
     default: return "none";

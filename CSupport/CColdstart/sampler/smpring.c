@@ -13,12 +13,15 @@
 #include <string.h>
 
 
-uint16_t cs_smp_boost_flags(struct cs_smp_thread *t) {
-    if (!atomic_load_explicit(&t->boosted, memory_order_relaxed)) return 0;
-    // Numbered per thread: one in boost_hz / requested_hz is kept if the
-    // writer has to thin them.
+// A boosted sample's flags, numbered per thread: one in boost_hz /
+// requested_hz is kept if the writer has to thin them. Async-signal-safe.
+static uint16_t boosted_flags(struct cs_smp_thread *t) {
     uint32_t every = S->boost_hz / S->requested_hz;
     return CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
+}
+
+uint16_t cs_smp_boost_flags(struct cs_smp_thread *t) {
+    return atomic_load_explicit(&t->boosted, memory_order_relaxed) ? boosted_flags(t) : 0;
 }
 
 void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns) {
@@ -135,14 +138,6 @@ void cs_smp_drain_pending(bool final) {
     S->pending_used = S->pending_done = 0;
 }
 
-// A bridge sample's flags: boosted as the thread's own clock would have been
-// (numbered with its samples, so that the writer's thinning keeps one rate).
-static uint16_t bridge_flags(struct cs_smp_thread *t) {
-    if (!S->bridge_boosted) return 0;
-    uint32_t every = S->boost_hz / S->requested_hz;
-    return CS_SMP_BOOSTED | (every == 0 || t->boost_seq++ % every == 0 ? CS_SMP_KEPT : 0);
-}
-
 void cs_smp_drain_ring(struct perf_event_mmap_page *pg, bool regs, struct cs_smp_thread *t,
                        struct cs_smp_thread *(*keeps)(const uint64_t *ids)) {
     if (!pg || pg->data_size == 0 || !S->rec) return;
@@ -170,7 +165,9 @@ void cs_smp_drain_ring(struct perf_event_mmap_page *pg, bool regs, struct cs_smp
             }
             if (to) {
                 ring_read(pg, tail, rec, h.size);
-                uint16_t flags = t ? cs_smp_boost_flags(t) : bridge_flags(to);
+                // A bridge sample is boosted as the thread's own clock would have
+                // been, numbered with its samples: the writer's thinning keeps one rate.
+                uint16_t flags = t ? cs_smp_boost_flags(t) : S->bridge_boosted ? boosted_flags(to) : 0;
                 if (!t) S->bridge_kept++;
                 int tid = atomic_load(&to->tid);
                 if (!regs || ready || final || S->unwinder != CS_UNW_LIBUNWIND || !defer(tid, flags, rec, h.size))

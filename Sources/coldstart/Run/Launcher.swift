@@ -95,30 +95,24 @@ struct Launcher {
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             return (status, false, false)
         }
-        let start = Date()
-        var termSent: Date?
-        var timedOut = false, stopped = false
+        var stop = ChildStop(pid: pid, readyFile: stopAfterReady ? timeline : nil, timeout: timeout)
         while true {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid || (r < 0 && errno != EINTR) { return (status, timedOut, stopped) }
-            if let sent = termSent {
-                if Date().timeIntervalSince(sent) > 5 { kill(pid, SIGKILL) }
-            } else if stopAfterReady && FileManager.default.fileExists(atPath: timeline) {
-                stopped = true
-                termSent = Date()
-                kill(pid, SIGTERM)
-            } else if let timeout, Date().timeIntervalSince(start) > timeout {
-                timedOut = true
-                termSent = Date()
-                kill(pid, SIGTERM)
-            }
+            if r == pid || (r < 0 && errno != EINTR) { return (status, stop.timedOut, stop.stoppedAfterReady) }
+            stop.check()
             usleep(2_000)
         }
     }
 
+    /// The shell's convention for a wait status: the exit status, or 128 + the signal.
+    static func exitStatus(_ waitStatus: Int32) -> Int32 {
+        let signal = waitStatus & 0x7F
+        return signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
+    }
+
     static func record(label: String, file: String, waitStatus: Int32, timedOut: Bool, stoppedAfterReady: Bool) -> RunRecord {
         let signal = waitStatus & 0x7F
-        let status = signal == 0 ? (waitStatus >> 8) & 0xFF : 128 + signal
+        let status = exitStatus(waitStatus)
         var record = RunRecord(label: label, file: file, outcome: .noTimeline(status: status), status: status, timedOut: timedOut)
         guard FileManager.default.fileExists(atPath: file) else {
             record.outcome = signal != 0 ? .crashed(signal: signal) : .noTimeline(status: status)
@@ -145,3 +139,39 @@ struct Launcher {
     }
 }
 
+/// Stops a launch on --timeout or once its timeline exists
+/// (--stop-after-ready): SIGTERM once, SIGKILL if it is still running 5 s
+/// later. `check()` is called between two polls of the child.
+struct ChildStop {
+    let pid: pid_t
+    /// Stop once this file exists.
+    let readyFile: String?
+    let timeout: Double?
+    private let start = Date()
+    private var termSent: Date?
+    private(set) var timedOut = false
+    private(set) var stoppedAfterReady = false
+
+    init(pid: pid_t, readyFile: String? = nil, timeout: Double?) {
+        self.pid = pid
+        self.readyFile = readyFile
+        self.timeout = timeout
+    }
+
+    mutating func check() {
+        if let sent = termSent {
+            if Date().timeIntervalSince(sent) > 5 { kill(pid, SIGKILL) }
+        } else if let readyFile, FileManager.default.fileExists(atPath: readyFile) {
+            stoppedAfterReady = true
+            terminate()
+        } else if let timeout, Date().timeIntervalSince(start) > timeout {
+            timedOut = true
+            terminate()
+        }
+    }
+
+    private mutating func terminate() {
+        termSent = Date()
+        kill(pid, SIGTERM)
+    }
+}

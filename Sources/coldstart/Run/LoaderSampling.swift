@@ -189,18 +189,11 @@ struct LoaderSampling {
         var text = [CChar](repeating: 0, count: 4096)
         var status: Int32 = 0
         var usage = rusage()
-        let start = Date()
-        var termSent: Date?
+        var stop = ChildStop(pid: launch.pid, timeout: timeout)
         while cs_launch_statistics_wait(&launch, fifo, 50, &arrival, &text, text.count, &length, &status, &usage) == 0 {
-            if let sent = termSent {
-                if Date().timeIntervalSince(sent) > 5 { kill(launch.pid, SIGKILL) }
-            } else if let timeout, Date().timeIntervalSince(start) > timeout {
-                termSent = Date()
-                kill(launch.pid, SIGTERM)
-            }
+            stop.check()
         }
-        let signal = status & 0x7F
-        let exitStatus = signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+        let exitStatus = Launcher.exitStatus(status)
         let received = String(decoding: text.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard arrival > launch.release_ns, received.contains("runtime linker statistics") else { return (nil, exitStatus) }
         return (Int64(arrival - launch.release_ns), exitStatus)
@@ -242,9 +235,8 @@ struct LoaderSampling {
                       stopAfterReady: Bool, timeout: Double?) -> (Int32, Timeline.Rusage, Bool, Bool) {
         var status: Int32 = 0
         var usage = rusage()
-        let start = Date()
-        var termSent: Date?
-        var timedOut = false, stopped = false, samplingStopped = false
+        var stop = ChildStop(pid: launch.pid, readyFile: stopAfterReady ? timeline : nil, timeout: timeout)
+        var samplingStopped = false
         while true {
             if launch.tracing != 0 {
                 if cs_trace_wait(&launch, &records, 1, &status, &usage) != 0 { break }
@@ -261,24 +253,14 @@ struct LoaderSampling {
                 cs_launch_stop_sampling(&launch)
                 samplingStopped = true
             }
-            if let sent = termSent {
-                if Date().timeIntervalSince(sent) > 5 { kill(launch.pid, SIGKILL) }
-            } else if stopAfterReady && FileManager.default.fileExists(atPath: timeline) {
-                stopped = true
-                termSent = Date()
-                kill(launch.pid, SIGTERM)
-            } else if let timeout, Date().timeIntervalSince(start) > timeout {
-                timedOut = true
-                termSent = Date()
-                kill(launch.pid, SIGTERM)
-            }
+            stop.check()
             if launch.tracing == 0 { cs_launch_poll(&launch, 1) }
         }
         func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1000 }
         let total = Timeline.Rusage.launcher(
             minorFaults: UInt64(usage.ru_minflt), majorFaults: UInt64(usage.ru_majflt), voluntarySwitches: UInt64(usage.ru_nvcsw),
             involuntarySwitches: UInt64(usage.ru_nivcsw), userNs: ns(usage.ru_utime), systemNs: ns(usage.ru_stime))
-        return (status, total, timedOut, stopped)
+        return (status, total, stop.timedOut, stop.stoppedAfterReady)
     }
 
     private static func ids<T>(_ tuple: T, count: Int) -> Set<UInt64> {
