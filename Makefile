@@ -159,7 +159,7 @@ bench-html: deps
 	scripts/bench-html.sh
 
 # Mutation fuzzing of the timeline and ELF readers through load, analysis and
-# every output (Tests/ColdstartTests/FuzzTests.swift). `make test` runs it for
+# every output (Tests/ColdstartTests/Fuzz/FuzzTests.swift). `make test` runs it for
 # 30 s with a fixed seed; `make fuzz` for FUZZ_SECONDS with a fresh seed (or
 # FUZZ_SEED=S to replay one); `make fuzz-short` is the 30 s run alone.
 # Crashing inputs are saved in .build/fuzz-crashes, named by seed and input.

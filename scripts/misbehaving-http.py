@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """HTTP servers that misbehave the ways a hostile or broken OTLP endpoint
-can, for the tests of `coldstart push` (Tests/ColdstartTests/PushTests.swift).
+can, for the tests of `coldstart push` (Tests/ColdstartTests/Export/PushTests.swift).
 Standard library only. Each listens on ADDRESS (a loopback address) at a free
 port, prints the port as the first line of standard output, answers every
 POST as its MODE says, and exits by itself after 120 s.

@@ -26,7 +26,7 @@ final class WaitCauseTests: XCTestCase {
     }
 
     func testTheFormatListsTheSameCausesInTheSameOrder() throws {
-        let text = try String(contentsOf: DocumentationTests.repository.appendingPathComponent("docs/timeline-format.md"), encoding: .utf8)
+        let text = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/timeline-format.md"), encoding: .utf8)
         let lines = text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let header = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("| cause |") }, "the causes' table")
         let rows = lines[(header + 2)...].prefix { $0.hasPrefix("|") }

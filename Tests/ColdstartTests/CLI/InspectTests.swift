@@ -5,7 +5,7 @@ import XCTest
 /// `coldstart inspect`: a binary's start-up read from its files
 /// (docs/inspect.md), and the allow-list gate (docs/ci.md).
 final class InspectTests: XCTestCase {
-    private static let gateSources = DocumentationTests.repository.appendingPathComponent("Tests/Fixtures/AllowGate").path
+    private static let gateSources = repositoryRoot.appendingPathComponent("Tests/Fixtures/AllowGate").path
 
     private func inspect(_ binary: String, _ options: [String] = []) throws -> [String: Any] {
         let result = try coldstart(["inspect", binary, "--json"] + options)

@@ -14,12 +14,11 @@ final class StaticExecutableTests: XCTestCase {
         guard FileManager.default.fileExists(atPath: staticLib.path) else {
             throw XCTSkip("this toolchain has no static Swift standard library (\(staticLib.path))")
         }
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/StaticHost/main.swift")
+        let source = repositoryRoot.appendingPathComponent("Tests/Fixtures/StaticHost/main.swift")
         let products = Products.directory
         // The host library's objects as SwiftPM built them for these tests.
         let objects = ["CColdstart", "ColdstartEarly"].flatMap {
-            Products.objects(of: $0, sources: DocumentationTests.repository.appendingPathComponent("CSupport/\($0)"))
+            Products.objects(of: $0, sources: repositoryRoot.appendingPathComponent("CSupport/\($0)"))
         } + ["ColdstartBuildInfo", "Coldstart"].flatMap { Products.objects(of: $0) }
         XCTAssertGreaterThan(objects.count, 20, "the host library's objects in \(products.path): run `swift build` first")
         let scratch = try makeTemporaryDirectory(for: self)

@@ -6,7 +6,6 @@ import XCTest
 /// the objects `swift build` made (`nm`: a symbol one object leaves undefined
 /// and another defines is a call from the first file to the second).
 final class CallGraphTests: XCTestCase {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     /// The one struct every file reads (internal.h): state, not a call.
     static let sharedState: Set<String> = ["cs_g"]
 
@@ -122,7 +121,7 @@ final class CallGraphTests: XCTestCase {
     // MARK: - The checks
 
     func testTheCaptureLayerCallsOnlyAsTheArchitectureAllows() throws {
-        let sources = Self.repository.appendingPathComponent("CSupport/CColdstart")
+        let sources = repositoryRoot.appendingPathComponent("CSupport/CColdstart")
         let objects = Products.objects(of: "CColdstart", sources: sources)
         let built = Set(objects.map(Self.fileName))
         let cFiles = try FileManager.default.subpathsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".c") }
@@ -133,7 +132,7 @@ final class CallGraphTests: XCTestCase {
         XCTAssertEqual(nm.status, 0, nm.stderr)
         let edges = Self.edges(nmOutput: nm.stdout, file: Self.fileName)
         XCTAssertGreaterThan(edges.count, 20, "nm found the calls")
-        let allowed = try Self.parseAllowed(String(contentsOf: Self.repository.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
+        let allowed = try Self.parseAllowed(String(contentsOf: repositoryRoot.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
         let problems = Self.violations(edges: edges, built: built, allowed: allowed)
         XCTAssertEqual(problems, [], "docs/ARCHITECTURE.md, \"Allowed calls\":\n" + problems.joined(separator: "\n"))
     }
@@ -155,9 +154,9 @@ final class CallGraphTests: XCTestCase {
     }
 
     func testTheArchitectureNamesEveryCFileInItsFolder() throws {
-        let sources = Self.repository.appendingPathComponent("CSupport/CColdstart")
+        let sources = repositoryRoot.appendingPathComponent("CSupport/CColdstart")
         let onDisk = try FileManager.default.subpathsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".c") }.sorted()
-        let tabled = try Self.tabledFiles(String(contentsOf: Self.repository.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
+        let tabled = try Self.tabledFiles(String(contentsOf: repositoryRoot.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
         XCTAssertEqual(tabled.sorted(), onDisk, "docs/ARCHITECTURE.md's table of files by folder")
         XCTAssertEqual(Set(tabled).count, tabled.count, "each file once")
         XCTAssertEqual(try Self.tabledFiles("| folder | file | job |\n|---|---|---|\n| `.` | `a.c` | x |\n| `base/` | `b.c` | y |\n| | `c.c` | z |\n"),
@@ -176,14 +175,14 @@ final class CallGraphTests: XCTestCase {
     /// ColdstartAnalysis is one folder per subsystem, each in the table, and
     /// keeps no file outside them.
     func testTheArchitectureNamesEveryAnalysisFolder() throws {
-        let sources = Self.repository.appendingPathComponent("Sources/ColdstartAnalysis").path
+        let sources = repositoryRoot.appendingPathComponent("Sources/ColdstartAnalysis").path
         var onDisk: [String] = [], loose: [String] = []
         for entry in try FileManager.default.contentsOfDirectory(atPath: sources) {
             var isFolder: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: sources + "/" + entry, isDirectory: &isFolder)
             if isFolder.boolValue { onDisk.append(entry + "/") } else { loose.append(entry) }
         }
-        let tabled = try Self.tabledFolders(String(contentsOf: Self.repository.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
+        let tabled = try Self.tabledFolders(String(contentsOf: repositoryRoot.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
         XCTAssertEqual(tabled.sorted(), onDisk.sorted(), "docs/ARCHITECTURE.md's table of ColdstartAnalysis's folders")
         XCTAssertEqual(loose, [], "a file of ColdstartAnalysis outside its subsystems' folders")
         XCTAssertEqual(try Self.tabledFolders("| folder | what |\n|---|---|\n| `A/` | x |\n| `B/` | y |\n\nafter\n"), ["A/", "B/"])

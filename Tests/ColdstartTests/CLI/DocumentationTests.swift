@@ -20,12 +20,10 @@ final class DocumentationTests: XCTestCase {
         var place: String { "\(file):\(line)" }
     }
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
     static func documents() throws -> [URL] {
-        let docs = repository.appendingPathComponent("docs")
+        let docs = repositoryRoot.appendingPathComponent("docs")
         let names = try FileManager.default.contentsOfDirectory(atPath: docs.path).filter { $0.hasSuffix(".md") }.sorted()
-        return [repository.appendingPathComponent("README.md")] + names.map { docs.appendingPathComponent($0) }
+        return [repositoryRoot.appendingPathComponent("README.md")] + names.map { docs.appendingPathComponent($0) }
     }
 
     /// The fenced blocks of a Markdown text, with their info strings.
@@ -51,7 +49,7 @@ final class DocumentationTests: XCTestCase {
 
     private func allBlocks() throws -> [Block] {
         try Self.documents().flatMap { url in
-            Self.blocks(in: try String(contentsOf: url, encoding: .utf8), file: url.path.replacingOccurrences(of: Self.repository.path + "/", with: ""))
+            Self.blocks(in: try String(contentsOf: url, encoding: .utf8), file: url.path.replacingOccurrences(of: repositoryRoot.path + "/", with: ""))
         }
     }
 

@@ -85,13 +85,10 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(lines[1].hasPrefix("commit: "), lines[1])
         XCTAssertNotNil(lines[2].range(of: #"^swift: Swift \d+\.\d+"#, options: .regularExpression), lines[2])
         // The release matches the newest entry of CHANGELOG.md.
-        let changelog = try String(contentsOf: Self.repository.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let changelog = try String(contentsOf: repositoryRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
         let release = String(lines[0].dropFirst("coldstart ".count))
         XCTAssertTrue(changelog.contains("## \(release)"), "CHANGELOG.md has no section for \(release)")
     }
-
-    /// The repository root, from this file's path.
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     func testBashCompletionParsesAndCompletes() throws {
         let script = try coldstart(["completion", "bash"])

@@ -46,7 +46,7 @@ enum Fleet {
     /// scripts/ensure-python-deps.sh; a skip (with its reason) when python3,
     /// venv or PyPI is missing.
     static func python() throws -> String {
-        let script = ExternalTool.repository.appendingPathComponent("scripts/ensure-python-deps.sh").path
+        let script = repositoryRoot.appendingPathComponent("scripts/ensure-python-deps.sh").path
         let result = try runProcess("/bin/bash", [script], timeout: 600)
         let path = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard result.status == 0, FileManager.default.isExecutableFile(atPath: path) else {
@@ -56,7 +56,7 @@ enum Fleet {
     }
 
     static func script(_ name: String) -> String {
-        ExternalTool.repository.appendingPathComponent("scripts/\(name)").path
+        repositoryRoot.appendingPathComponent("scripts/\(name)").path
     }
 
     /// A free TCP port on 127.0.0.1 (bound, read, released).

@@ -130,9 +130,6 @@ enum KnownProfile {
 /// (as root, through scripts/ensure-deps.sh); a test skips, naming the
 /// reason, when one cannot be had.
 enum ExternalTool {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-
     static let chromium = find(["chromium", "chromium-browser"], package: "chromium")
     static let go = find(["go"], package: "golang-go")
     static let prometheus = find(["prometheus"], package: "prometheus")
@@ -151,7 +148,7 @@ enum ExternalTool {
         }
         if let found = lookup() { return .success(found) }
         guard getuid() == 0 else { return .failure(XCTSkip("\(names[0]) is not installed and the tests are not root (apt-get install \(package))")) }
-        let script = repository.appendingPathComponent("scripts/ensure-deps.sh").path
+        let script = repositoryRoot.appendingPathComponent("scripts/ensure-deps.sh").path
         let result = try? runProcess("/bin/bash", [script, package], timeout: 900)
         if let found = lookup() { return .success(found) }
         return .failure(XCTSkip("\(names[0]) is not installed and installing \(package) failed: \(result?.stderr ?? "could not run \(script)")"))

@@ -213,3 +213,7 @@ func stolenTicks() -> UInt64 {
 func stolenMs(since ticks: UInt64) -> Double {
     Double(stolenTicks() &- ticks) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
+
+/// The repository's root (this file is Tests/ColdstartTests/Support/TestSupport.swift).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
