@@ -53,10 +53,7 @@ void cs_estimate_start(void) {
     struct rusage ru;
     if (syscall(SYS_getrusage, RUSAGE_THREAD, &ru) != 0) return;
     char buf[128];
-    int fd = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
+    ssize_t n = cs_read_small_file("/proc/self/schedstat", buf, sizeof buf);
     uint64_t run_ns, wait_ns, slices;
     if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &run_ns, &wait_ns, &slices) != 0) return;
     // Field 1 of schedstat lags for the running thread; the CPU clock does not.
@@ -70,10 +67,7 @@ void cs_estimate_start(void) {
 // /proc/self/stat's starttime as CLOCK_MONOTONIC: the tick it started in.
 static int tick_start(uint64_t offset, uint64_t *tick_ns, uint64_t *tick_len_ns) {
     char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
+    ssize_t n = cs_read_small_file("/proc/self/stat", buf, sizeof buf);
     uint64_t ticks;
     if (n <= 0 || cs_parse_proc_stat_starttime(buf, (size_t)n, &ticks) != 0) return -1;
     uint64_t hz = cs_g.proc.ticks_per_second ? cs_g.proc.ticks_per_second : 100;
@@ -126,15 +120,11 @@ void cs_thread_name(int tid, bool mine, char *out, size_t cap) {
     cs_format_u64((uint64_t)tid, path + strlen(path));
     strcat(path, "/comm");
     out[0] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, out, cap - 1);
-        close(fd);
-        if (n > 0) {
-            out[n] = 0;
-            if (out[n - 1] == '\n') out[n - 1] = 0;
-            if (strlen(out) == 15) out[cs_utf8_cut(out, 15)] = 0;
-        }
+    ssize_t n = cs_read_small_file(path, out, cap - 1);
+    if (n > 0) {
+        out[n] = 0;
+        if (out[n - 1] == '\n') out[n - 1] = 0;
+        if (strlen(out) == 15) out[cs_utf8_cut(out, 15)] = 0;
     }
     if (out[0] == 0) {
         strcpy(out, "thread ");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -133,11 +134,38 @@ bool cs_out_of_descriptors(void) {
     return errno == EMFILE || errno == ENFILE;
 }
 
-int cs_fd_high(int fd) {
-    if (fd < 0 || cs_g.proc.high_fd == 0) return fd;
+bool cs_file_id(int dirfd, const char *path, uint64_t *dev, uint64_t *ino) {
+    struct stat st;
+    if (fstatat(dirfd, path ? path : "", &st, path ? 0 : AT_EMPTY_PATH) != 0) return false;
+    *dev = (uint64_t)st.st_dev;
+    *ino = (uint64_t)st.st_ino;
+    return true;
+}
+
+bool cs_fd_is(int fd, uint64_t dev, uint64_t ino) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
+ssize_t cs_read_small_file(const char *path, char *buf, size_t cap) {
+    uint64_t dev, ino;
+    if (!cs_file_id(AT_FDCWD, path, &dev, &ino)) return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (!cs_fd_is(fd, dev, ino)) return -1;   // the host's number by now
+    ssize_t n;
+    do n = read(fd, buf, cap); while (n < 0 && errno == EINTR);
+    if (cs_fd_is(fd, dev, ino)) close(fd);
+    return n;
+}
+
+int cs_fd_high(int fd, uint64_t dev, uint64_t ino) {
+    if (!cs_fd_is(fd, dev, ino)) return -1;
+    if (cs_g.proc.high_fd == 0) return fd;
     int high = fcntl(fd, F_DUPFD_CLOEXEC, cs_g.proc.high_fd);
     if (high < 0) return fd;
-    close(fd);
+    // The host's dup2 onto `high` replaced our copy there: the low one stays.
+    if (!cs_fd_is(high, dev, ino)) return fd;
+    if (cs_fd_is(fd, dev, ino)) close(fd);
     return high;
 }
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 #include <time.h>
 
 struct cs_rusage {
@@ -105,11 +106,29 @@ uint64_t cs_fd_allowance(void);
 /// none, ENFILE): then a warning names the limit, not the file.
 /// Async-signal-safe (open, close).
 bool cs_out_of_descriptors(void);
-/// Moves a descriptor this thread just opened above the range hosts usually
-/// use (select() and code that expects small numbers) when cs_g.proc.high_fd
-/// says so; returns the descriptor to use (the same one if moving failed).
+/// The device and inode of `path` (relative to `dirfd`, or AT_FDCWD), or of
+/// descriptor `dirfd` itself when path is NULL; false if it cannot be read.
+/// Async-signal-safe (fstatat).
+bool cs_file_id(int dirfd, const char *path, uint64_t *dev, uint64_t *ino);
+/// Whether descriptor `fd` is the file (dev, ino). Async-signal-safe (fstat).
+bool cs_fd_is(int fd, uint64_t dev, uint64_t ino);
+/// A descriptor this thread just opened of the file (dev, ino), which the
+/// caller knows by its path (or, for a file with none, read where no host
+/// code could run), never by the descriptor: a host that closes every
+/// descriptor and opens or dup2s its own files (daemons do, at the start of
+/// main) may have taken the number in between. Returns the descriptor to
+/// use, moved above the range hosts usually use (select() and code that
+/// expects small numbers) when cs_g.proc.high_fd says so, the same one if
+/// moving failed; or -1 when the number is no longer that file: the host's
+/// now, left open. A number is closed only after it was checked to be ours
+/// (a host that reuses it within the microsecond between check and close
+/// would lose its file: Linux has no close-if-still-this-file).
 /// Async-signal-safe.
-int cs_fd_high(int fd);
+int cs_fd_high(int fd, uint64_t dev, uint64_t ino);
+/// Reads up to `cap` bytes of a small file (a /proc or /sys one) from its
+/// start; closes the descriptor only if it is still that file (cs_fd_high).
+/// Returns what read returned, -1 if it could not be opened. Async-signal-safe.
+ssize_t cs_read_small_file(const char *path, char *buf, size_t cap);
 /// Puts back the default action of `sig`. Async-signal-safe.
 void cs_restore_default(int sig);
 /// Copies `len` bytes from `addr` of this process without faulting; false

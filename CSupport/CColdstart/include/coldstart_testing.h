@@ -76,6 +76,12 @@ const char *cs_watch_cause_name(int cause);
 /// not async-signal-safe (malloc, dl_iterate_phdr).
 int cs_modules_query_matches_text(void);
 
+/// The descriptor to use for the file (dev, ino) this thread just opened as
+/// `fd`, moved high when the launch asked for it; -1 when the number is no
+/// longer that file (a host took it: left open, its file untouched).
+/// Declared in sys.h; here for its tests. Async-signal-safe.
+int cs_fd_high(int fd, uint64_t dev, uint64_t ino);
+
 #ifdef __cplusplus
 }
 #endif

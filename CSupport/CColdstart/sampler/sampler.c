@@ -102,14 +102,10 @@ static void note_refusal(int e) {
     S->perf_errno = e;
     S->perf_paranoid = -1;
     S->perf_seccomp = -1;
-    int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0) close(fd);
+    ssize_t n = cs_read_small_file("/proc/sys/kernel/perf_event_paranoid", buf, sizeof buf - 1);
     uint64_t v;
     if (n > 0 && cs_scan_dec(buf, buf + n, &v)) S->perf_paranoid = (int)v;  // a negative setting stays -1: no restriction
-    fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0) close(fd);
+    n = cs_read_small_file("/proc/self/status", buf, sizeof buf - 1);
     if (n > 0) {
         S->perf_seccomp = (int)cs_status_mask(buf, (size_t)n, "Seccomp");
         S->perf_caps = cs_status_mask(buf, (size_t)n, "CapEff");

@@ -37,9 +37,7 @@
 // more than `cap`: no bridge on a machine of more CPUs than it holds).
 static int online_cpus(int *cpus, int cap) {
     char buf[512];
-    int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0) close(fd);
+    ssize_t n = cs_read_small_file("/sys/devices/system/cpu/online", buf, sizeof buf - 1);
     if (n <= 0) return 0;
     const char *p = buf, *end = buf + n;
     int count = 0;

@@ -29,11 +29,8 @@ int cs_smp_signal_for(int tid) {
     n += cs_format_u64((uint64_t)tid, path + n);
     memcpy(path + n, "/status", 8);
     char status[4096];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return CS_SMP_SIGNAL;   // gone: arming it fails anyway
-    ssize_t k = read(fd, status, sizeof status);
-    close(fd);
-    if (k <= 0) return CS_SMP_SIGNAL;
+    ssize_t k = cs_read_small_file(path, status, sizeof status);
+    if (k <= 0) return CS_SMP_SIGNAL;   // gone: arming it fails anyway
     uint64_t blocked = cs_status_mask(status, (size_t)k, "SigBlk");
     if (!(blocked & (1ull << (CS_SMP_SIGNAL - 1)))) return CS_SMP_SIGNAL;
     if ((blocked & (1ull << (CS_SMP_ALT_SIGNAL - 1))) || !atomic_load(&S->owns_alt)) return 0;

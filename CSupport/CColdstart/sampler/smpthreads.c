@@ -86,8 +86,15 @@ void cs_sampler_scan_threads(void) {
     cs_smp_drain_all(NULL);
     // Opened per scan, not kept: a host that closes descriptors it does not
     // know could otherwise get this number reused for its own file, and our
-    // seek would move that file's offset.
-    int dir = atomic_load(&S->active) ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    // seek would move that file's offset. Even so the host may close it and
+    // open its own file on the number between our open and our close: known
+    // by its path, it is read and closed only while it is still the directory
+    // (with a DescriptorHost, once in ~400 launches the host's file was closed
+    // and the next scan's directory dup2'd in its place).
+    uint64_t dev = 0, ino = 0;
+    int dir = atomic_load(&S->active) && cs_file_id(AT_FDCWD, "/proc/self/task", &dev, &ino)
+        ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (!cs_fd_is(dir, dev, ino)) dir = -1;
     char buf[2048] __attribute__((aligned(8)));
     uint32_t gen = ++S->scan_gen;
     if (dir >= 0) {
@@ -158,7 +165,7 @@ void cs_sampler_scan_threads(void) {
                 t->fd = -1;
             }
         }
-        close(dir);
+        if (cs_fd_is(dir, dev, ino)) close(dir);
     }
     cs_smp_scan_release();
 }

@@ -262,7 +262,8 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot);
 /// number reused by the host is left alone); -1 if it cannot be.
 int cs_watch_task_dir(void);
 /// Opens /proc/self/task/<tid>/<file> read-only, moved high; -1 on failure.
-int cs_watch_open_task_file(int tid, const char *file);
+/// *ino: its inode as opened (cs_fd_high), 0 on failure.
+int cs_watch_open_task_file(int tid, const char *file, uint64_t *ino);
 /// After a failed read: opens the slot's files again if the host closed
 /// them (true when that worked), false when they are still ours (the read
 /// failed because the thread ended).

@@ -388,14 +388,11 @@ void cs_watch_start(void) {
     // Coldstart's share of the descriptor limit (sys.h).
     uint64_t slots = cs_fd_allowance() / 3;
     wt->max_live = slots < CS_WATCH_MAX_LIVE ? (int)slots : CS_WATCH_MAX_LIVE;
-    wt->task_dirfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (wt->task_dirfd < 0) {
+    if (cs_watch_task_dir() < 0) {
         cs_warn(cs_out_of_descriptors() ? "no descriptor left under RLIMIT_NOFILE for /proc/self/task; the off-CPU watch is off"
                                         : "cannot open /proc/self/task; the off-CPU watch is off", NULL);
         return;
     }
-    wt->task_dirfd = cs_fd_high(wt->task_dirfd);
-    wt->task_dir_ino = cs_watch_inode_of(wt->task_dirfd);
 
     void *mem = cs_map_zeroed(sizeof *wt->buf);
     if (!mem) {

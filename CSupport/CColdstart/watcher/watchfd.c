@@ -45,9 +45,8 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot) {
     struct cs_watch *wt = &cs_g.watch;
     if (slot->syscall_tried || !wt->syscall_readable) return slot->fd_syscall;
     slot->syscall_tried = true;
-    slot->fd_syscall = cs_watch_open_task_file(wt->buf->threads[slot->thread].tid, "syscall");
+    slot->fd_syscall = cs_watch_open_task_file(wt->buf->threads[slot->thread].tid, "syscall", &slot->ino_syscall);
     int open_errno = errno;
-    slot->ino_syscall = cs_watch_inode_of(slot->fd_syscall);
     char buf[128];
     // Not there for a thread that is (its schedstat reads): this kernel has
     // none, or the program changed its user, after which the kernel makes
@@ -68,24 +67,29 @@ int cs_watch_task_dir(void) {
     struct cs_watch *wt = &cs_g.watch;
     if (wt->task_dirfd >= 0 && cs_watch_inode_of(wt->task_dirfd) == wt->task_dir_ino) return wt->task_dirfd;
     // Closed by the host (the number may be the host's now: left alone).
-    int fd = cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    uint64_t dev, ino;
+    int fd = cs_file_id(AT_FDCWD, "/proc/self/task", &dev, &ino)
+        ? cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), dev, ino) : -1;
     wt->task_dirfd = fd;
-    wt->task_dir_ino = cs_watch_inode_of(fd);
+    wt->task_dir_ino = fd >= 0 ? ino : 0;
     wt->task_nlink = 0;
     return fd;
 }
 
-int cs_watch_open_task_file(int tid, const char *file) {
+int cs_watch_open_task_file(int tid, const char *file, uint64_t *ino) {
     char path[48];
     size_t n = cs_format_u64((uint64_t)tid, path);
     path[n++] = '/';
     strcpy(path + n, file);
-    int fd = openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC);
+    uint64_t dev;
+    bool named = cs_file_id(cs_g.watch.task_dirfd, path, &dev, ino);
     // The directory's descriptor lost to a host that closes every descriptor:
     // once more, from /proc/self/task opened again (the check only on a failure).
-    if (fd < 0 && cs_watch_inode_of(cs_g.watch.task_dirfd) != cs_g.watch.task_dir_ino && cs_watch_task_dir() >= 0)
-        fd = openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC);
-    return cs_fd_high(fd);
+    if (!named && cs_watch_inode_of(cs_g.watch.task_dirfd) != cs_g.watch.task_dir_ino && cs_watch_task_dir() >= 0)
+        named = cs_file_id(cs_g.watch.task_dirfd, path, &dev, ino);
+    int fd = named ? cs_fd_high(openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC), dev, *ino) : -1;
+    if (fd < 0) *ino = 0;
+    return fd;
 }
 
 bool cs_watch_reopen_slot_files(struct cs_watch_live *slot) {
@@ -97,19 +101,17 @@ bool cs_watch_reopen_slot_files(struct cs_watch_live *slot) {
         slot->fd_syscall = -1;
         slot->syscall_tried = false;
     }
-    slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat");
-    slot->ino_schedstat = cs_watch_inode_of(slot->fd_schedstat);
+    slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat", &slot->ino_schedstat);
     if (cs_watch_inode_of(slot->fd_stat) != slot->ino_stat) {
-        slot->fd_stat = cs_watch_open_task_file(tid, "stat");
-        slot->ino_stat = cs_watch_inode_of(slot->fd_stat);
+        slot->fd_stat = cs_watch_open_task_file(tid, "stat", &slot->ino_stat);
     }
     return slot->fd_schedstat >= 0 && slot->fd_stat >= 0;
 }
 
 void cs_watch_read_comm(int tid, char name[16]) {
-    int fd = cs_watch_open_task_file(tid, "comm");
+    uint64_t ino;
+    int fd = cs_watch_open_task_file(tid, "comm", &ino);
     if (fd < 0) return;
-    uint64_t ino = cs_watch_inode_of(fd);
     char buf[32];
     ssize_t n = cs_watch_pread_all(fd, buf, sizeof buf);
     cs_watch_close_own(fd, ino);

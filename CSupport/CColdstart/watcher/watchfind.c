@@ -28,8 +28,8 @@ struct cs_watch_live *cs_watch_add_thread(int tid, uint64_t now, int *unwind_bud
         cs_watch_read_comm(tid, t->name);
         // Out of live slots: remember it (so it is not retried) with its totals.
         t->unwatched = true;
-        int fd = cs_watch_open_task_file(tid, "schedstat");
-        uint64_t ino = cs_watch_inode_of(fd);
+        uint64_t ino;
+        int fd = cs_watch_open_task_file(tid, "schedstat", &ino);
         char buf[128];
         uint64_t slices;
         if (fd >= 0 && cs_watch_pread_all(fd, buf, sizeof buf) > 0) cs_parse_schedstat(buf, strlen(buf), &t->run_ns, &t->wait_ns, &slices);
@@ -40,11 +40,9 @@ struct cs_watch_live *cs_watch_add_thread(int tid, uint64_t now, int *unwind_bud
     }
     memset(slot, 0, sizeof *slot);
     slot->thread = (int)ti;   // its stat read names it
-    slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat");
-    slot->fd_stat = cs_watch_open_task_file(tid, "stat");
+    slot->fd_schedstat = cs_watch_open_task_file(tid, "schedstat", &slot->ino_schedstat);
+    slot->fd_stat = cs_watch_open_task_file(tid, "stat", &slot->ino_stat);
     slot->fd_syscall = -1;   // once needed (cs_watch_syscall_fd)
-    slot->ino_schedstat = cs_watch_inode_of(slot->fd_schedstat);
-    slot->ino_stat = cs_watch_inode_of(slot->fd_stat);
     char buf[256];
     ssize_t n = slot->fd_schedstat >= 0 ? cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) : -1;
     char state = 'S';

@@ -90,7 +90,8 @@ bool cs_out_choose(const char *value, const char *dir_env) {
         cs_warn("cannot write the timeline to ", why);
         return false;
     }
-    cs_g.out.dirfd = cs_fd_high(dirfd);
+    // Before main, on the only thread: the descriptor is the directory.
+    cs_g.out.dirfd = cs_fd_high(dirfd, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
     cs_g.out.dir_dev = (uint64_t)st.st_dev;
     cs_g.out.dir_ino = (uint64_t)st.st_ino;
     cs_append(cs_g.out.dir, sizeof cs_g.out.dir, dir);
@@ -179,15 +180,17 @@ void cs_out_prepare(void) {
     int dir = cs_out_dir(&opened);
     int fd = dir >= 0 ? openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
     if (opened) close(dir);
+    // A file without a name: ours if it has no link and is on the timeline
+    // directory's device (a host's file in its place has a name).
+    uint64_t dev = 0, ino = 0;
     struct stat st;
-    if (fd >= 0) {
-        fd = cs_fd_high(fd);
-        if (fstat(fd, &st) != 0) { close(fd); fd = -1; }
-    }
+    if (fd >= 0)
+        fd = fstat(fd, &st) == 0 && st.st_nlink == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev
+            ? cs_fd_high(fd, dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino) : -1;
     if (fd >= 0) {
         cs_g.out.early_fd = fd;
-        cs_g.out.early_dev = (uint64_t)st.st_dev;
-        cs_g.out.early_ino = (uint64_t)st.st_ino;
+        cs_g.out.early_dev = dev;
+        cs_g.out.early_ino = ino;
         cs_g.out.early_euid = geteuid();
     }
     expected = CS_EARLY_MAKING;

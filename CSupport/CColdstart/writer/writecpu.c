@@ -39,16 +39,13 @@ static bool set_affinity(int tid, const cpu_set_t *set) {
 void cs_cpu_prepare(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&C->task_state, &expected, 1)) return;
-    int fd = cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) != 0) {
-        close(fd);
-        fd = -1;
-    }
+    uint64_t dev, ino;
+    int fd = cs_file_id(AT_FDCWD, "/proc/self/task", &dev, &ino)
+        ? cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), dev, ino) : -1;
     if (fd >= 0) {
         C->task_fd = fd;
-        C->task_dev = (uint64_t)st.st_dev;
-        C->task_ino = (uint64_t)st.st_ino;
+        C->task_dev = dev;
+        C->task_ino = ino;
     }
     expected = 1;
     // The writer came first (it then opened its own): this one goes.
