@@ -1,3 +1,4 @@
+import CColdstart
 import ColdstartAnalysis
 import Foundation
 import XCTest
@@ -22,6 +23,33 @@ final class HostEdgeTests: XCTestCase {
     /// A path of raw bytes under `directory`, for names a Swift String cannot hold.
     private func rawPath(_ bytes: [UInt8]) -> [CChar] {
         (Array(directory.path.utf8) + [UInt8(ascii: "/")] + bytes).map { CChar(bitPattern: $0) } + [0]
+    }
+
+    // MARK: - Item 10: a host that closes every descriptor and reuses the numbers
+
+    /// A CI run lost one of DescriptorHost's 80 descriptors: Coldstart opened
+    /// a /proc file, the host's close-everything loop closed it and the host's
+    /// dup2 put its own file on the number, and Coldstart, which read the
+    /// file's identity from the number, took the host's file for its own (and
+    /// closed it later). The identity comes from the path now.
+    func testADescriptorTheHostTookMeanwhileIsLeftOpenAndUntouched() throws {
+        let path = directory.appendingPathComponent("ours").path
+        let hosts = directory.appendingPathComponent("host's").path
+        try Data("ours".utf8).write(to: URL(fileURLWithPath: path))
+        try Data("host's".utf8).write(to: URL(fileURLWithPath: hosts))
+        var ours = stat()
+        XCTAssertEqual(stat(path, &ours), 0)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        XCTAssertEqual(cs_fd_high(fd, UInt64(ours.st_dev), UInt64(ours.st_ino)), fd, "still ours: kept")
+        // The host closes it and puts its own file there.
+        let host = open(hosts, O_RDONLY | O_CLOEXEC)
+        XCTAssertEqual(dup2(host, fd), fd)
+        XCTAssertEqual(cs_fd_high(fd, UInt64(ours.st_dev), UInt64(ours.st_ino)), -1, "the host's now")
+        var buffer = [UInt8](repeating: 0, count: 16)
+        XCTAssertEqual(pread(fd, &buffer, 16, 0), 6, "the host's descriptor is still open")
+        XCTAssertEqual(String(decoding: buffer.prefix(6), as: UTF8.self), "host's")
+        close(fd)
+        close(host)
     }
 
     // MARK: - Item 3: every string is UTF-8
