@@ -48,7 +48,8 @@ extension BeforeMain {
         if faultPeriod > 0 {
             lines.append("  page faults in user mode by phase (" + (faultPeriod == 1 ? "every fault" : "one in \(faultPeriod) faults") + "):")
             for phase in phaseFaults where phase.faults > 0 {
-                lines.append("    \(phase.phase): \(phase.faults); files "
+                lines.append("    \(phase.phase): \(phase.faults)"
+                    + (phase.coldstarts.map { " (and Coldstart's \($0): ld.so loading its LD_AUDIT module)" } ?? "") + "; files "
                     + phase.files.map { "\($0.name) \($0.count)" }.joined(separator: " · ")
                     + "; code " + zip(functions(phase.code), phase.code).map { "\($0) \($1.count)" }.joined(separator: " · "))
             }

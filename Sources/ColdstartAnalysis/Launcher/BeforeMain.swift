@@ -13,7 +13,12 @@ package struct BeforeMain: Codable, Sendable {
 
     package struct PhaseFaults: Codable, Sendable {
         package var phase: String
+        /// The program's: those of ld.so loading the audit module left out.
         package var faults: Int
+        /// ld.so loading the audit module and its namespace's libc
+        /// (`LauncherTimeline.auditLoading`), in none of `files` and `code`
+        /// (nil: none).
+        package var coldstarts: Int?
         package var files: [Entry]
         package var code: [Entry]
     }
@@ -123,8 +128,10 @@ package struct BeforeMain: Codable, Sendable {
         }
         relocation = top(relocating, scale: msPerSample)
 
+        let auditLoading = LauncherTimeline.auditLoading(section)
         phaseFaults = timeline.phases.map { phase in
-            let inside = faultRows.filter { $0[0].int64Value >= phase.startNs && $0[0].int64Value < phase.endNs }
+            let all = faultRows.filter { $0[0].int64Value >= phase.startNs && $0[0].int64Value < phase.endNs }
+            let inside = all.filter { $0[1].intValue != timeline.process.pid || auditLoading?.contains($0[0].int64Value) != true }
             let byFile: [String: Int] = inside.reduce(into: [:]) {
                 let index = $1[4].intValue
                 $0[index >= 0 && index < files.count ? (files[index] as NSString).lastPathComponent : "(heap, stack or unmapped)", default: 0] += 1
@@ -132,7 +139,8 @@ package struct BeforeMain: Codable, Sendable {
             let byCode: [String: Int] = inside.reduce(into: [:]) {
                 $0[name(Timeline.Frame(module: $1[2].intValue, address: $1[3].uint64Value)), default: 0] += 1
             }
-            return PhaseFaults(phase: phase.name, faults: inside.count * max(period, 1),
+            let coldstarts = (all.count - inside.count) * max(period, 1)
+            return PhaseFaults(phase: phase.name, faults: inside.count * max(period, 1), coldstarts: coldstarts > 0 ? coldstarts : nil,
                                files: top(byFile, scale: 0, limit: 5), code: top(byCode, scale: 0, limit: 5))
         }
         kernelSampled = section["kernelSamples"] != nil

@@ -20,6 +20,21 @@ package struct LauncherTimeline {
         return name.hasPrefix("ld-linux") || name.hasPrefix("ld.so") || (name.hasPrefix("ld-") && name.contains(".so"))
     }
 
+    static func isAuditModule(_ path: String) -> Bool { path.contains("libColdstartAudit") }
+
+    /// ld.so loading the LD_AUDIT module and its namespace's libc (mapping,
+    /// relocating, faulting them in, their initializers): from the module's
+    /// first mapping to its `la_version`, offsets from process start, on the
+    /// program's main thread. Work of Coldstart's that the program's own
+    /// launch never does. Nil without both stamps (`launcher` is the
+    /// timeline's launcher section).
+    package static func auditLoading(_ launcher: [String: Any]?) -> Range<Int64>? {
+        let audit = launcher?["audit"] as? [String: Any]
+        guard let from = (audit?["moduleMappedNs"] as? NSNumber)?.int64Value, let to = (audit?["versionNs"] as? NSNumber)?.int64Value,
+              from < to else { return nil }
+        return from..<to
+    }
+
     /// Where the loader phase ends and `main` begins, as offsets from `startNs`.
     package struct Boundaries {
         /// The first sign of a library initializer after the last object was
@@ -97,6 +112,10 @@ package struct LauncherTimeline {
         if let audit {
             var entry: [String: Any] = ["objects": audit.objects.map { ["path": $0.path, "ns": offset($0.ns, from: startNs)] as [String: Any] }]
             if let v = audit.versionNs { entry["versionNs"] = offset(v, from: startNs) }
+            // The earliest: the program's children are not audited (la_preinit unsets LD_AUDIT).
+            if let mapped = records.mappings.filter({ Self.isAuditModule($0.path) }).map(\.ns).min() {
+                entry["moduleMappedNs"] = offset(mapped, from: startNs)
+            }
             if let p = audit.preinitNs { entry["preinitNs"] = offset(p, from: startNs) }
             section["audit"] = entry
         }
@@ -117,7 +136,7 @@ package struct LauncherTimeline {
         }
         section["faultFiles"] = files
         if capture.kernelSampling {
-            let audit = Set(encoder.modules.indices.filter { encoder.modules[$0].path.contains("libColdstartAudit") })
+            let audit = Set(encoder.modules.indices.filter { Self.isAuditModule(encoder.modules[$0].path) })
             let perfCode = capture.kernelPerfCode
             // Coldstart's: the kernel writing the launcher's records, or
             // the audit module's system calls.

@@ -58,7 +58,7 @@ package struct LoadedObjects: Codable, Sendable, Equatable {
             paths = timeline.modules.map(\.path)
         }
         var seen = Set<String>()
-        paths = paths.filter { !$0.contains("libColdstartAudit") && seen.insert(SharedLibraries.canonicalPath($0)).inserted }
+        paths = paths.filter { !LauncherTimeline.isAuditModule($0) && seen.insert(SharedLibraries.canonicalPath($0)).inserted }
         return paths.isEmpty ? nil : (paths, source)
     }
 

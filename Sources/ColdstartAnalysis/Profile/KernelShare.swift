@@ -9,7 +9,9 @@ import Foundation
 /// CPU is counted apart: its threads' (the sampler's scan thread, the
 /// watcher: their CPU clocks at points of the launch, `ownThreads`) and,
 /// under `coldstart run`, the launcher's fork child before `exec` (the CPU of
-/// the first phase that no sample saw). The host's kernel part (exec, page
+/// the first phase that no sample saw), the kernel-mode samples the launcher
+/// marked its own, and every sample of ld.so loading the audit module
+/// (`LauncherTimeline.auditLoading`). The host's kernel part (exec, page
 /// faults, `mmap`, `read`) is then either the phase's kernel-mode samples ×
 /// the period, where `coldstart run`'s launcher sampled kernel mode there (a
 /// program that does not link Coldstart, and a linked app before its
@@ -37,7 +39,8 @@ package struct KernelShare: Codable, Sendable, Equatable {
     package var source: String
     /// Coldstart's own CPU in the phase, in neither figure above: its
     /// threads', and in the first phase under `coldstart run` the
-    /// launcher's fork child. Absent in reports written before it (nil: none).
+    /// launcher's fork child, its marked kernel samples and the audit
+    /// module's loading. Absent in reports written before it (nil: none).
     package var coldstartMs: Double?
     /// The last phase of a program without Coldstart: the CPU `wait4`
     /// counts after its last sample, the kernel's exit (nil: none).
@@ -63,10 +66,7 @@ package struct KernelShare: Codable, Sendable, Equatable {
         let launcherMode = launcher?["mode"] as? String
         let kernelRows = launcher?["kernelSamples"] as? [[NSNumber]]
         let kernelTimes = kernelRows?.compactMap { $0.first?.int64Value }.sorted()
-        // Those the launcher marked Coldstart's (its records being written on
-        // the program's thread, the audit module's system calls): in the
-        // phase's kernel time by their clock, and counted apart.
-        let ownKernelTimes = (kernelRows ?? []).filter { $0.count > 2 && $0[2].intValue == 1 }.compactMap { $0.first?.int64Value }.sorted()
+        let coldstarts = coldstartsSampleTimes(timeline, launcher: launcher, kernelRows: kernelRows ?? [])
         // The launcher's kernel-mode samples cover the whole launch of a
         // program without Coldstart, a linked app's until its earliest init.
         let kernelSampledUntil: Int64 = kernelTimes == nil ? .min
@@ -96,7 +96,6 @@ package struct KernelShare: Codable, Sendable, Equatable {
             }
             guard covered >= 0.95 * (Double(phase.endNs) - Double(phase.startNs)) else { return nil }
             let samples = count(userTimes, from: phase.startNs, to: phase.endNs)
-            let userNs = Double(samples) * periodNs
             let ownNs = timeline.ownCpuNs(from: phase.startNs, to: phase.endNs)
             let cpu = phase.rusage.map { Double($0.cpuNs) }
             if let kernelTimes, phase.endNs <= kernelSampledUntil {
@@ -105,28 +104,56 @@ package struct KernelShare: Codable, Sendable, Equatable {
                 // Where getrusage knows the CPU the parts add up to it: a
                 // sample or two more than the CPU (± √samples) come off the
                 // kernel's part first.
-                let ownKernelNs = Double(count(ownKernelTimes, from: phase.startNs, to: phase.endNs)) * periodNs
-                let host = cpu.map { max($0 - ownNs - ownKernelNs, 0) } ?? .infinity
-                let user = min(userNs, host), kernelNs = min(Double(kernelSamples) * periodNs - ownKernelNs, host - user)
-                let own = cpu.map { $0 - host } ?? ownNs + ownKernelNs
+                let ownKernel = count(coldstarts.kernel, from: phase.startNs, to: phase.endNs)
+                let ownUser = count(coldstarts.user, from: phase.startNs, to: phase.endNs)
+                let ownSampledNs = Double(ownKernel + ownUser) * periodNs
+                let host = cpu.map { max($0 - ownNs - ownSampledNs, 0) } ?? .infinity
+                let user = min(Double(samples - ownUser) * periodNs, host)
+                let kernelNs = min(Double(kernelSamples - ownKernel) * periodNs, host - user)
+                let own = cpu.map { $0 - host } ?? ownNs + ownSampledNs
                 // What getrusage counts beyond the samples: before exec the
                 // launcher's, after the last sample the kernel's exit.
                 let unsampled = cpu != nil ? host - user - kernelNs : (phase.startNs == 0 ? unsampledBeforeMainNs : 0)
                 let first = phase.startNs == 0
                 let exit = !first && index == lastPhase && launcherMode == "not linked" ? unsampled : 0
-                return KernelShare(userNs: user, kernelNs: kernelNs + (first || exit > 0 ? 0 : unsampled), samples: samples,
+                return KernelShare(userNs: user, kernelNs: kernelNs + (first || exit > 0 ? 0 : unsampled), samples: samples - ownUser,
                                    source: "kernel samples", coldstartNs: own + (first ? unsampled : 0), exitNs: exit)
             }
             if let cpu, cpu > 0 {
                 // Samples the kernel dropped from a full ring are user time
                 // that no phase can be given: the rest would read as kernel.
                 guard cpu >= minimumPeriods * periodNs, ringLost == 0 else { return nil }
-                let host = max(cpu - ownNs, 0)
+                let host = max(cpu - ownNs, 0), userNs = Double(samples) * periodNs
                 return KernelShare(userNs: min(userNs, host), kernelNs: max(host - userNs, 0), samples: samples, source: "rusage",
                                    coldstartNs: cpu - host)
             }
             return nil
         }
+    }
+
+    /// The times of the samples that are Coldstart's, in kernel mode (those
+    /// the launcher marked: its records being written on the program's
+    /// thread, the audit module's system calls) and user mode, sorted; and
+    /// in both modes every sample of ld.so loading the audit module and its
+    /// namespace's libc on the program's thread (`LauncherTimeline.auditLoading`:
+    /// perf's own launch of the program has no audit module). In the
+    /// phase's time by their clock, and counted apart.
+    private static func coldstartsSampleTimes(_ timeline: Timeline, launcher: [String: Any]?,
+                                              kernelRows: [[NSNumber]]) -> (kernel: [Int64], user: [Int64]) {
+        let auditLoading = LauncherTimeline.auditLoading(launcher), pid = timeline.process.pid
+        func isAuditLoading(_ ns: Int64, tid: Int) -> Bool { tid == pid && auditLoading?.contains(ns) == true }
+        let kernel = kernelRows.compactMap { row -> Int64? in
+            guard row.count > 1 else { return nil }
+            return (row.count > 2 && row[2].intValue == 1) || isAuditLoading(row[0].int64Value, tid: row[1].intValue) ? row[0].int64Value : nil
+        }
+        // The module's own code too: its callbacks, the last at la_preinit.
+        let auditModules = Set(timeline.modules.indices.filter { LauncherTimeline.isAuditModule(timeline.modules[$0].path) })
+        let callbacksEnd = ((launcher?["audit"] as? [String: Any])?["preinitNs"] as? NSNumber)?.int64Value ?? .max
+        let user = timeline.samples.filter { sample in
+            isAuditLoading(sample.ns, tid: sample.tid)
+                || (!auditModules.isEmpty && sample.ns <= callbacksEnd && sample.frames.contains { auditModules.contains($0.module) })
+        }.map(\.ns)
+        return (kernel.sorted(), user.sorted())
     }
 
     /// Everything before `main` together, from the `getrusage` reading at

@@ -134,7 +134,9 @@ final class LaunchModeTests: XCTestCase {
     /// A program without Coldstart at 1 kHz (1 ms a sample): 8 user samples
     /// in the loader, 6 in the initializers, 30 in `main`; 30 ms of CPU at
     /// `main`, 40 ms in the app phase.
-    private func unlinkedTimeline(kernelSamples: [Double]?, coldstartsKernelSamples: Set<Int> = []) throws -> Timeline {
+    /// `audit`: the launcher section's `audit` entry.
+    private func unlinkedTimeline(kernelSamples: [Double]?, coldstartsKernelSamples: Set<Int> = [],
+                                  audit: [String: Any]? = nil) throws -> Timeline {
         var builder = SampledTimelineBuilder()
         builder.samplingStartNs = 0
         builder.phases = [("kernel exec + loader", "loader", 0, 10), ("library initializers", "initializers", 10, 20),
@@ -160,6 +162,7 @@ final class LaunchModeTests: XCTestCase {
         if let kernelSamples {
             launcher["kernelSamples"] = kernelSamples.enumerated().map { [Int64($1 * 1e6), 4242, coldstartsKernelSamples.contains($0) ? 1 : 0] }
         }
+        launcher["audit"] = audit
         section["launcher"] = launcher
         document["coldstart"] = section
         return try Timeline(data: JSONSerialization.data(withJSONObject: document), path: "unlinked.json")
@@ -209,6 +212,50 @@ final class LaunchModeTests: XCTestCase {
         XCTAssertEqual([ownLoader.userMs, ownLoader.kernelMs, ownLoader.coldstartMs], [8, 7, 5])
         XCTAssertEqual(ownLoader.kernelPercent, 700.0 / 15, accuracy: 1e-9)
         XCTAssertEqual(marked[1]?.kernelMs, 4)
+    }
+
+    /// ld.so loading the LD_AUDIT module and its namespace's libc, from the
+    /// module's first mapping to its la_version, is Coldstart's, user and
+    /// kernel mode: perf's launch of the program has no audit module. It
+    /// kept swift-format --version's loader 2.5 points above perf.
+    func testLoadingTheAuditModuleIsColdstarts() throws {
+        // 0.4–2.2 ms: the user samples at 0.5 and 1.5 ms, the kernel samples
+        // at 0.7 and 1.7 ms (one marked already) and one fault of the
+        // loader's 9 user, 9 kernel samples; the second fault is the program's.
+        let kernelMs: [Double] = (0..<9).map { 0.7 + Double($0) } + [11.1, 12.1, 13.1, 14.1]
+        let audit: [String: Any] = ["moduleMappedNs": 400_000, "versionNs": 2_200_000, "preinitNs": 19_000_000]
+        var document = try unlinkedTimeline(kernelSamples: kernelMs, coldstartsKernelSamples: [1, 5], audit: audit).document
+        var section = document["coldstart"] as! [String: Any]
+        var launcher = section["launcher"] as! [String: Any]
+        launcher["faultPeriod"] = 1
+        launcher["faultFiles"] = ["/usr/lib/libc.so.6"]
+        launcher["faults"] = [[Int64(1_000_000), 4242, -1, 0x1000, 0, 0x1000], [Int64(3_000_000), 4242, -1, 0x2000, 0, 0x2000]]
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document), path: "audited.json")
+        XCTAssertEqual(LauncherTimeline.auditLoading(launcher), 400_000..<2_200_000)
+
+        let phases = KernelShare.phases(timeline)
+        let loader = try XCTUnwrap(phases[0])
+        // User 8 − 2, kernel 9 − 2 in the window − 1 marked after it;
+        // Coldstart's: 3 ms no sample saw + 2 + 2 + 1.
+        XCTAssertEqual([loader.userMs, loader.kernelMs, loader.coldstartMs], [6, 6, 8])
+        XCTAssertEqual(loader.userSamples, 6)
+        XCTAssertEqual(loader.kernelPercent, 50, accuracy: 1e-9)
+        XCTAssertEqual(loader.userMs + loader.kernelMs + (loader.coldstartMs ?? 0) + (phases[1]?.userMs ?? 0) + (phases[1]?.kernelMs ?? 0), 30,
+                       "getrusage at main")
+        XCTAssertEqual([phases[1]?.userMs, phases[1]?.kernelMs], [6, 4], "no window there")
+
+        let faults = try XCTUnwrap(BeforeMain(timeline)).phaseFaults[0]
+        XCTAssertEqual(faults.faults, 1)
+        XCTAssertEqual(faults.coldstarts, 1)
+        let text = try XCTUnwrap(BeforeMain(timeline)).text()
+        XCTAssertTrue(text.contains("    kernel exec + loader: 1 (and Coldstart's 1: ld.so loading its LD_AUDIT module); files libc.so.6 1;"), text)
+        XCTAssertTrue(text.contains("kernel exec + loader 6.00 + 6.00 ms (50% kernel; Coldstart's 8.00 ms)"), text)
+
+        // Without la_version's stamp there is no window.
+        let unstamped = try unlinkedTimeline(kernelSamples: kernelMs, coldstartsKernelSamples: [1, 5], audit: ["moduleMappedNs": 400_000])
+        XCTAssertEqual(KernelShare.phases(unstamped)[0]?.coldstartMs, 5)
     }
 
     /// The fault list's heading said "(1 sample per 1)": every fault is counted.
