@@ -337,6 +337,13 @@ void cs_smp_scan_release(void);
 /// leaves that unblocked and our handler holds it, else 0 (a signal of ours
 /// would wait for it, or be taken by its sigwait).
 int cs_smp_signal_for(int tid);
+/// The id of the perf event `fd` just opened, before anything else is done
+/// with it; 0 if the number is no perf event any more (a host that closes
+/// every descriptor closed it and may have put its own file there: neither
+/// configured, mapped nor closed).
+uint64_t cs_smp_event_id(int fd);
+/// Closes `fd` if it still is perf event `id`.
+void cs_smp_close_event(int fd, uint64_t id);
 /// Starts thread `tid`'s clock source (S->clock), raising `signo`, into slot
 /// `t`; 0 or an errno.
 int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo);

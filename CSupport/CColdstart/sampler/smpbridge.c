@@ -102,9 +102,8 @@ static void bridge_attr(struct perf_event_attr *a, bool regs) {
 // Closes what is open; the caller holds the bridge.
 static void release_all(void) {
     for (uint32_t i = 0, n = atomic_load(&S->bridge_n); i < n; i++) {
-        uint64_t id = 0;
         // Never a descriptor the host has closed and reused.
-        if (ioctl(S->bridge_fd[i], PERF_EVENT_IOC_ID, &id) == 0 && id == S->bridge_id[i]) close(S->bridge_fd[i]);
+        cs_smp_close_event(S->bridge_fd[i], S->bridge_id[i]);
         if (S->bridge_ring[i]) munmap(S->bridge_ring[i], S->bridge_ring_bytes);
         S->bridge_ring[i] = NULL;
     }
@@ -138,11 +137,10 @@ void cs_smp_bridge_open(void) {
         // Refused (not allowed here), or a CPU gone offline, or the
         // locked-memory limit: every CPU or none, silently (the task
         // clocks alone).
-        void *ring = fd < 0 ? MAP_FAILED : mmap(NULL, S->bridge_ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        uint64_t id = 0;
-        if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
-            if (ring != MAP_FAILED) munmap(ring, S->bridge_ring_bytes);
-            if (fd >= 0) close(fd);
+        uint64_t id = cs_smp_event_id(fd);
+        void *ring = id == 0 ? MAP_FAILED : mmap(NULL, S->bridge_ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (ring == MAP_FAILED) {
+            cs_smp_close_event(fd, id);
             release_all();
             return;
         }
@@ -201,9 +199,7 @@ void cs_smp_bridge_close(bool exiting, bool drain) {
     uint32_t n = atomic_load(&S->bridge_n);
     if (n == 0) return;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t id = 0;
-        if (ioctl(S->bridge_fd[i], PERF_EVENT_IOC_ID, &id) == 0 && id == S->bridge_id[i])
-            ioctl(S->bridge_fd[i], PERF_EVENT_IOC_DISABLE, 0);
+        if (cs_smp_event_id(S->bridge_fd[i]) == S->bridge_id[i]) ioctl(S->bridge_fd[i], PERF_EVENT_IOC_DISABLE, 0);
     }
     S->bridge_close_ns = cs_monotonic_ns();
     if (drain) cs_smp_bridge_drain();

@@ -164,6 +164,15 @@ static int open_task_clock(int tid, bool kernel_stacks, bool regs, bool boosted)
     return open_event(&a, tid);
 }
 
+uint64_t cs_smp_event_id(int fd) {
+    uint64_t id = 0;
+    return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 ? id : 0;
+}
+
+void cs_smp_close_event(int fd, uint64_t id) {
+    if (id != 0 && cs_smp_event_id(fd) == id) close(fd);
+}
+
 // Opens the task clock of `tid` and points its overflow signal at that
 // thread. Returns 0 or an errno value. Async-signal-safe (syscalls only).
 static int arm_perf(struct cs_smp_thread *t, int tid) {
@@ -171,11 +180,12 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
     int fd = open_task_clock(tid, false, false, boosted);
     if (fd < 0) return errno;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
-    uint64_t id = 0;
+    uint64_t id = cs_smp_event_id(fd);
+    if (id == 0) return EBADF;
     if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, t->signo) != 0
-        || fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+        || fcntl(fd, F_SETOWN_EX, &owner) != 0) {
         int e = errno;
-        close(fd);
+        cs_smp_close_event(fd, id);
         return e;
     }
     t->fd = fd;
@@ -213,7 +223,8 @@ static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
         fd = open_task_clock(tid, true, false, boosted);
     }
     if (fd < 0) return errno;
-    uint64_t id = 0;
+    uint64_t id = cs_smp_event_id(fd);
+    if (id == 0) return EBADF;
     void *ring = MAP_FAILED;
     size_t bytes = 0;
     // The main thread's ring holds ~58 samples of a 4 KiB stack in 64 pages:
@@ -232,10 +243,10 @@ static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
     // Its time before the enable: the bridge's samples of this thread from
     // then on are this clock's too (smpbridge.c drops them).
     if (ring != MAP_FAILED) atomic_store(&t->armed_at_ns, cs_monotonic_ns());
-    if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         int e = ring == MAP_FAILED ? ENOMEM : errno;
         if (ring != MAP_FAILED) munmap(ring, bytes);
-        close(fd);
+        cs_smp_close_event(fd, id);
         atomic_store(&t->armed_at_ns, 0);
         return e;
     }
@@ -296,8 +307,7 @@ int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo) {
 // True when `fd` is still the perf event we opened (the host may have closed
 // it and reused the number: never touch a descriptor that is not ours).
 static bool still_ours(const struct cs_smp_thread *t) {
-    uint64_t id = 0;
-    return t->fd >= 0 && ioctl(t->fd, PERF_EVENT_IOC_ID, &id) == 0 && id == t->event_id;
+    return t->event_id != 0 && cs_smp_event_id(t->fd) == t->event_id;
 }
 
 // Stops the thread's clock: no new signal after this returns.
@@ -314,7 +324,7 @@ void cs_smp_silence_thread(struct cs_smp_thread *t) {
 // Frees what the handler may touch (the ring buffer): only once no handler runs.
 void cs_smp_free_thread(struct cs_smp_thread *t) {
     if (t->fd >= 0) {
-        if (still_ours(t)) close(t->fd);
+        cs_smp_close_event(t->fd, t->event_id);
         t->fd = -1;
     }
     if (t->ring) {
