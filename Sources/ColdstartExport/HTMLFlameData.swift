@@ -53,12 +53,12 @@ extension HTMLPage {
             functionIndex[key] = functions.count - 1
             return functions.count - 1
         }
-        var ids: [Int: Int] = [:]
+        // The page's id of each of `stacks.functions`, -1 until it is drawn:
+        // asked for each run and each node of the tree.
+        var ids = [Int](repeating: -1, count: stacks.functions.count)
         func id(_ stacked: Int) -> Int {
-            if let known = ids[stacked] { return known }
-            let new = function(stacks.functions[stacked].name, stacks.moduleName(of: stacked))
-            ids[stacked] = new
-            return new
+            if ids[stacked] < 0 { ids[stacked] = function(stacks.functions[stacked].name, stacks.moduleName(of: stacked)) }
+            return ids[stacked]
         }
 
         json.raw("{\"total\":")
@@ -77,27 +77,28 @@ extension HTMLPage {
             json.number(phase.startMs + phase.durationMs)
             json.raw("]")
         }
+        let comma = UInt8(ascii: ",")
         // Runs: [function, depth, start µs, duration µs, samples] flattened.
         json.raw("],\"chart\":[")
         var first = true
         for run in chartThread(stacks).map({ stacks.runs(thread: $0) }) ?? stacks.runsOnCriticalPath() {
-            json.raw(first ? "" : ",")
+            if !first { json.byte(comma) }
             first = false
-            json.int(id(run.function)); json.raw(",")
-            json.int(run.depth); json.raw(",")
-            json.int((run.startNs + 500) / 1000); json.raw(",")
-            json.int(max(1, (run.endNs - run.startNs + 500) / 1000)); json.raw(",")
+            json.int(id(run.function)); json.byte(comma)
+            json.int(run.depth); json.byte(comma)
+            json.int((run.startNs + 500) / 1000); json.byte(comma)
+            json.int(max(1, (run.endNs - run.startNs + 500) / 1000)); json.byte(comma)
             json.int(run.samples)
         }
         // Call tree in pre-order: [function, depth, samples, self samples] flattened.
         json.raw("],\"graph\":[")
         first = true
         stacks.visitCallTree { function, depth, samples, selfSamples in
-            json.raw(first ? "" : ",")
+            if !first { json.byte(comma) }
             first = false
-            json.int(id(function)); json.raw(",")
-            json.int(depth); json.raw(",")
-            json.int(samples); json.raw(",")
+            json.int(id(function)); json.byte(comma)
+            json.int(depth); json.byte(comma)
+            json.int(samples); json.byte(comma)
             json.int(selfSamples)
         }
         json.raw("],\"modules\":[")

@@ -202,10 +202,13 @@ extension LaunchReport {
     /// A name from the timeline fit for one table cell: control characters
     /// would break the row, and a 255-byte name would stretch every row.
     static func printable(_ name: String, limit: Int = 60) -> String {
-        let cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map {
+        // Printable ASCII holds no control character and has no more
+        // characters than bytes: no Unicode look-up per scalar, no count of
+        // characters (each was a tenth of the HTML page's data).
+        let cleaned = name.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) ? name : String(String.UnicodeScalarView(name.unicodeScalars.map {
             $0.properties.generalCategory == .control ? "?" : $0
         }))
-        return cleaned.count > limit ? String(cleaned.prefix(limit - 1)) + "…" : cleaned
+        return cleaned.utf8.count > limit && cleaned.count > limit ? String(cleaned.prefix(limit - 1)) + "…" : cleaned
     }
 
     /// A function's name fit for a table cell: as a person reads it

@@ -100,7 +100,9 @@ package struct Table {
     /// two functions apart (a C++ lambda's `{lambda(…)#1}::operator()` after
     /// its enclosing function's name) is kept.
     package static func clip(_ text: String, to width: Int) -> String {
-        guard text.count > width else { return text }
+        // No more characters than bytes: counting them is only needed when
+        // the bytes are over.
+        guard text.utf8.count > width, text.count > width else { return text }
         var collapsed = ""
         var depth = 0
         for character in text {
