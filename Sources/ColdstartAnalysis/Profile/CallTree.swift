@@ -24,6 +24,8 @@ private struct MergingTree {
     /// Multiply-shift hashing with a random odd multiplier: a file cannot
     /// choose functions that all land in one slot.
     private let multiplier = UInt64.random(in: 1...UInt64.max) | 1
+    /// The calls of `child`: the merge's work, per distinct stack.
+    private(set) var lookups = 0
 
     private func slot(_ parent: Int32, _ function: Int32) -> Int {
         let key = UInt64(UInt32(bitPattern: parent)) << 32 | UInt64(UInt32(bitPattern: function))
@@ -32,6 +34,7 @@ private struct MergingTree {
 
     /// The child of `parent` for `function`, made if it is new.
     mutating func child(of parent: Int32, _ function: Int32) -> Int32 {
+        lookups += 1
         let mask = slots.count - 1
         var at = slot(parent, function)
         while slots[at] != 0 {
@@ -69,7 +72,7 @@ private struct MergingTree {
         // adds up the subtrees' sizes.
         var size = [Int32](repeating: 1, count: nodes.count)
         for index in nodes.indices.dropFirst().reversed() { size[Int(nodes[index].parent)] += size[index] }
-        var tree = MergedCallTree(merged: merged)
+        var tree = MergedCallTree(merged: merged, lookups: lookups)
         tree.nodes.reserveCapacity(nodes.count - 1)
         var children: [Int32] = []
         // An explicit stack: a hostile file's stacks can be deeper than the
@@ -208,8 +211,15 @@ struct MergedCallTree: Sendable {
     var nodes: [Node] = []
     /// The distinct stacks merged into it.
     let merged: Int
+    /// The children the merge looked up (or made): a distinct stack's
+    /// frames past those it shares with the stack before, however many
+    /// samples have it.
+    let lookups: Int
 
-    init(merged: Int) { self.merged = merged }
+    init(merged: Int, lookups: Int) {
+        self.merged = merged
+        self.lookups = lookups
+    }
 
     /// Each node in pre-order, by function id.
     func visit(_ visit: (_ function: Int, _ depth: Int, _ samples: Int, _ selfSamples: Int) -> Void) {

@@ -343,13 +343,14 @@ final class ProfileTests: XCTestCase {
     /// The flame graph's whole call tree (the HTML page's) is merged from
     /// each distinct stack once: 500 copies of three stacks merge three
     /// stacks, as one copy does, into the same nodes with 500 times the
-    /// samples, visited in the text report's unpruned tree's pre-order.
+    /// samples, with the same look-ups of a node's children, visited in
+    /// the text report's unpruned tree's pre-order.
     /// A report and its HTML page (`LaunchAnalysis`'s stacks) merge the
     /// call tree once: the flame graph walks the tree the text report was
     /// pruned from; an export alone (no report) merges it itself.
     func testTheWholeCallTreeMergesEachDistinctStackOnceWhateverTheSamples() throws {
         typealias Node = (name: String, module: String, depth: Int, samples: Int, selfSamples: Int)
-        func visited(copies: Int) throws -> (merged: Int, mergedAgain: Int, nodes: [Node], report: [Node]) {
+        func visited(copies: Int) throws -> (merged: Int, mergedAgain: Int, lookups: Int, nodes: [Node], report: [Node]) {
             builder = SampledTimelineBuilder()
             let app = builder.module("/opt/app/App"), core = builder.module("/usr/lib/swift/linux/libswiftCore.so")
             let stacks = [[f(app, "main"), f(app, "load")], [f(app, "main"), f(app, "parse"), f(core, "swift_retain")],
@@ -378,12 +379,15 @@ final class ProfileTests: XCTestCase {
                 }
             }
             flatten(try XCTUnwrap(analysis.report.profile).callTree, depth: 0)
-            return (merged, mergedAgain, nodes, report)
+            let (profile, selected) = try XCTUnwrap(analysis.profile)
+            return (merged, mergedAgain, profile.mergedCallTree(selected).lookups, nodes, report)
         }
         let one = try visited(copies: 1), many = try visited(copies: 500)
         XCTAssertEqual(one.merged, 3)
         XCTAssertEqual([one.mergedAgain, many.mergedAgain], [0, 0], "the HTML page walks the report's tree, not a second merge")
         XCTAssertEqual(many.merged, one.merged, "merging does not grow with the samples")
+        XCTAssertEqual(one.lookups, 4, "each node looked up once: the third stack is all the second's outer frames")
+        XCTAssertEqual(many.lookups, one.lookups, "nor do the merge's look-ups")
         XCTAssertEqual(many.nodes.map(\.name), ["main", "parse", "swift_retain", "load"], "most samples first")
         XCTAssertEqual(many.nodes.map(\.depth), [0, 1, 2, 1])
         XCTAssertEqual(many.nodes.map(\.samples), one.nodes.map { $0.samples * 500 })
@@ -392,6 +396,26 @@ final class ProfileTests: XCTestCase {
         for copies in [one, many] {
             XCTAssertEqual(copies.nodes.map { "\($0)" }, copies.report.map { "\($0)" }, "the text report's whole tree, in pre-order")
         }
+    }
+
+    /// A thread's flame chart: a run per function and depth while the
+    /// consecutive samples keep it, sorted by start, then depth, each
+    /// ending at the sample that leaves it, or one period after the last
+    /// sample before a gap of over two periods. Two samples of one time
+    /// (the first deeper) still list the shallower run first.
+    func testFlameChartRunsNestInTimeOrderAndEndAtAGap() throws {
+        builder.sample(at: 21, [f(exe, "main"), f(exe, "a"), f(exe, "b")])
+        builder.sample(at: 21, [f(exe, "main"), f(exe, "c")])
+        builder.sample(at: 22, [f(exe, "main"), f(exe, "c")])
+        builder.sample(at: 23, [f(exe, "main"), f(exe, "c")])
+        builder.sample(at: 30, [f(exe, "main")])
+        builder.sample(at: 31, [f(exe, "main"), f(exe, "d")])
+        let stacks = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).stacks)
+        let runs = stacks.runs(thread: builder.pid).map { run in
+            "\(stacks.functions[run.function].name) \(run.depth) \(run.startNs / 1_000_000)-\(run.endNs / 1_000_000) ms \(run.samples)"
+        }
+        XCTAssertEqual(runs, ["main 0 21-24 ms 4", "a 1 21-21 ms 1", "c 1 21-24 ms 3", "b 2 21-21 ms 1",
+                              "main 0 30-32 ms 2", "d 1 31-32 ms 1"])
     }
 
     // MARK: Initializers
