@@ -49,20 +49,23 @@ package struct JSONText {
     package mutating func int(_ value: Int) { int(Int64(value)) }
 
     package mutating func int(_ value: Int64) {
-        // Digits written straight into the bytes: `String(value)` of a
-        // generic integer was most of a big profile's speedscope export.
+        // Digits written straight into the bytes, lowest first, then put in
+        // order: `String(value)` of a generic integer was most of a big
+        // profile's speedscope export, and a temporary buffer appended
+        // through the generic `append(contentsOf:)` a tenth of the HTML
+        // page's data.
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
-        // Most of a flattened tree's numbers (depths, counts) are one digit.
-        if magnitude < 10 { return bytes.append(UInt8(ascii: "0") + UInt8(magnitude)) }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = digits.count
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        var low = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        var high = bytes.count - 1
+        while low < high {
+            bytes.swapAt(low, high)
+            low += 1
+            high -= 1
         }
     }
 
