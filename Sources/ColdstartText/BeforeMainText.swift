@@ -9,11 +9,17 @@ extension BeforeMain {
         func functions(_ entries: [Entry]) -> [String] { Table.clipDistinct(entries.map { LaunchReport.functionName($0.name) }, to: 60) }
         let how = traced ? "ptrace samples from exec, perf refused" : "perf events from exec"
         var lines = ["Before main (launcher: \(how)\(mode == "linked" ? "" : "; the program does not link Coldstart"))"]
+        // The audit module's work is Coldstart's in every loader figure (`AuditModuleWork`).
         lines.append("  kernel exec + loader: \(ms(loaderMs)) ms, \(loaderSamples) samples of the main thread"
+            + (loaderColdstartsSamples.map { " (and Coldstart's \($0): ld.so loading its LD_AUDIT module and the module's callbacks)" } ?? "")
             + (lostRecords > 0 ? "; \(lostRecords) records lost" : ""))
         if let split = beforeMainKernel {
             lines.append("  before main: \(ms(split.userMs)) + \(ms(split.kernelMs)) ms of CPU in user + kernel mode ("
-                + String(format: "%.0f%%", split.kernelPercent) + " kernel: getrusage at main less user samples × period)")
+                + String(format: "%.0f%%", split.kernelPercent) + " kernel: getrusage at main less user samples × period"
+                + (split.coldstartMs.map {
+                    " and Coldstart's \(ms($0)) ms: ld.so loading its LD_AUDIT module, by wall time, and the module's callbacks"
+                } ?? "")
+                + ")")
         }
         if !kernelByPhase.isEmpty {
             lines.append("  CPU by phase, user + kernel (user samples × period; the kernel's: "
@@ -26,7 +32,8 @@ extension BeforeMain {
                 }.joined(separator: " · "))
         }
         if !loaderFunctions.isEmpty {
-            lines.append("  loader functions (self, samples × period): "
+            lines.append("  loader functions (self, samples × period"
+                + (loaderColdstartsSamples.map { "; Coldstart's \($0) samples left out" } ?? "") + "): "
                 + zip(functions(loaderFunctions), loaderFunctions).map { "\($0) \(ms($1.ms)) ms" }.joined(separator: " · "))
         }
         if !mapped.isEmpty {

@@ -16,7 +16,7 @@ package struct BeforeMain: Codable, Sendable {
         /// The program's: those of ld.so loading the audit module left out.
         package var faults: Int
         /// ld.so loading the audit module and its namespace's libc
-        /// (`LauncherTimeline.auditLoading`), in none of `files` and `code`
+        /// (`AuditModuleWork.loading`), in none of `files` and `code`
         /// (nil: none).
         package var coldstarts: Int?
         package var files: [Entry]
@@ -27,7 +27,12 @@ package struct BeforeMain: Codable, Sendable {
     /// Sampled by tracing (ptrace) because perf was refused: no page faults.
     package var traced: Bool
     package var loaderMs: Double
+    /// The program's samples of its main thread in the loader phase: those
+    /// of the audit module's work (`AuditModuleWork`) left out, as in
+    /// `loaderFunctions`, `relocation` and the kernel share's split.
     package var loaderSamples: Int
+    /// The audit module's samples there, Coldstart's (nil: none).
+    package var loaderColdstartsSamples: Int?
     package var loaderFunctions: [Entry]
     /// la_objopen gaps: the time the loader took to find and map each object.
     package var mapped: [Entry]
@@ -78,7 +83,9 @@ package struct BeforeMain: Codable, Sendable {
             $0.count == 6 && $0[2].intValue >= -1 && $0[2].intValue < moduleCount && $0[4].intValue < files.count
         }
         let faultFrames = faultRows.map { Timeline.Frame(module: $0[2].intValue, address: $0[3].uint64Value) }
-        let early = timeline.samples.filter { $0.tid == timeline.process.pid && $0.ns < loaderEnd }
+        let auditWork = AuditModuleWork(timeline, launcher: section)
+        let mainThread = timeline.samples.filter { $0.tid == timeline.process.pid && $0.ns < loaderEnd }
+        let early = mainThread.filter { !auditWork.contains($0) }
         var symbols = timeline.symbols.merging(known) { own, _ in own }
         let leaves = early.compactMap(\.frames.first) + faultFrames
         // A symbolized file names its fault frames too, and reads no binary.
@@ -96,6 +103,7 @@ package struct BeforeMain: Codable, Sendable {
         }
 
         loaderSamples = early.count
+        loaderColdstartsSamples = mainThread.count > early.count ? mainThread.count - early.count : nil
         loaderFunctions = top(early.reduce(into: [:]) { $0[$1.frames.first.map(name) ?? "?", default: 0] += 1 }, scale: msPerSample)
 
         let audit = section["audit"] as? [String: Any]
@@ -128,10 +136,9 @@ package struct BeforeMain: Codable, Sendable {
         }
         relocation = top(relocating, scale: msPerSample)
 
-        let auditLoading = LauncherTimeline.auditLoading(section)
         phaseFaults = timeline.phases.map { phase in
             let all = faultRows.filter { $0[0].int64Value >= phase.startNs && $0[0].int64Value < phase.endNs }
-            let inside = all.filter { $0[1].intValue != timeline.process.pid || auditLoading?.contains($0[0].int64Value) != true }
+            let inside = all.filter { !auditWork.isLoading(ns: $0[0].int64Value, tid: $0[1].intValue) }
             let byFile: [String: Int] = inside.reduce(into: [:]) {
                 let index = $1[4].intValue
                 $0[index >= 0 && index < files.count ? (files[index] as NSString).lastPathComponent : "(heap, stack or unmapped)", default: 0] += 1

@@ -10,12 +10,12 @@ import Foundation
 /// watcher: their CPU clocks at points of the launch, `ownThreads`) and,
 /// under `coldstart run`, the launcher's fork child before `exec` (the CPU of
 /// the first phase that no sample saw), the kernel-mode samples the launcher
-/// marked its own, and every sample of ld.so loading the audit module
-/// (`LauncherTimeline.auditLoading`). The host's kernel part (exec, page
-/// faults, `mmap`, `read`) is then either the phase's kernel-mode samples ×
-/// the period, where `coldstart run`'s launcher sampled kernel mode there (a
-/// program that does not link Coldstart, and a linked app before its
-/// earliest init), or else the phase's CPU from `getrusage` less the user
+/// marked its own, and every sample of the audit module's work
+/// (`AuditModuleWork`: ld.so loading it, its callbacks). The host's kernel
+/// part (exec, page faults, `mmap`, `read`) is then either the phase's
+/// kernel-mode samples × the period, where `coldstart run`'s launcher
+/// sampled kernel mode there (a program that does not link Coldstart, and a
+/// linked app before its earliest init), or else the phase's CPU from `getrusage` less the user
 /// time and Coldstart's. A program without Coldstart's last phase ends at
 /// `wait4`, whose CPU includes the kernel's exit after the last sample
 /// (unmapping the process, ~1.1 ms for `swift-format`), which no task-clock
@@ -134,26 +134,17 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// The times of the samples that are Coldstart's, in kernel mode (those
     /// the launcher marked: its records being written on the program's
     /// thread, the audit module's system calls) and user mode, sorted; and
-    /// in both modes every sample of ld.so loading the audit module and its
-    /// namespace's libc on the program's thread (`LauncherTimeline.auditLoading`:
-    /// perf's own launch of the program has no audit module). In the
-    /// phase's time by their clock, and counted apart.
+    /// in both modes the audit module's work (`AuditModuleWork`: ld.so
+    /// loading it, its callbacks), which perf's own launch of the program
+    /// does not have. In the phase's time by their clock, and counted apart.
     private static func coldstartsSampleTimes(_ timeline: Timeline, launcher: [String: Any]?,
                                               kernelRows: [[NSNumber]]) -> (kernel: [Int64], user: [Int64]) {
-        let auditLoading = LauncherTimeline.auditLoading(launcher), pid = timeline.process.pid
-        func isAuditLoading(_ ns: Int64, tid: Int) -> Bool { tid == pid && auditLoading?.contains(ns) == true }
+        let audit = AuditModuleWork(timeline, launcher: launcher)
         let kernel = kernelRows.compactMap { row -> Int64? in
             guard row.count > 1 else { return nil }
-            return (row.count > 2 && row[2].intValue == 1) || isAuditLoading(row[0].int64Value, tid: row[1].intValue) ? row[0].int64Value : nil
+            return (row.count > 2 && row[2].intValue == 1) || audit.isLoading(ns: row[0].int64Value, tid: row[1].intValue) ? row[0].int64Value : nil
         }
-        // The module's own code too: its callbacks, the last at la_preinit.
-        let auditModules = Set(timeline.modules.indices.filter { LauncherTimeline.isAuditModule(timeline.modules[$0].path) })
-        let callbacksEnd = ((launcher?["audit"] as? [String: Any])?["preinitNs"] as? NSNumber)?.int64Value ?? .max
-        let user = timeline.samples.filter { sample in
-            isAuditLoading(sample.ns, tid: sample.tid)
-                || (!auditModules.isEmpty && sample.ns <= callbacksEnd && sample.frames.contains { auditModules.contains($0.module) })
-        }.map(\.ns)
-        return (kernel.sorted(), user.sorted())
+        return (kernel.sorted(), timeline.samples.filter(audit.contains).map(\.ns).sorted())
     }
 
     /// Everything before `main` together, from the `getrusage` reading at
@@ -162,8 +153,13 @@ package struct KernelShare: Codable, Sendable, Equatable {
     /// have on their own when the kernel refused kernel-mode samples. Only
     /// for a program without Coldstart, whose launcher samples from exec
     /// without a gap (a linked app's own clocks start a little after its
-    /// earliest init: `sampledWindows`). Nil without that reading, a
-    /// user-mode perf clock from the start, or 10 periods of CPU.
+    /// earliest init: `sampledWindows`). The audit module's work is
+    /// Coldstart's, as in `phases`: its user samples, and ld.so loading it
+    /// in kernel mode, which no sample sees here, as the window's wall time
+    /// less its user samples (the program's only thread, on the CPU: within
+    /// a period of its samples of both modes where the kernel allowed them).
+    /// Nil without that reading, a user-mode perf clock from the start, or
+    /// 10 periods of CPU.
     package static func beforeMain(_ timeline: Timeline) -> KernelShare? {
         let launcher = (timeline.parsedDocument["coldstart"] as? [String: Any])?["launcher"] as? [String: Any]
         guard launcher?["mode"] as? String == "not linked", let sampling = timeline.sampling, sampling.clock == "perf-task-clock",
@@ -171,9 +167,17 @@ package struct KernelShare: Codable, Sendable, Equatable {
               let periodNs = sampling.nsPerSample else { return nil }
         let cpu = Double(main.usage.cpuNs)
         guard cpu >= minimumPeriods * periodNs else { return nil }
-        let samples = timeline.samples.filter { $0.ns < main.ns }.count
-        let userNs = min(Double(samples) * periodNs, cpu)
-        return KernelShare(userNs: userNs, kernelNs: cpu - userNs, samples: samples, source: "rusage")
+        let audit = AuditModuleWork(timeline, launcher: launcher)
+        let early = timeline.samples.filter { $0.ns < main.ns }
+        let own = early.filter(audit.contains)
+        let loadingSamples = own.filter { audit.isLoading(ns: $0.ns, tid: $0.tid) }.count
+        let loadingKernelNs = audit.loading.map { window in
+            max(Double(min(window.upperBound, main.ns)) - Double(window.lowerBound) - Double(loadingSamples) * periodNs, 0)
+        } ?? 0
+        let userNs = min(Double(early.count - own.count) * periodNs, cpu)
+        let ownNs = min(Double(own.count) * periodNs + loadingKernelNs, cpu - userNs)
+        return KernelShare(userNs: userNs, kernelNs: cpu - userNs - ownNs, samples: early.count - own.count, source: "rusage",
+                           coldstartNs: ownNs)
     }
 
     /// Where a user-mode clock was sampling. A program without Coldstart:

@@ -246,16 +246,61 @@ final class LaunchModeTests: XCTestCase {
                        "getrusage at main")
         XCTAssertEqual([phases[1]?.userMs, phases[1]?.kernelMs], [6, 4], "no window there")
 
-        let faults = try XCTUnwrap(BeforeMain(timeline)).phaseFaults[0]
+        let beforeMain = try XCTUnwrap(BeforeMain(timeline))
+        let faults = beforeMain.phaseFaults[0]
         XCTAssertEqual(faults.faults, 1)
         XCTAssertEqual(faults.coldstarts, 1)
-        let text = try XCTUnwrap(BeforeMain(timeline)).text()
+        // The loader's samples and functions are the split's population: the
+        // window's 2 user samples apart, as Coldstart's.
+        XCTAssertEqual(beforeMain.loaderSamples, loader.userSamples)
+        XCTAssertEqual(beforeMain.loaderColdstartsSamples, 2)
+        XCTAssertEqual(beforeMain.loaderFunctions.map(\.count), [6])
+        XCTAssertEqual(beforeMain.loaderFunctions.map(\.ms), [6])
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(beforeMain)) as? [String: Any])
+        XCTAssertEqual([json["loaderSamples"] as? Int, json["loaderColdstartsSamples"] as? Int], [6, 2])
+        let text = beforeMain.text()
+        XCTAssertTrue(text.contains("  kernel exec + loader: 10.00 ms, 6 samples of the main thread (and Coldstart's 2: ld.so loading its LD_AUDIT module "
+            + "and the module's callbacks)\n"), text)
+        XCTAssertTrue(text.contains("  loader functions (self, samples × period; Coldstart's 2 samples left out): f 6.00 ms\n"), text)
         XCTAssertTrue(text.contains("    kernel exec + loader: 1 (and Coldstart's 1: ld.so loading its LD_AUDIT module); files libc.so.6 1;"), text)
         XCTAssertTrue(text.contains("kernel exec + loader 6.00 + 6.00 ms (50% kernel; Coldstart's 8.00 ms)"), text)
+        let unaudited = try XCTUnwrap(BeforeMain(try unlinkedTimeline(kernelSamples: kernelMs))).text()
+        XCTAssertTrue(unaudited.contains("  kernel exec + loader: 10.00 ms, 8 samples of the main thread\n"), unaudited)
+        XCTAssertTrue(unaudited.contains("  loader functions (self, samples × period): f 8.00 ms\n"), unaudited)
 
         // Without la_version's stamp there is no window.
         let unstamped = try unlinkedTimeline(kernelSamples: kernelMs, coldstartsKernelSamples: [1, 5], audit: ["moduleMappedNs": 400_000])
         XCTAssertEqual(KernelShare.phases(unstamped)[0]?.coldstartMs, 5)
+        XCTAssertNil(BeforeMain(unstamped)?.loaderColdstartsSamples)
+    }
+
+    /// User mode only (the kernel refused kernel-mode samples), before main
+    /// as a whole: the window's user samples are Coldstart's, as in the
+    /// per-phase split, and so is its kernel part, which no sample saw: its
+    /// wall time less its user samples.
+    func testLoadingTheAuditModuleIsColdstartsInUserModeOnly() throws {
+        // 0.4–2.2 ms: the user samples at 0.5 and 1.5 ms cover its 1.8 ms.
+        let audited = try unlinkedTimeline(kernelSamples: nil, audit: ["moduleMappedNs": 400_000, "versionNs": 2_200_000])
+        let split = try XCTUnwrap(KernelShare.beforeMain(audited))
+        XCTAssertEqual([split.userMs, split.kernelMs, split.coldstartMs], [12, 16, 2])
+        XCTAssertEqual(split.userSamples, 12)
+        let beforeMain = try XCTUnwrap(BeforeMain(audited))
+        XCTAssertEqual([beforeMain.loaderSamples, beforeMain.loaderColdstartsSamples], [6, 2])
+        let text = beforeMain.text()
+        XCTAssertTrue(text.contains("  before main: 12.00 + 16.00 ms of CPU in user + kernel mode (57% kernel: getrusage at main less user samples "
+            + "× period and Coldstart's 2.00 ms: ld.so loading its LD_AUDIT module, by wall time, and the module's callbacks)\n"), text)
+
+        // 7.6–9.9 ms: no user sample in its 2.3 ms, all of it kernel mode.
+        let unsampled = try unlinkedTimeline(kernelSamples: nil, audit: ["moduleMappedNs": 7_600_000, "versionNs": 9_900_000])
+        let kernel = try XCTUnwrap(KernelShare.beforeMain(unsampled))
+        XCTAssertEqual(kernel.userMs, 14)
+        XCTAssertEqual(kernel.kernelMs, 13.7, accuracy: 1e-9)
+        XCTAssertEqual(try XCTUnwrap(kernel.coldstartMs), 2.3, accuracy: 1e-9)
+        XCTAssertNil(BeforeMain(unsampled)?.loaderColdstartsSamples)
+
+        let plain = try XCTUnwrap(BeforeMain(try unlinkedTimeline(kernelSamples: nil))).text()
+        XCTAssertTrue(plain.contains("  before main: 14.00 + 16.00 ms of CPU in user + kernel mode (53% kernel: getrusage at main less user samples "
+            + "× period)\n"), plain)
     }
 
     /// The fault list's heading said "(1 sample per 1)": every fault is counted.

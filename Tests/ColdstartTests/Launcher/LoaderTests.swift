@@ -280,6 +280,8 @@ final class LoaderTests: XCTestCase {
             XCTAssertEqual(share.kernelMs, Double(inLoader.count - own) * 0.1, accuracy: 0.1 + 1e-9, "run-\(index)")
             // The audit module's callbacks (user mode, in its own code) are Coldstart's too: at most a sample or two.
             XCTAssertEqual(Double(share.userSamples), Double(loaderUser - ownUser), accuracy: 2, "run-\(index)")
+            // The Before main section's loader samples (and functions) are the split's: one thread before main.
+            XCTAssertEqual(try XCTUnwrap(BeforeMain(timeline)).loaderSamples, share.userSamples, "run-\(index)")
             XCTAssertGreaterThanOrEqual(share.coldstartMs ?? 0, Double(own + ownUser) * 0.1 - 1e-9, "run-\(index)")
         }
         XCTAssertGreaterThan(auditLoading, 0, "ld.so loading the audit module and its libc: ~0.45 ms a launch, 4–5 samples at 10 kHz")
