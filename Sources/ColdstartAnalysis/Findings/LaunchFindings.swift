@@ -182,6 +182,15 @@ extension ProfileAnalysis {
         name.containsBytes("+0x") || name == "main" || name.hasSuffix("_main") || name.hasSuffix("$main") || name.hasPrefix("_start")
             || name.hasPrefix("closure #") || name.hasPrefix("implicit closure #") || name.containsBytes("thunk")
             || name.hasPrefix("partial apply") || name.hasPrefix("__libc_") || name.hasPrefix("protocol witness for ")
+            || isColdstartAPI(name)
+    }
+
+    /// Coldstart's own API (`Coldstart.span`, `mark`, `ready`), linked into
+    /// the app's executable: `make demo`'s findings named
+    /// `Coldstart.Coldstart.span<A>(String, () throws -> …)` as a slow function
+    /// and a caller, where the time was the app's code inside the span.
+    static func isColdstartAPI(_ name: String) -> Bool {
+        name.hasPrefix("Coldstart.Coldstart.") || name.containsBytes(" of Coldstart.Coldstart.") || name.containsBytes(" for Coldstart.Coldstart.")
     }
 }
 

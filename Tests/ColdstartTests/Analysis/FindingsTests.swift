@@ -378,6 +378,29 @@ extension FindingsTests {
         XCTAssertTrue(spin.location.hasPrefix("called from App.loadCatalog(path:) at main.swift:9 · module App; self 30.0 ms"), spin.location)
     }
 
+    /// `make demo` named Coldstart's own `span` as a slow function and as the
+    /// caller of the app's: the time inside a span is the app's code's.
+    func testColdstartsOwnSpanIsNeitherASlowFunctionNorACaller() throws {
+        var (builder, app, _, _) = Self.appWithFoundation()
+        let main = SampledTimelineBuilder.Frame(module: app, name: "App_main", file: "/src/App/main.swift", line: 23)
+        let span = SampledTimelineBuilder.Frame(module: app, name: "Coldstart.Coldstart.span<A>(Swift.String, () throws -> A) throws -> A",
+                                                file: "/src/Coldstart/Coldstart.swift", line: 32)
+        let closure = SampledTimelineBuilder.Frame(module: app, name: "closure #1 () -> () in App_main")
+        let open = SampledTimelineBuilder.Frame(module: app, name: "App.Store.open(recordCount: Swift.Int) -> App.Store",
+                                                file: "/src/App/Store.swift", line: 36)
+        let fill = SampledTimelineBuilder.Frame(module: app, name: "App.Store.fill(Swift.Int) -> ()")
+        let specialized = SampledTimelineBuilder.Frame(
+            module: app, name: "generic specialization <()> of Coldstart.Coldstart.span<A>(Swift.String, () throws -> A) throws -> A")
+        for index in 0..<30 {
+            builder.sample(at: 20 + Double(index) * 0.5, [main, index % 2 == 0 ? span : specialized, closure, open] + (index % 3 == 0 ? [] : [fill]))
+        }
+        let findings = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).report.findings)
+        let everything = findings.map { "\($0.title) · \($0.location)" }
+        XCTAssertFalse(everything.contains { $0.contains("Coldstart.") }, "\(everything)")
+        let fills = try XCTUnwrap(findings.first { $0.title == "slow function App.Store.fill(Swift.Int) -> ()" }, "\(everything)")
+        XCTAssertEqual(fills.callers, ["App.Store.open(recordCount:) at Store.swift:36"])
+    }
+
     /// A bad unwind's "return address" in the program's data or ELF header
     /// (`App+0x…` named "(not code)" by the symbolizer, `__ehdr_start` in a
     /// timeline symbolized before it knew code from data) was shown as the
