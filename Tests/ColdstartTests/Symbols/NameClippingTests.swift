@@ -114,7 +114,9 @@ final class NameClippingTests: XCTestCase {
             // template's arguments (`…<…{lambda(…)#1}>(…)`, a metadata
             // cache's) is another function and keeps its clipped name.
             XCTAssertNil(text.firstMatch(of: #/\{lambda\([^}]*\)#\d+\}::operator\(\)/#), text)
-            XCTAssertTrue(text.contains("conformance scan: lambda #1 in"), text)
+            // The human name, whole or clipped by the width its table gives
+            // it (a run at load 5.9 left the first screen "…lambda #1…").
+            XCTAssertNotNil(text.firstMatch(of: #/conformance scan: lambda #1( in|…)/#), text)
         }
         // Each function table of the full text, by its header's columns.
         let lines = full.stdout.components(separatedBy: "\n")
