@@ -14,8 +14,10 @@ package enum FoldedExporter: StacksExporter {
 
     package static func export(_ stacks: SampledStacks) -> [UInt8] {
         let names = stacks.functions.map { escape($0.name) }
+        let totals = stacks.totals()
         var counts: [String: Int] = [:]
-        for total in stacks.totals() {
+        counts.reserveCapacity(totals.count)
+        for total in totals {
             counts[total.functions.map { names[$0] }.joined(separator: ";"), default: 0] += total.samples
         }
         // Written straight into the bytes: lines, then their join, then its
