@@ -5,6 +5,7 @@ import ColdstartAnalysis
 /// function names; a name's `\` is written `\\`, its `;` `\x3b` and a line
 /// break `\n`, so every `;` separates frames and every line is one stack.
 /// Counts are samples (each one sampling period, as in `coldstart report`).
+/// Lines are in the order of their bytes.
 package enum FoldedExporter: StacksExporter {
     package static let name = "folded", suffix = ".folded"
     package static let help = [
@@ -13,25 +14,63 @@ package enum FoldedExporter: StacksExporter {
     ]
 
     package static func export(_ stacks: SampledStacks) -> [UInt8] {
-        let names = stacks.functions.map { escape($0.name) }
-        let totals = stacks.totals()
-        var counts: [String: Int] = [:]
-        counts.reserveCapacity(totals.count)
-        for total in totals {
-            counts[total.functions.map { names[$0] }.joined(separator: ";"), default: 0] += total.samples
+        // Each distinct name once: two functions of one name (in two
+        // modules) are one frame here, and a stack is a list of name ids.
+        var nameIDs: [String: Int32] = [:]
+        var names: [[UInt8]] = []
+        let nameOf = stacks.functions.map { function -> Int32 in
+            let escaped = escape(function.name)
+            if let id = nameIDs[escaped] { return id }
+            nameIDs[escaped] = Int32(names.count)
+            names.append(Array(escaped.utf8))
+            return Int32(names.count - 1)
         }
-        // Written straight into the bytes: lines, then their join, then its
-        // bytes were three copies of the file (1,000,000 samples: 150 MB each,
-        // over 1 GiB at the peak).
+        let totals = stacks.totals()
+        var position: [[Int32]: Int] = [:]
+        position.reserveCapacity(totals.count)
+        var lines: [(names: [Int32], samples: Int)] = []
+        for total in totals {
+            let key = total.functions.map { nameOf[$0] }
+            if let at = position[key] {
+                lines[at].samples += total.samples
+            } else {
+                position[key] = lines.count
+                lines.append((key, total.samples))
+            }
+        }
+        // Lines in the order of their bytes, compared name by name: a sort
+        // of the joined lines (150 MB at 1,000,000 samples) grew faster
+        // than the samples, from 6% of the export's CPU at 100k to 10% at 1M.
+        lines.sort { precedes($0.names, $1.names, names: names) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(counts.reduce(0) { $0 + $1.key.utf8.count + 12 })
-        for key in counts.keys.sorted() {
-            bytes += key.utf8
+        bytes.reserveCapacity(lines.reduce(0) { total, line in line.names.reduce(total + 12) { $0 + names[Int($1)].count + 1 } })
+        for line in lines {
+            for (index, name) in line.names.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ";")) }
+                bytes += names[Int(name)]
+            }
             bytes.append(UInt8(ascii: " "))
-            bytes += String(counts[key]!).utf8
+            bytes += String(line.samples).utf8
             bytes.append(UInt8(ascii: "\n"))
         }
         return bytes
+    }
+
+    /// Whether the line of frames `a` (name ids into `names`, which hold no
+    /// `;`) comes before `b`'s in the order of their bytes, joined by `;`.
+    static func precedes(_ a: [Int32], _ b: [Int32], names: [[UInt8]]) -> Bool {
+        var frame = 0
+        while frame < a.count, frame < b.count, a[frame] == b[frame] { frame += 1 }
+        guard frame < a.count, frame < b.count else { return a.count < b.count }
+        let x = names[Int(a[frame])], y = names[Int(b[frame])]
+        let shared = min(x.count, y.count)
+        var byte = 0
+        while byte < shared, x[byte] == y[byte] { byte += 1 }
+        if byte < shared { return x[byte] < y[byte] }
+        // One name is the start of the other (they differ): the shorter's
+        // line goes on with `;`, or ends, where the longer's has a byte.
+        if x.count < y.count { return frame + 1 == a.count || UInt8(ascii: ";") < y[shared] }
+        return !(frame + 1 == b.count || UInt8(ascii: ";") < x[shared])
     }
 
     static func escape(_ name: String) -> String {

@@ -245,6 +245,23 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(try parseFolded(written), expectedTotals(try sampledStacks(Timeline(contentsOf: input.path))))
     }
 
+    /// A folded file's lines are in the order of their bytes, a name that
+    /// starts another's included (`a` ends, `a!` goes on with `!`, `a;x`
+    /// with `;`, `ab` with `b`), and functions of one name in two modules
+    /// are one frame.
+    func testFoldedLinesAreInTheOrderOfTheirBytes() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App"), lib = builder.module("/usr/lib/libA.so")
+        func f(_ name: String, _ module: Int) -> SampledTimelineBuilder.Frame { .init(module: module, name: name) }
+        builder.sample(at: 21, [f("ab", app)])
+        builder.sample(at: 22, [f("a", app), f("x", app)])
+        builder.sample(at: 23, [f("a", lib)])
+        builder.sample(at: 24, [f("a!", app), f("y", app)])
+        builder.sample(at: 25, [f("a", app)])
+        let text = String(decoding: FoldedExporter.export(try sampledStacks(builder.timeline())), as: UTF8.self)
+        XCTAssertEqual(text, "a 2\na!;y 1\na;x 1\nab 1\n")
+    }
+
     func testSpeedscopeRoundTripsPerThreadAndCarriesThePhases() throws {
         for timeline in [try Timeline(contentsOf: try KnownProfile.timelinePath()), try awkwardTimeline()] {
             let stacks = try sampledStacks(timeline)
