@@ -85,9 +85,12 @@ private struct MergingTree {
                 children.append(child)
                 child = nodes[Int(child)].nextSibling
             }
-            children.sort { a, b in
-                let a = nodes[Int(a)], b = nodes[Int(b)]
-                return a.samples != b.samples ? a.samples > b.samples : rank[Int(a.function)] < rank[Int(b.function)]
+            // Most nodes have one child or none: no sort to call.
+            if children.count > 1 {
+                children.sort { a, b in
+                    let a = nodes[Int(a)], b = nodes[Int(b)]
+                    return a.samples != b.samples ? a.samples > b.samples : rank[Int(a.function)] < rank[Int(b.function)]
+                }
             }
             for child in children.reversed() { pending.append((child, depth)) }
         }
