@@ -136,7 +136,7 @@ bool cs_out_of_descriptors(void) {
 
 bool cs_file_id(int dirfd, const char *path, uint64_t *dev, uint64_t *ino) {
     struct stat st;
-    if (fstatat(dirfd, path ? path : "", &st, path ? 0 : AT_EMPTY_PATH) != 0) return false;
+    if (fstatat(dirfd, path, &st, 0) != 0) return false;
     *dev = (uint64_t)st.st_dev;
     *ino = (uint64_t)st.st_ino;
     return true;

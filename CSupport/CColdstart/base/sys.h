@@ -106,8 +106,8 @@ uint64_t cs_fd_allowance(void);
 /// none, ENFILE): then a warning names the limit, not the file.
 /// Async-signal-safe (open, close).
 bool cs_out_of_descriptors(void);
-/// The device and inode of `path` (relative to `dirfd`, or AT_FDCWD), or of
-/// descriptor `dirfd` itself when path is NULL; false if it cannot be read.
+/// The device and inode of `path` (relative to `dirfd`, or AT_FDCWD); false
+/// if it cannot be read.
 /// Async-signal-safe (fstatat).
 bool cs_file_id(int dirfd, const char *path, uint64_t *dev, uint64_t *ino);
 /// Whether descriptor `fd` is the file (dev, ino). Async-signal-safe (fstat).

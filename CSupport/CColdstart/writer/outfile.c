@@ -180,13 +180,13 @@ void cs_out_prepare(void) {
     int dir = cs_out_dir(&opened);
     int fd = dir >= 0 ? openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
     if (opened) close(dir);
-    // A file without a name: ours if it has no link and is on the timeline
-    // directory's device (a host's file in its place has a name).
+    // A file without a name: ours if it has no link (a host's file in its
+    // place has a name). Not its device against the directory's: on
+    // overlayfs, a container's root, a file reports its upper layer's.
     uint64_t dev = 0, ino = 0;
     struct stat st;
     if (fd >= 0)
-        fd = fstat(fd, &st) == 0 && st.st_nlink == 0 && (uint64_t)st.st_dev == cs_g.out.dir_dev
-            ? cs_fd_high(fd, dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino) : -1;
+        fd = fstat(fd, &st) == 0 && st.st_nlink == 0 ? cs_fd_high(fd, dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino) : -1;
     if (fd >= 0) {
         cs_g.out.early_fd = fd;
         cs_g.out.early_dev = dev;
