@@ -181,8 +181,10 @@ void cs_out_prepare(void) {
     int fd = dir >= 0 ? openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
     if (opened) close(dir);
     // A file without a name: ours if it has no link (a host's file in its
-    // place has a name). Not its device against the directory's: on
-    // overlayfs, a container's root, a file reports its upper layer's.
+    // place has a name). Not its device against the directory's: overlayfs
+    // (a container's root) whose layers sit on different file systems gives
+    // a file its layer's device and a directory the overlay's (one file
+    // system: the overlay's for both, checked on Linux 6.18).
     uint64_t dev = 0, ino = 0;
     struct stat st;
     if (fd >= 0)
