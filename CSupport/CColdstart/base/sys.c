@@ -134,24 +134,29 @@ bool cs_out_of_descriptors(void) {
     return errno == EMFILE || errno == ENFILE;
 }
 
-bool cs_file_id(int dirfd, const char *path, uint64_t *dev, uint64_t *ino) {
-    struct stat st;
-    if (fstatat(dirfd, path, &st, 0) != 0) return false;
-    *dev = (uint64_t)st.st_dev;
-    *ino = (uint64_t)st.st_ino;
-    return true;
-}
-
 bool cs_fd_is(int fd, uint64_t dev, uint64_t ino) {
     struct stat st;
     return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
 }
 
+int cs_open_known(int dirfd, const char *path, int flags, bool high, uint64_t *dev, uint64_t *ino) {
+    struct stat st;
+    *dev = *ino = 0;
+    if (fstatat(dirfd, path, &st, 0) != 0) return -1;
+    uint64_t d = (uint64_t)st.st_dev, i = (uint64_t)st.st_ino;
+    int fd = openat(dirfd, path, flags | O_CLOEXEC);
+    fd = high ? cs_fd_high(fd, d, i) : cs_fd_is(fd, d, i) ? fd : -1;
+    if (fd >= 0) {
+        *dev = d;
+        *ino = i;
+    }
+    return fd;
+}
+
 ssize_t cs_read_small_file(const char *path, char *buf, size_t cap) {
     uint64_t dev, ino;
-    if (!cs_file_id(AT_FDCWD, path, &dev, &ino)) return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (!cs_fd_is(fd, dev, ino)) return -1;   // the host's number by now
+    int fd = cs_open_known(AT_FDCWD, path, O_RDONLY, false, &dev, &ino);
+    if (fd < 0) return -1;
     ssize_t n;
     do n = read(fd, buf, cap); while (n < 0 && errno == EINTR);
     if (cs_fd_is(fd, dev, ino)) close(fd);

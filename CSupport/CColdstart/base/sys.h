@@ -106,10 +106,13 @@ uint64_t cs_fd_allowance(void);
 /// none, ENFILE): then a warning names the limit, not the file.
 /// Async-signal-safe (open, close).
 bool cs_out_of_descriptors(void);
-/// The device and inode of `path` (relative to `dirfd`, or AT_FDCWD); false
-/// if it cannot be read.
-/// Async-signal-safe (fstatat).
-bool cs_file_id(int dirfd, const char *path, uint64_t *dev, uint64_t *ino);
+/// Opens `path` (relative to `dirfd`, or AT_FDCWD; O_CLOEXEC added) for one
+/// of Coldstart's threads while the host runs, and *dev, *ino (0 on
+/// failure) with the file's identity as its path gives it: -1 if the number
+/// opened is not that file by the time it is checked (cs_fd_high). With
+/// `high`, moved high as cs_fd_high does. errno is the open's on its
+/// failure. Async-signal-safe (fstatat, openat, fstat, fcntl).
+int cs_open_known(int dirfd, const char *path, int flags, bool high, uint64_t *dev, uint64_t *ino);
 /// Whether descriptor `fd` is the file (dev, ino). Async-signal-safe (fstat).
 bool cs_fd_is(int fd, uint64_t dev, uint64_t ino);
 /// A descriptor this thread just opened of the file (dev, ino), which the

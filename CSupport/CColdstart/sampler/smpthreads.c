@@ -92,9 +92,7 @@ void cs_sampler_scan_threads(void) {
     // (with a DescriptorHost, once in ~400 launches the host's file was closed
     // and the next scan's directory dup2'd in its place).
     uint64_t dev = 0, ino = 0;
-    int dir = atomic_load(&S->active) && cs_file_id(AT_FDCWD, "/proc/self/task", &dev, &ino)
-        ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (!cs_fd_is(dir, dev, ino)) dir = -1;
+    int dir = atomic_load(&S->active) ? cs_open_known(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY, false, &dev, &ino) : -1;
     char buf[2048] __attribute__((aligned(8)));
     uint32_t gen = ++S->scan_gen;
     if (dir >= 0) {

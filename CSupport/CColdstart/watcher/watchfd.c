@@ -65,13 +65,12 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot) {
 
 int cs_watch_task_dir(void) {
     struct cs_watch *wt = &cs_g.watch;
-    if (wt->task_dirfd >= 0 && cs_watch_inode_of(wt->task_dirfd) == wt->task_dir_ino) return wt->task_dirfd;
+    // (No inode yet: the watcher's start, whose zeroed descriptor is 0.)
+    if (wt->task_dir_ino != 0 && cs_watch_inode_of(wt->task_dirfd) == wt->task_dir_ino) return wt->task_dirfd;
     // Closed by the host (the number may be the host's now: left alone).
-    uint64_t dev, ino;
-    int fd = cs_file_id(AT_FDCWD, "/proc/self/task", &dev, &ino)
-        ? cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), dev, ino) : -1;
+    uint64_t dev;
+    int fd = cs_open_known(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY, true, &dev, &wt->task_dir_ino);
     wt->task_dirfd = fd;
-    wt->task_dir_ino = fd >= 0 ? ino : 0;
     wt->task_nlink = 0;
     return fd;
 }
@@ -82,13 +81,11 @@ int cs_watch_open_task_file(int tid, const char *file, uint64_t *ino) {
     path[n++] = '/';
     strcpy(path + n, file);
     uint64_t dev;
-    bool named = cs_file_id(cs_g.watch.task_dirfd, path, &dev, ino);
+    int fd = cs_open_known(cs_g.watch.task_dirfd, path, O_RDONLY, true, &dev, ino);
     // The directory's descriptor lost to a host that closes every descriptor:
     // once more, from /proc/self/task opened again (the check only on a failure).
-    if (!named && cs_watch_inode_of(cs_g.watch.task_dirfd) != cs_g.watch.task_dir_ino && cs_watch_task_dir() >= 0)
-        named = cs_file_id(cs_g.watch.task_dirfd, path, &dev, ino);
-    int fd = named ? cs_fd_high(openat(cs_g.watch.task_dirfd, path, O_RDONLY | O_CLOEXEC), dev, *ino) : -1;
-    if (fd < 0) *ino = 0;
+    if (fd < 0 && cs_watch_inode_of(cs_g.watch.task_dirfd) != cs_g.watch.task_dir_ino && cs_watch_task_dir() >= 0)
+        fd = cs_open_known(cs_g.watch.task_dirfd, path, O_RDONLY, true, &dev, ino);
     return fd;
 }
 

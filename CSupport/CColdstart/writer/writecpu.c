@@ -40,8 +40,7 @@ void cs_cpu_prepare(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&C->task_state, &expected, 1)) return;
     uint64_t dev, ino;
-    int fd = cs_file_id(AT_FDCWD, "/proc/self/task", &dev, &ino)
-        ? cs_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), dev, ino) : -1;
+    int fd = cs_open_known(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY, true, &dev, &ino);
     if (fd >= 0) {
         C->task_fd = fd;
         C->task_dev = dev;

@@ -17,48 +17,22 @@ private struct MergingTree {
 
     /// Node 0 is the root: no function (-1).
     private(set) var nodes = [Node(function: -1, parent: -1)]
-    /// Open addressing over (parent, function): a node's index, 0 for an
-    /// empty slot (the root is no one's child). Never more than half full.
-    private var slots = [Int32](repeating: 0, count: 1 << 10)
-    private var slotBits = 10
-    /// Multiply-shift hashing with a random odd multiplier: a file cannot
-    /// choose functions that all land in one slot.
-    private let multiplier = UInt64.random(in: 1...UInt64.max) | 1
+    /// Each node but the root by (parent, function): one table for the
+    /// whole tree.
+    private var index: [UInt64: Int32] = [:]
     /// The calls of `child`: the merge's work, per distinct stack.
     private(set) var lookups = 0
-
-    private func slot(_ parent: Int32, _ function: Int32) -> Int {
-        let key = UInt64(UInt32(bitPattern: parent)) << 32 | UInt64(UInt32(bitPattern: function))
-        return Int(truncatingIfNeeded: (key &* multiplier) >> (64 - slotBits))
-    }
 
     /// The child of `parent` for `function`, made if it is new.
     mutating func child(of parent: Int32, _ function: Int32) -> Int32 {
         lookups += 1
-        let mask = slots.count - 1
-        var at = slot(parent, function)
-        while slots[at] != 0 {
-            let node = nodes[Int(slots[at])]
-            if node.parent == parent, node.function == function { return slots[at] }
-            at = (at + 1) & mask
-        }
+        let key = UInt64(UInt32(bitPattern: parent)) << 32 | UInt64(UInt32(bitPattern: function))
+        if let known = index[key] { return known }
         let child = Int32(nodes.count)
         nodes.append(Node(function: function, parent: parent, nextSibling: nodes[Int(parent)].firstChild))
         nodes[Int(parent)].firstChild = child
-        slots[at] = child
-        if nodes.count * 2 > slots.count { grow() }
+        index[key] = child
         return child
-    }
-
-    private mutating func grow() {
-        slotBits += 1
-        slots = [Int32](repeating: 0, count: 1 << slotBits)
-        let mask = slots.count - 1
-        for index in 1..<nodes.count {
-            var at = slot(nodes[index].parent, nodes[index].function)
-            while slots[at] != 0 { at = (at + 1) & mask }
-            slots[at] = Int32(index)
-        }
     }
 
     mutating func add(samples: Int, to node: Int32) { nodes[Int(node)].samples += samples }
