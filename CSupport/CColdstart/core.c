@@ -2,6 +2,7 @@
 // spans). Where the launch ends and who stops what: end.c.
 #include "internal.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -41,6 +42,24 @@ static bool descriptors_suffice(void) {
     return true;
 }
 
+// A child the host forks is not the launch (end.c ends nothing there), and
+// must hold nothing of the parent's profiling: its perf events (mapped and
+// re-enabled, they gave a child that dropped to another user its root
+// parent's stacks, or through the bridge another user's), the watcher's
+// /proc files of the parent's threads, the timeline's file and directory.
+// Profiling is off in the child from its first instruction. System calls
+// only: after a fork of a multithreaded process, only async-signal-safe
+// code may run.
+static void on_fork_child(void) {
+    atomic_store(&cs_g.state, CS_OFF);
+    cs_sampler_fork_child();
+    cs_watch_fork_child();
+    int fd = cs_out_take_prepared();
+    if (fd >= 0) close(fd);
+    cs_out_close_dir();
+    cs_cpu_release();
+}
+
 static void arm(char **envp, bool from_preinit) {
     uint64_t now = cs_monotonic_ns();
     if (!cs_config_read(envp)) return;
@@ -69,6 +88,11 @@ static void arm(char **envp, bool from_preinit) {
         cs_rusage_now(&cs_g.launch.ru_earliest);
     }
     atomic_store(&cs_g.state, CS_RECORDING);
+    if (pthread_atfork(cs_sampler_fork_prepare, cs_sampler_fork_parent, on_fork_child) != 0) {
+        cs_warn("cannot register the fork handlers; profiling off", NULL);
+        atomic_store(&cs_g.state, CS_OFF);
+        return;
+    }
     // One thread started here, not two (pthread_create costs this thread
     // 50–85 µs on a VM): the sampler's starts the watcher's, unless there is
     // none. That first thread of ours also has the writer prepare the write

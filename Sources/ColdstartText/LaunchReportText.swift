@@ -191,6 +191,9 @@ extension LaunchReport {
             lines.append("Not UTF-8: \(launch.notUtf8Bytes) byte\(launch.notUtf8Bytes == 1 ? "" : "s") of names or paths, "
                 + "each shown as \u{FFFD} (a path so changed names no file: its frames stay unnamed)")
         }
+        if !launch.setAside.isEmpty {
+            lines.append("Set aside (out of range; the rest of the file is used): " + launch.setAside.joined(separator: "; "))
+        }
         return lines
     }
 

@@ -178,6 +178,9 @@ struct cs_sampler {
     size_t faulted_sample_bytes, faulted_frame_bytes;
     int main_tid;
     uint64_t cookie;                  // sigev_value of our POSIX timers
+    // Forks (cs_smp_fork_prepare): perf events being opened and not yet
+    // recorded in their slot, and forks of the host's under way.
+    _Atomic int fd_opens, forks;
 
     // ---- recording (handler) ----
     _Atomic int active;               // 1 while samples are taken
@@ -288,6 +291,14 @@ void cs_sampler_unmap(void);
 void cs_sampler_release(void);
 /// Whether our handler is the action of `sig` now. Async-signal-safe.
 bool cs_smp_handler_holds(int sig);
+/// pthread_atfork's handlers (core.c). Prepare: waits, 10 ms at most, for
+/// the events being opened to be recorded in their slots (cs_smp_open_begin).
+/// Child: closes every perf event the parent's sampler held (the task
+/// clocks, the bridge's CPU-wide events), so that the child can neither read
+/// nor re-enable the parent's samples. All async-signal-safe.
+void cs_sampler_fork_prepare(void);
+void cs_sampler_fork_parent(void);
+void cs_sampler_fork_child(void);
 
 // ---- smphandler.c ----
 /// The sampling signal's handler: ours (a clock's overflow or
@@ -362,6 +373,12 @@ bool cs_smp_warm_wait(uint64_t ns);
 void cs_smp_warm_reap(void);
 /// Both, for a thread no handler can be running on (never enabled, or the caller).
 void cs_smp_disarm_thread(struct cs_smp_thread *t);
+/// Around opening perf events and recording them in their slots (arming a
+/// thread, the bridge): a fork of the host's waits for the pair to finish,
+/// so that a forked child knows every event it inherits (cs_sampler_fork).
+/// Async-signal-safe; the caller may sleep in begin while a fork is under way.
+void cs_smp_open_begin(void);
+void cs_smp_open_end(void);
 
 // ---- smpbridge.c (async-signal-safe: system calls, memory, atomics) ----
 // Each with the scan flag held.

@@ -110,6 +110,33 @@ static void release_all(void) {
     atomic_store(&S->bridge_n, 0);
 }
 
+// Opens and maps an event on each CPU into the bridge's slots, stopping at
+// the first refusal (not allowed here, a CPU gone offline, the locked-memory
+// limit: the caller then closes them all, so every CPU or none, silently:
+// the task clocks alone) or stop.
+static void open_all(struct perf_event_attr *a, const int *cpus, int ncpu) {
+    for (int i = 0; i < ncpu && atomic_load(&S->active); i++) {
+        int fd = (int)syscall(SYS_perf_event_open, a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0 && i == 0 && S->bridge_regs && errno != EACCES && errno != EPERM) {
+            // A kernel that refuses the registers or the stack copy.
+            S->bridge_regs = false;
+            bridge_attr(a, false);
+            fd = (int)syscall(SYS_perf_event_open, a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+        }
+        uint64_t id = cs_smp_event_id(fd);
+        void *ring = id == 0 ? MAP_FAILED : mmap(NULL, S->bridge_ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (ring == MAP_FAILED) {
+            cs_smp_close_event(fd, id);
+            return;
+        }
+        uint32_t k = atomic_load(&S->bridge_n);
+        S->bridge_fd[k] = fd;
+        S->bridge_id[k] = id;
+        S->bridge_ring[k] = ring;
+        atomic_store(&S->bridge_n, k + 1);
+    }
+}
+
 void cs_smp_bridge_open(void) {
     int cpus[CS_SMP_BRIDGE_CPUS];
     int ncpu = online_cpus(cpus, CS_SMP_BRIDGE_CPUS);
@@ -126,32 +153,11 @@ void cs_smp_bridge_open(void) {
     S->bridge_ring_bytes = (uint32_t)((1 + pages) * 4096);
     struct perf_event_attr a;
     bridge_attr(&a, S->bridge_regs);
-    for (int i = 0; i < ncpu && atomic_load(&S->active); i++) {
-        int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0 && i == 0 && S->bridge_regs && errno != EACCES && errno != EPERM) {
-            // A kernel that refuses the registers or the stack copy.
-            S->bridge_regs = false;
-            bridge_attr(&a, false);
-            fd = (int)syscall(SYS_perf_event_open, &a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
-        }
-        // Refused (not allowed here), or a CPU gone offline, or the
-        // locked-memory limit: every CPU or none, silently (the task
-        // clocks alone).
-        uint64_t id = cs_smp_event_id(fd);
-        void *ring = id == 0 ? MAP_FAILED : mmap(NULL, S->bridge_ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (ring == MAP_FAILED) {
-            cs_smp_close_event(fd, id);
-            release_all();
-            return;
-        }
-        uint32_t k = atomic_load(&S->bridge_n);
-        S->bridge_fd[k] = fd;
-        S->bridge_id[k] = id;
-        S->bridge_ring[k] = ring;
-        atomic_store(&S->bridge_n, k + 1);
-    }
+    cs_smp_open_begin();
+    open_all(&a, cpus, ncpu);
+    cs_smp_open_end();
     if (atomic_load(&S->bridge_n) < (uint32_t)ncpu) {
-        release_all();   // a stop came meanwhile
+        release_all();   // refused, or a stop came meanwhile
         return;
     }
     // From the first enable: every sample of a host thread on any CPU is

@@ -121,12 +121,38 @@ bool cs_smp_warm_wait(uint64_t ns) {
     return S->warm_pid <= 0 || atomic_load(&S->warm_done);
 }
 
-// perf_event_open(a, tid); the first one once the helper is done (2 s at
-// most: a helper killed by someone else never says so).
-static int open_event(const struct perf_event_attr *a, int tid) {
-    cs_smp_warm_wait(2000000000ull);
-    return (int)syscall(SYS_perf_event_open, a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+// ---- forks ----
+//
+// A child the host forks inherits every descriptor, perf events included
+// (PERF_FLAG_FD_CLOEXEC closes them at exec only): mapped and re-enabled
+// there, the parent's task clock or the bridge's CPU-wide events would give
+// the child, which may have dropped its privileges, the parent's stacks, or
+// another user's. The child closes the events the parent recorded in its
+// slots (cs_sampler_fork_child); one opened but not yet recorded at the
+// fork would escape that, so the fork waits for the few microseconds
+// between the open and the record, and no open starts while a fork is
+// under way.
+
+void cs_smp_open_begin(void) {
+    // 100 ms at most: a fork whose handlers never finished (a host that
+    // longjmps out of one) must not stop the sampler for good.
+    uint64_t deadline = 0;
+    for (;;) {
+        atomic_fetch_add(&S->fd_opens, 1);
+        if (!atomic_load(&S->forks)) return;
+        atomic_fetch_sub(&S->fd_opens, 1);
+        uint64_t now = cs_monotonic_ns();
+        if (deadline == 0) deadline = now + 100000000ull;
+        if (now >= deadline) {
+            atomic_fetch_add(&S->fd_opens, 1);
+            return;
+        }
+        cs_sleep_ns(20000);
+    }
 }
+
+void cs_smp_open_end(void) { atomic_fetch_sub(&S->fd_opens, 1); }
+
 
 // The task clock of `tid`: user time only, at the boosted period during a
 // boosted start (the scan thread, which arms threads and ends the boost under
@@ -161,7 +187,7 @@ static int open_task_clock(int tid, bool kernel_stacks, bool regs, bool boosted)
     } else {
         a.wakeup_events = 1;   // with a ring buffer: a wakeup, so a signal, per overflow
     }
-    return open_event(&a, tid);
+    return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 uint64_t cs_smp_event_id(int fd) {
@@ -287,6 +313,10 @@ static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
 int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo) {
     t->signo = signo;
     int e;
+    // The first event once the helper is done (2 s at most: a helper killed
+    // by someone else never says so); outside the fork's wait.
+    if (S->clock == CS_CLOCK_PERF) cs_smp_warm_wait(2000000000ull);
+    cs_smp_open_begin();
     switch (S->clock) {
     case CS_CLOCK_PERF:
         e = atomic_load(&S->kernel_stacks_on) ? arm_kernel_stacks(t, tid) : EAGAIN;
@@ -299,6 +329,7 @@ int cs_smp_arm_thread(struct cs_smp_thread *t, int tid, int signo) {
     case CS_CLOCK_WALL: e = arm_timer(t, tid, true); break;
     default: e = EINVAL; break;
     }
+    cs_smp_open_end();
     // Counted once: a thread switched from kernel stacks to signals is armed twice.
     if (e == 0 && !atomic_exchange(&t->sampled, 1)) atomic_fetch_add(&S->threads_armed, 1);
     return e;

@@ -205,6 +205,10 @@ void cs_watch_main_started(void);
 /// last look's reads); the watcher blocks every signal the writer can run
 /// in, so this never runs on the watcher thread.
 void cs_watch_stop(void);
+/// In a child the host forked (pthread_atfork): closes the files the parent's
+/// watcher held open (its threads' /proc files, /proc/self/task), which
+/// name the parent's threads, and forgets the watcher. Async-signal-safe.
+void cs_watch_fork_child(void);
 
 // ---- watchfind.c (whoever holds the looks: cs_watch.busy) ----
 /// Starts watching `tid`: its live slot, or NULL when it is not watched (it

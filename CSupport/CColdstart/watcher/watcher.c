@@ -452,6 +452,17 @@ void cs_watch_stop(void) {
     }
 }
 
+void cs_watch_fork_child(void) {
+    struct cs_watch *wt = &cs_g.watch;
+    if (!atomic_exchange(&wt->running, 0) || !wt->buf) return;
+    atomic_store(&wt->deferred, 0);
+    for (int i = 0; i < wt->nlive; i++) {
+        if (wt->buf->live[i].thread >= 0) cs_watch_close_slot_files(&wt->buf->live[i]);
+        wt->buf->live[i].thread = -1;
+    }
+    cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
+    wt->task_dir_ino = 0;
+}
 
 void cs_watch_unmap(void) {
     struct cs_watch *wt = &cs_g.watch;

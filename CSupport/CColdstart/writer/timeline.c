@@ -52,15 +52,19 @@ static const char *event_name(const struct cs_event *ev, size_t *len) {
     return cs_g.log.names + ev->name_off;
 }
 
+// b − a, or 0 where b is the earlier: a span begun after ready() and still
+// open at the write ends, as far as the timeline knows, where it began.
+static uint64_t since(uint64_t a, uint64_t b) { return b > a ? b - a : 0; }
+
 static void rusage_fields(struct cs_jw *w, const struct cs_rusage *a, const struct cs_rusage *b) {
     // b − a; a NULL `a` means the process start (all zero).
     if (!a) a = &zero_rusage;
-    cs_jw_key(w, "minorFaults"); cs_jw_u64(w, b->minflt - a->minflt);
-    cs_jw_raw(w, ","); cs_jw_key(w, "majorFaults"); cs_jw_u64(w, b->majflt - a->majflt);
-    cs_jw_raw(w, ","); cs_jw_key(w, "voluntarySwitches"); cs_jw_u64(w, b->nvcsw - a->nvcsw);
-    cs_jw_raw(w, ","); cs_jw_key(w, "involuntarySwitches"); cs_jw_u64(w, b->nivcsw - a->nivcsw);
-    cs_jw_raw(w, ","); cs_jw_key(w, "userNs"); cs_jw_u64(w, b->utime_ns - a->utime_ns);
-    cs_jw_raw(w, ","); cs_jw_key(w, "systemNs"); cs_jw_u64(w, b->stime_ns - a->stime_ns);
+    cs_jw_key(w, "minorFaults"); cs_jw_u64(w, since(a->minflt, b->minflt));
+    cs_jw_raw(w, ","); cs_jw_key(w, "majorFaults"); cs_jw_u64(w, since(a->majflt, b->majflt));
+    cs_jw_raw(w, ","); cs_jw_key(w, "voluntarySwitches"); cs_jw_u64(w, since(a->nvcsw, b->nvcsw));
+    cs_jw_raw(w, ","); cs_jw_key(w, "involuntarySwitches"); cs_jw_u64(w, since(a->nivcsw, b->nivcsw));
+    cs_jw_raw(w, ","); cs_jw_key(w, "userNs"); cs_jw_u64(w, since(a->utime_ns, b->utime_ns));
+    cs_jw_raw(w, ","); cs_jw_key(w, "systemNs"); cs_jw_u64(w, since(a->stime_ns, b->stime_ns));
 }
 
 static void rusage_object(struct cs_jw *w, const struct cs_rusage *a, const struct cs_rusage *b) {

@@ -93,6 +93,8 @@ package struct LaunchReport: Codable, Sendable {
         /// Bytes of the file's strings that were not UTF-8, shown as U+FFFD
         /// (recorded by the writer or replaced by the reader).
         package var notUtf8Bytes: UInt64
+        /// Figures the reader set aside as out of range (Timeline.setAside).
+        package var setAside: [String]
     }
 
     /// Resource use over an interval, process-wide (every thread).
@@ -317,6 +319,7 @@ extension LaunchReport.Summary {
         droppedEvents = timeline.dropped.events
         droppedNameBytes = timeline.dropped.nameBytes
         notUtf8Bytes = timeline.dropped.notUtf8Bytes ?? 0
+        setAside = timeline.setAside
         completion = Self.describeCompletion(
             reason: launch.endReason, completed: launch.completed, totalMs: totalMs, exitStatus: launch.exitStatus,
             signal: launch.signalName ?? launch.signal.map { "signal \($0)" }, endPhase: endPhase

@@ -27,6 +27,10 @@ package struct Timeline: Sendable {
     /// tagged with (`version`, `region`, `host` …); empty when absent. Values
     /// that are not strings are left out.
     package var labels: [String: String]
+    /// Figures the reader set aside as out of range, each with its field and
+    /// value ("spans[2].rusage.minorFaults is …"): the rest of the file is
+    /// used, and the report says what is missing.
+    package var setAside: [String] = []
     /// The whole file as parsed, for tools that rewrite it and keep what they
     /// do not understand (the samples rebuilt from `samples`: they are read
     /// from the bytes, not kept as parsed JSON). Parsed when first asked for.

@@ -60,20 +60,27 @@ struct TimelineValidator {
         guard end >= start else { throw fail("malformed timeline: \(field()) ends (\(end) ns) before it starts (\(start) ns)") }
     }
 
-    func rusage(_ usage: Timeline.Rusage?, _ field: @autoclosure () -> String) throws {
-        guard let usage else { return }
-        try count(usage.minorFaults, field() + ".minorFaults")
-        try count(usage.majorFaults, field() + ".majorFaults")
-        try count(usage.voluntarySwitches, field() + ".voluntarySwitches")
-        try count(usage.involuntarySwitches, field() + ".involuntarySwitches")
-        try duration(usage.userNs, field() + ".userNs")
-        try duration(usage.systemNs, field() + ".systemNs")
+    /// Why a resource-use delta cannot be used (a counter or time out of
+    /// range), or nil. Such a delta is set aside, not the whole file: one
+    /// writer's wrapped subtraction cost a launch whole (issue 35, item 12).
+    func rusageProblem(_ usage: Timeline.Rusage?, _ field: String) -> String? {
+        guard let usage else { return nil }
+        for (name, value, limit) in [("minorFaults", usage.minorFaults, TimelineLimits.maxCount),
+                                     ("majorFaults", usage.majorFaults, TimelineLimits.maxCount),
+                                     ("voluntarySwitches", usage.voluntarySwitches, TimelineLimits.maxCount),
+                                     ("involuntarySwitches", usage.involuntarySwitches, TimelineLimits.maxCount),
+                                     ("userNs", usage.userNs, UInt64(TimelineLimits.maxOffsetNs)),
+                                     ("systemNs", usage.systemNs, UInt64(TimelineLimits.maxOffsetNs))] where value > limit {
+            return "\(field).\(name) is \(value), out of range (0 to \(limit))"
+        }
+        return nil
     }
 }
 
 extension Timeline {
-    /// Checks every number of the decoded file (`TimelineValidator`).
-    func validate(_ check: TimelineValidator) throws {
+    /// Checks every number of the decoded file (`TimelineValidator`); a
+    /// resource-use delta out of range is set aside (`setAside`).
+    mutating func validate(_ check: TimelineValidator) throws {
         for (field, value) in [("mainNs", launch.mainNs), ("endNs", launch.endNs), ("earliestInitNs", launch.earliestInitNs),
                                ("setupEndNs", launch.setupEndNs), ("readyNs", launch.readyNs)] {
             try check.offset(value, "launch." + field)
@@ -85,10 +92,12 @@ extension Timeline {
         try check.count(dropped.events, "dropped.events")
         try check.count(dropped.nameBytes, "dropped.nameBytes")
         try check.count(dropped.notUtf8Bytes ?? 0, "dropped.notUtf8Bytes")
-        for (index, snapshot) in rusage.enumerated() {
-            try check.offset(snapshot.ns, "rusage[\(index)].ns")
-            try check.rusage(snapshot.usage, "rusage[\(index)]")
-        }
+        for (index, snapshot) in rusage.enumerated() { try check.offset(snapshot.ns, "rusage[\(index)].ns") }
+        rusage = rusage.enumerated().filter { index, snapshot in
+            guard let problem = check.rusageProblem(snapshot.usage, "rusage[\(index)]") else { return true }
+            setAside.append(problem)
+            return false
+        }.map(\.element)
         for (index, thread) in ownThreads.enumerated() {
             var last: [Int64] = [0, 0]
             for (point, pair) in thread.cpu.enumerated() {
@@ -101,17 +110,22 @@ extension Timeline {
                 last = pair
             }
         }
-        for (index, phase) in phases.enumerated() {
-            try check.interval(phase.startNs, phase.endNs, "phases[\(index)]")
-            try check.rusage(phase.rusage, "phases[\(index)].rusage")
+        func setAsideIfOutOfRange(_ usage: inout Rusage?, _ field: String) {
+            guard let problem = check.rusageProblem(usage, field) else { return }
+            usage = nil
+            setAside.append(problem)
         }
-        for (index, mark) in marks.enumerated() {
-            try check.offset(mark.ns, "marks[\(index)].ns")
-            try check.rusage(mark.rusage, "marks[\(index)].rusage")
+        for index in phases.indices {
+            try check.interval(phases[index].startNs, phases[index].endNs, "phases[\(index)]")
+            setAsideIfOutOfRange(&phases[index].rusage, "phases[\(index)].rusage")
         }
-        for (index, span) in spans.enumerated() {
-            try check.interval(span.beginNs, span.endNs, "spans[\(index)]")
-            try check.rusage(span.rusage, "spans[\(index)].rusage")
+        for index in marks.indices {
+            try check.offset(marks[index].ns, "marks[\(index)].ns")
+            setAsideIfOutOfRange(&marks[index].rusage, "marks[\(index)].rusage")
+        }
+        for index in spans.indices {
+            try check.interval(spans[index].beginNs, spans[index].endNs, "spans[\(index)]")
+            setAsideIfOutOfRange(&spans[index].rusage, "spans[\(index)].rusage")
         }
         if let sampling { try validate(sampling, check) }
         if let watch { try validate(watch, check) }

@@ -78,12 +78,15 @@ final class HostileTimelineTests: XCTestCase {
             phases[0]["endNs"] = Int64.max
             section["phases"] = phases
         }
-        assertRefused("malformed timeline: phases[1].rusage.minorFaults is 18446744073709551615, out of range") { section in
+        // A resource-use delta out of range is set aside, not the launch (issue 35, item 12).
+        let wrapped = try timeline { section in
             var phases = section["phases"] as! [[String: Any]]
             phases[1]["rusage"] = ["minorFaults": UInt64.max, "majorFaults": 0, "voluntarySwitches": 0,
                                    "involuntarySwitches": 0, "userNs": 0, "systemNs": 0]
             section["phases"] = phases
         }
+        XCTAssertEqual(wrapped.setAside, ["phases[1].rusage.minorFaults is 18446744073709551615, out of range (0 to \(TimelineLimits.maxCount))"])
+        XCTAssertNil(wrapped.phases[1].rusage)
         assertRefused("malformed timeline: watch start is 9223372036854775807, out of range") { section in
             section["watch"] = [
                 "requestedHz": 1000, "effectiveHz": 1000, "startNs": Int64.max, "stopNs": 10, "ticks": 1, "cpuNs": 0,

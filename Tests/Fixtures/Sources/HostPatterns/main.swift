@@ -41,6 +41,11 @@
 //     HostPatterns log-daemon DIR           a daemon's start: burn 150 ms, close fds 3–1023, open 4 log files in DIR,
 //                                           write 20 rounds of lines to them while 2 threads burn; the lines read back
 //     HostPatterns stack-edge BYTES         a thread burns 100 ms with only BYTES of stack left below its frame
+//     HostPatterns fork-fds MS              forks a child first thing in main and another after MS ms of CPU (both
+//                                           before ready()); each child counts the perf events and /proc files
+//                                           among its descriptors; prints the parent's and each child's counts
+//     HostPatterns span-after-ready         ready(), then at once a span of 50 ms of CPU (the report's own advice:
+//                                           "touch it after ready()"), open while the timeline is written
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
 import Coldstart
@@ -521,6 +526,58 @@ case "open-files":
     Coldstart.ready()
     usleep(100_000)
     print("opened \(opened)")
+
+case "fork-fds":
+    // What a forked child inherits: a worker the host forks must get none of
+    // Coldstart's perf events (issue 35, item 1) nor its /proc files.
+    let milliseconds = arguments.count > 1 ? UInt64(arguments[1]) ?? 30 : 30
+    func descriptorKinds() -> (perf: Int, proc: Int) {
+        var perf = 0, proc = 0
+        guard let directory = opendir("/proc/self/fd") else { return (-1, -1) }
+        let own = dirfd(directory)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard let fd = Int32(name), fd != own else { continue }
+            var target = [CChar](repeating: 0, count: 512)
+            let n = readlink("/proc/self/fd/\(name)", &target, 511)
+            guard n > 0 else { continue }
+            let link = String(cString: target)
+            if link == "anon_inode:[perf_event]" { perf += 1 }
+            if link.hasPrefix("/proc/") { proc += 1 }
+        }
+        closedir(directory)
+        return (perf, proc)
+    }
+    func forkAndCount(_ label: String) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { print("\(label): no pipe"); return }
+        let parent = descriptorKinds()
+        let child = fork()
+        if child == 0 {
+            close(fds[0])
+            let kinds = descriptorKinds()
+            var message = Array("\(kinds.perf) \(kinds.proc)".utf8)
+            _ = write(fds[1], &message, message.count)
+            _exit(0)
+        }
+        close(fds[1])
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = read(fds[0], &buffer, 64)
+        close(fds[0])
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
+        print("\(label): parent perf \(parent.perf) proc \(parent.proc), child perf/proc \(String(decoding: buffer.prefix(max(0, n)), as: UTF8.self))")
+    }
+    forkAndCount("start")
+    burnCPU(milliseconds: milliseconds)
+    forkAndCount("later")
+    Coldstart.ready()
+
+case "span-after-ready":
+    burnCPU(milliseconds: 20)
+    Coldstart.ready()
+    Coldstart.span("warm caches") { burnCPU(milliseconds: 50) }
+    print("done")
 
 default:
     fputs("unknown mode \(mode)\n", stderr)

@@ -1,0 +1,96 @@
+import ColdstartAnalysis
+import Foundation
+import XCTest
+
+/// Issue 35: hosts that fork workers, limit their file size, end their main
+/// thread with pthread_exit, begin a span right after ready(): each must
+/// behave exactly as it does without Coldstart. The hosts are HostPatterns
+/// modes.
+final class HostBehaviourTests: XCTestCase {
+    private var host: String!
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        host = try FixturePrograms.path("HostPatterns")
+        directory = try makeTemporaryDirectory(for: self)
+    }
+
+    private var timelinePath: String { directory.appendingPathComponent("timeline.json").path }
+
+    private func profiled(_ arguments: [String], _ extra: [String: String?] = [:], timeout: TimeInterval = 60) throws -> ProcessResult {
+        var environment: [String: String?] = ["COLDSTART": timelinePath]
+        for (key, value) in extra { environment[key] = value }
+        return try runProcess(host, arguments, environment: environment, timeout: timeout)
+    }
+
+    // MARK: - Item 1: a forked child keeps nothing of Coldstart's
+
+    /// A worker forked at the start of main, and one forked 30 ms of CPU into
+    /// it, while the parent samples: mapped and re-enabled, an inherited task
+    /// clock gave a child that dropped to another user its root parent's
+    /// stacks. Each child now holds no perf event and no /proc file.
+    func testAForkedChildHoldsNoneOfColdstartsDescriptors() throws {
+        let result = try profiled(["fork-fds", "30"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, result.stdout)
+        for line in lines { XCTAssertTrue(line.hasSuffix("child perf/proc 0 0"), line) }
+        // Root may open perf events (a fact of the machine, not of Coldstart):
+        // the parent held its task clock when it forked the second child, so
+        // the child had one to inherit.
+        if geteuid() == 0 {
+            XCTAssertFalse(lines.last?.contains("parent perf 0 ") ?? true, "the parent sampled with perf events: \(lines)")
+        }
+        XCTAssertEqual(try Timeline(contentsOf: timelinePath).launch.endReason, "ready", "the parent's launch is whole")
+    }
+
+    // MARK: - Item 12: a span begun right after ready()
+
+    /// The report advises work "after ready()": a span begun there is open
+    /// when the ready() writer writes. Its resource use was written as a
+    /// wrapped negative delta and the reader rejected the whole file; now the
+    /// writer writes no negative delta, and the launch reads whole.
+    func testASpanBegunRightAfterReadyKeepsTheLaunch() throws {
+        // The span begins within microseconds of ready(), the writer on a
+        // thread ready() creates: it usually (6 of 6 in the issue) begins
+        // first, and must be in at least one of three launches.
+        var recorded = 0
+        for _ in 0..<3 {
+            let result = try profiled(["span-after-ready"])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(result.stdout, "done\n")
+            let timeline = try Timeline(contentsOf: timelinePath)
+            XCTAssertEqual(timeline.launch.endReason, "ready")
+            XCTAssertEqual(timeline.setAside, [], "nothing out of range")
+            guard let span = timeline.spans.first(where: { $0.name == "warm caches" }) else { continue }
+            recorded += 1
+            XCTAssertTrue(span.unfinished, "open when the timeline was written")
+            let usage = try XCTUnwrap(span.rusage)
+            XCTAssertEqual([usage.minorFaults, usage.majorFaults, usage.voluntarySwitches, usage.involuntarySwitches, usage.userNs, usage.systemNs],
+                           [0, 0, 0, 0, 0, 0], "it ends where it began, as far as the file knows")
+        }
+        XCTAssertGreaterThan(recorded, 0, "the span was recorded in one of three launches")
+    }
+
+    /// A file with one wrapped delta (as the writer wrote a span's before)
+    /// reads, with that delta set aside and said so in the report.
+    func testAnOutOfRangeDeltaIsSetAsideNotTheLaunch() throws {
+        let result = try profiled(["span-after-ready"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        var text = try String(contentsOfFile: timelinePath, encoding: .utf8)
+        let field = "\"minorFaults\":"
+        let phases = try XCTUnwrap(text.range(of: "\"phases\":["))
+        let at = try XCTUnwrap(text.range(of: field, range: phases.upperBound..<text.endIndex))
+        let end = try XCTUnwrap(text[at.upperBound...].firstIndex(where: { !$0.isNumber }))
+        text.replaceSubrange(at.upperBound..<end, with: "18446744073709551611")
+        let broken = directory.appendingPathComponent("wrapped.json").path
+        try text.write(toFile: broken, atomically: true, encoding: .utf8)
+        let timeline = try Timeline(contentsOf: broken)
+        XCTAssertEqual(timeline.setAside.count, 1, "\(timeline.setAside)")
+        XCTAssertTrue(timeline.setAside.first?.hasPrefix("phases[0].rusage.minorFaults is 18446744073709551611") ?? false, "\(timeline.setAside)")
+        XCTAssertNil(timeline.phases.first?.rusage)
+        let report = try coldstart(["report", broken])
+        XCTAssertEqual(report.status, 0, report.stderr)
+        XCTAssertTrue(report.stdout.contains("Set aside (out of range"), report.stdout)
+    }
+}
