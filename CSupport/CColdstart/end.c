@@ -162,7 +162,9 @@ static void write_once(void) {
         cs_sampler_stop();
         int rc = cs_write_timeline();
         if (rc == CS_WRITE_TOO_BIG)
-            cs_warn("timeline over COLDSTART_MAX_BYTES even without its sampling and watch data; not written: ", cs_g.out.dest);
+            cs_warn(cs_g.out.plan.fsize_bound ? "timeline over the file size limit (RLIMIT_FSIZE) even without its sampling and watch data; not written: "
+                                              : "timeline over COLDSTART_MAX_BYTES even without its sampling and watch data; not written: ",
+                    cs_g.out.dest);
         else if (rc != 0)
             warn_not_written();
         atomic_store(&cs_g.out.written, 1);

@@ -116,7 +116,12 @@ struct cs_plan {
     const char *source;
     struct cs_start without_launcher;
     bool has_earliest, completed;
-    bool detail;                 // sampling and watch data fit under COLDSTART_MAX_BYTES
+    bool detail;                 // sampling and watch data fit under max_bytes
+    // The file's size bound: COLDSTART_MAX_BYTES, or RLIMIT_FSIZE where that
+    // is lower (`fsize_bound`): a write past it would raise SIGXFSZ, which
+    // ends the whole process.
+    uint64_t max_bytes;
+    bool fsize_bound;
     uint32_t nev;
     struct cs_boundary b[CS_MAX_BOUNDARIES + 5];   // + start, earliest, set-up, main, end
     size_t nb, nthreads;

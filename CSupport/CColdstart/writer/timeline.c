@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <stdio.h>  // rename
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,7 +90,20 @@ static void phase_name(struct cs_jw *w, const struct cs_boundary *b, size_t p) {
     }
 }
 
+// COLDSTART_MAX_BYTES, or the file size limit where it is lower, read now:
+// the host may have lowered it during the launch (setrlimit, `ulimit -f`).
+static void size_bound(struct cs_plan *pl) {
+    struct rlimit lim;
+    pl->max_bytes = cs_g.cfg.max_bytes;
+    pl->fsize_bound = false;
+    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < pl->max_bytes) {
+        pl->max_bytes = lim.rlim_cur;
+        pl->fsize_bound = true;
+    }
+}
+
 static void make_plan(struct cs_plan *pl) {
+    size_bound(pl);
     struct cs_start st;
     const struct cs_out_early_facts *ef = &cs_g.out.facts;
     // Read again if the start was not to be had then (the program held
@@ -287,7 +302,8 @@ static void write_snapshot(struct cs_jw *w, const struct cs_plan *pl, const char
 // The size bound and what was left out to keep under it: the sampling and
 // watch sections go first, whole, so the file stays valid and complete JSON.
 static void write_size_limit(struct cs_jw *w, const struct cs_plan *pl) {
-    cs_jw_raw(w, ",\n\"sizeLimit\":{\"maxBytes\":"); cs_jw_u64(w, cs_g.cfg.max_bytes);
+    cs_jw_raw(w, ",\n\"sizeLimit\":{\"maxBytes\":"); cs_jw_u64(w, pl->max_bytes);
+    if (pl->fsize_bound) cs_jw_raw(w, ",\"rlimitFsize\":true");
     cs_jw_raw(w, ",\"dropped\":[");
     if (!pl->detail) {
         bool sampling = cs_g.smp.started, watch = cs_g.watch.buf != NULL;
@@ -449,7 +465,7 @@ int cs_write_timeline(void) {
     for (int pass = 0; pass < 2; pass++) {
         pl->detail = pass == 0;
         if (pass == 1 && (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)) break;
-        cs_jw_begin(w, fd, cs_g.cfg.max_bytes);
+        cs_jw_begin(w, fd, pl->max_bytes);
         write_metadata(w, pl);
         write_trace_events(w, pl);
         write_coldstart(w, pl);

@@ -93,4 +93,37 @@ final class HostBehaviourTests: XCTestCase {
         XCTAssertEqual(report.status, 0, report.stderr)
         XCTAssertTrue(report.stdout.contains("Set aside (out of range"), report.stdout)
     }
+
+    // MARK: - Item 2: a file size limit below the timeline's size
+
+    /// Past RLIMIT_FSIZE a write raises SIGXFSZ, which ends the whole
+    /// process (exit 153 under `ulimit -f 4`). The writer keeps under the
+    /// limit: at 4 KiB nothing fits, and the timeline is left out with one
+    /// line on stderr; at 6 KiB it fits without its sampling and watch data
+    /// (~4.3 KiB; ~11 KiB with them). Whether the shell or the host itself
+    /// lowered the limit.
+    func testAFileSizeLimitNeverKillsTheHost() throws {
+        // dash counts `ulimit -f` in 512-byte blocks.
+        let shell = try runProcess("/bin/sh", ["-c", "ulimit -f 8 && exec \"$0\" never-ready 30", host], environment: ["COLDSTART": timelinePath])
+        XCTAssertEqual(shell.status, 0, "ulimit -f 8 (4 KiB): \(shell.stderr)")
+        XCTAssertTrue(shell.stderr.contains("over the file size limit (RLIMIT_FSIZE)"), shell.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: timelinePath))
+        for (bytes, fits) in [(4096, false), (6144, true)] {
+            try? FileManager.default.removeItem(atPath: timelinePath)
+            let result = try profiled(["fsize", "\(bytes)"])
+            XCTAssertEqual(result.status, 0, "RLIMIT_FSIZE \(bytes) set by the host: \(result.stderr)")
+            XCTAssertEqual(result.stdout, "written\n")
+            if fits {
+                let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: timelinePath))) as? [String: Any]
+                let limit = try XCTUnwrap((object?["coldstart"] as? [String: Any])?["sizeLimit"] as? [String: Any])
+                XCTAssertEqual(limit["maxBytes"] as? Int, bytes)
+                XCTAssertEqual(limit["rlimitFsize"] as? Bool, true)
+                XCTAssertEqual(limit["dropped"] as? [String], ["sampling", "watch"])
+                XCTAssertEqual(try Timeline(contentsOf: timelinePath).launch.endReason, "exit")
+            } else {
+                XCTAssertTrue(result.stderr.contains("over the file size limit (RLIMIT_FSIZE)"), result.stderr)
+                XCTAssertFalse(FileManager.default.fileExists(atPath: timelinePath))
+            }
+        }
+    }
 }

@@ -46,6 +46,8 @@
 //                                           among its descriptors; prints the parent's and each child's counts
 //     HostPatterns span-after-ready         ready(), then at once a span of 50 ms of CPU (the report's own advice:
 //                                           "touch it after ready()"), open while the timeline is written
+//     HostPatterns fsize BYTES              lowers its own file size limit (RLIMIT_FSIZE) to BYTES, burns 30 ms,
+//                                           writes "written" to stdout, exits 0 without ready()
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
 import Coldstart
@@ -578,6 +580,13 @@ case "span-after-ready":
     Coldstart.ready()
     Coldstart.span("warm caches") { burnCPU(milliseconds: 50) }
     print("done")
+
+case "fsize":
+    let bytes = arguments.count > 1 ? UInt(arguments[1]) ?? 4096 : 4096
+    var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
+    guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0 else { print("cannot set RLIMIT_FSIZE"); exit(2) }
+    burnCPU(milliseconds: 30)
+    print("written")
 
 default:
     fputs("unknown mode \(mode)\n", stderr)
