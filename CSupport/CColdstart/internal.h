@@ -199,6 +199,11 @@ struct cs_global {
         // host's affinity then, which each of ours takes back (cs_own_unplace).
         _Atomic bool placed;
         cpu_set_t home;
+        // Whether the host's threads have all ended (cs_own_exit_if_host_ended):
+        // when it last looked, the main thread's CPU then, and the one exit.
+        _Atomic uint64_t host_look_ns;
+        uint64_t host_main_cpu;
+        _Atomic bool host_exit;
     } own;
 
     // The stack sampler (sampler.c, smpstop.c, smpclock.c, smpthreads.c,

@@ -112,14 +112,19 @@ static void note_refusal(int e) {
     }
 }
 
-static bool open_clock(enum cs_smp_clock clock) {
+// 0, or why the main thread's clock could not be opened (an errno).
+static int open_clock(enum cs_smp_clock clock) {
     S->clock = clock;
     struct cs_smp_thread *t = cs_sampler_thread(S->main_tid, true);
     int e = cs_smp_arm_thread(t, S->main_tid, CS_SMP_SIGNAL);
-    if (e == 0) return true;
+    if (e == 0) return 0;
     cs_smp_disarm_thread(t);
     t->fd = -1;
-    if (clock == CS_CLOCK_PERF && (e == EMFILE || e == ENFILE)) {
+    if (e == ESRCH) {
+        // Not a refusal: the main thread has ended (pthread_exit) before its
+        // clock could open; no other clock would find it either.
+        cs_warn("the main thread ended before its sampling clock opened (pthread_exit); no stack sampling", NULL);
+    } else if (clock == CS_CLOCK_PERF && (e == EMFILE || e == ENFILE)) {
         cs_warn("no descriptor left under RLIMIT_NOFILE for the task clock; sampling with POSIX CPU timers instead (at most the kernel tick rate)", NULL);
     } else if (clock == CS_CLOCK_PERF) {
         note_refusal(e);
@@ -129,7 +134,7 @@ static bool open_clock(enum cs_smp_clock clock) {
         cs_warn("cannot create a sampling timer; sampling off: ", errno_name(e));
     }
     S->clock = CS_CLOCK_NONE;
-    return false;
+    return e;
 }
 
 // ---- forks (smpclock.c, "forks") ----
@@ -327,12 +332,13 @@ static bool open_clocks(void) {
     // timers are capped at the tick, and signal).
     atomic_store(&S->boost_on, S->boost_hz > 0);
     atomic_store(&S->kernel_stacks_on, S->want == CS_CLOCK_PERF && cs_g.cfg.sampler != CS_SAMPLER_SIGNALS);
-    bool ok = atomic_load(&S->active) && open_clock(S->want);
-    if (!ok && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) {
+    int e = atomic_load(&S->active) ? open_clock(S->want) : EINTR;
+    if (e != 0 && e != ESRCH && atomic_load(&S->active) && S->want == CS_CLOCK_PERF) {
         atomic_store(&S->boost_on, 0);
         atomic_store(&S->kernel_stacks_on, 0);
-        ok = open_clock(CS_CLOCK_POSIX);
+        e = open_clock(CS_CLOCK_POSIX);
     }
+    bool ok = e == 0;
     if (atomic_exchange(&S->opening, 0) == 2) {
         // Stopped meanwhile: no signal after this; the descriptor and ring go
         // once no handler runs (a handler that saw `active` clear touches none).
@@ -501,6 +507,7 @@ static void *scan_loop(void *arg) {
         while (atomic_load(&S->active) && cs_monotonic_ns() < until && (main_seen || !atomic_load(&S->main_started)))
             cs_futex_wait(&S->active, 1, until);
         if (!atomic_load(&S->active)) break;
+        cs_own_exit_if_host_ended();
         drop_alt_if_taken();
         const char *why = early_stop_reason();
         if (why) {

@@ -345,6 +345,7 @@ static void *watch_main(void *arg) {
             wt->prepares_write = false;
             cs_timeline_prepare();
         }
+        cs_own_exit_if_host_ended();
         // Until the next tick, or until the writer asks it to stop: then at once.
         while (!atomic_load_explicit(&wt->stop, memory_order_acquire) && cs_monotonic_ns() < next)
             cs_futex_wait(&wt->stop, 0, next);

@@ -126,4 +126,28 @@ final class HostBehaviourTests: XCTestCase {
             }
         }
     }
+
+    // MARK: - Item 3: a main thread that ends with pthread_exit
+
+    /// The process ends when its last thread does: glibc's last thread
+    /// calls exit(0). Coldstart's threads count among glibc's, so the exit
+    /// never came until Coldstart's time limit (here 60 s; the run is killed
+    /// at 20 s). With the sampler, with the watcher alone, and with the
+    /// sampler alone, one of Coldstart's threads now calls exit(0) once no
+    /// thread of the host's is left, and the timeline says so. A main thread
+    /// gone before its clock opened is not "perf_event_open refused".
+    func testAMainThreadEndingWithPthreadExitLetsTheProcessExit() throws {
+        for settings in [[:], ["COLDSTART_SAMPLER": "off"], ["COLDSTART_WATCH": "0"]] as [[String: String?]] {
+            for _ in 0..<2 {
+                try? FileManager.default.removeItem(atPath: timelinePath)
+                let result = try profiled(["main-exit", "100"], settings.merging(["COLDSTART_LIMIT_MS": "60000"]) { $1 }, timeout: 20)
+                XCTAssertEqual(result.status, 0, "\(settings): \(result.stderr)")
+                XCTAssertEqual(result.stdout, "thread done\n", "\(settings)")
+                XCTAssertFalse(result.stderr.contains("refused"), "\(settings): \(result.stderr)")
+                let launch = try Timeline(contentsOf: timelinePath).launch
+                XCTAssertEqual(launch.endReason, "exit", "\(settings)")
+                XCTAssertEqual(launch.exitStatus, 0, "\(settings)")
+            }
+        }
+    }
 }

@@ -48,6 +48,8 @@
 //                                           "touch it after ready()"), open while the timeline is written
 //     HostPatterns fsize BYTES              lowers its own file size limit (RLIMIT_FSIZE) to BYTES, burns 30 ms,
 //                                           writes "written" to stdout, exits 0 without ready()
+//     HostPatterns main-exit MS             a thread that burns MS ms then prints "thread done"; the main thread
+//                                           ends at once with pthread_exit (the process exits 0 after the thread)
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
 import Coldstart
@@ -587,6 +589,15 @@ case "fsize":
     guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0 else { print("cannot set RLIMIT_FSIZE"); exit(2) }
     burnCPU(milliseconds: 30)
     print("written")
+
+case "main-exit":
+    let milliseconds = arguments.count > 1 ? UInt64(arguments[1]) ?? 100 : 100
+    _ = startThread {
+        burnCPU(milliseconds: milliseconds)
+        print("thread done")
+        fflush(stdout)
+    }
+    pthread_exit(nil)
 
 default:
     fputs("unknown mode \(mode)\n", stderr)
