@@ -179,13 +179,19 @@ static void handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) 
         ptrace(PTRACE_CONT, tid, 0, 0);
         return;
     case PTRACE_EVENT_STOP:
+        /* Under PTRACE_SEIZE the stop signal alone tells the two apart
+         * (ptrace(2), "group-stop"): a group stop (SIGSTOP, ^Z) comes with
+         * it, an interrupt's stop (ours, a new thread's first, the re-trap
+         * at SIGCONT) with SIGTRAP. PTRACE_GETSIGINFO succeeds for both
+         * (si_code PTRACE_EVENT_STOP << 8 | signal), so it cannot; testing
+         * it for EINVAL resumed every group stop. An interrupt of ours that
+         * met a group stop is answered by it, and takes no sample. */
         if (is_stop_signal(sig)) {
-            /* A group stop (SIGSTOP, ^Z): kept, as without a tracer. */
-            siginfo_t si;
-            if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) != 0 && errno == EINVAL) {
-                ptrace(PTRACE_LISTEN, tid, 0, 0);
-                return;
-            }
+            /* Kept, as without a tracer: the thread stays stopped (and in
+             * no state R, so no tick interrupts it) until SIGCONT, whose
+             * re-trap is resumed below. A thread left in a ptrace stop that
+             * PTRACE_LISTEN refused would never run again: resumed instead. */
+            if (ptrace(PTRACE_LISTEN, tid, 0, 0) == 0 || errno == ESRCH) return;
         }
         if (interrupted) {
             uint64_t ns = now_ns();

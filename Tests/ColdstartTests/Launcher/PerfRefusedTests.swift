@@ -24,9 +24,11 @@ final class PerfRefusedTests: XCTestCase {
     }
 
     /// `coldstart run` under the filter, as `user` when given (setpriv).
-    private func run(_ arguments: [String], user: String? = nil) throws -> ProcessResult {
+    private func run(_ arguments: [String], user: String? = nil, whileRunning: ((Process) -> Void)? = nil) throws -> ProcessResult {
         let command = [noPerf!, try Products.path("coldstart"), "run"] + arguments
-        guard let user else { return try runProcess(command[0], Array(command.dropFirst()), environment: ["SWIFT_BACKTRACE": "enable=no"]) }
+        guard let user else {
+            return try runProcess(command[0], Array(command.dropFirst()), environment: ["SWIFT_BACKTRACE": "enable=no"], whileRunning: whileRunning)
+        }
         return try runProcess("/usr/bin/setpriv", ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", "--"] + command,
                               environment: ["SWIFT_BACKTRACE": "enable=no"])
     }
@@ -139,6 +141,64 @@ final class PerfRefusedTests: XCTestCase {
         // A signal sent to the program reaches it (the tracer gives it back): SIGTERM ends it as without a tracer.
         let killed = try run(["-n", "1", "--warmup", "0", "--timeout", "0.5", "--out", out, "--append", host, "burn", "5000"])
         XCTAssertEqual(killed.status, 128 + SIGTERM, killed.stderr)
+    }
+
+    /// A group stop stays a stop under the tracer (issue 35 item 4), as
+    /// without one: `raise(SIGSTOP)` stops the whole program until SIGCONT,
+    /// which the tracer used to resume at once. Stopped means, for 300 ms on
+    /// end, every thread in a stop state ('T', or 't': a traced process's
+    /// group stop is a ptrace stop) and no CPU time gained.
+    func testTracedProgramKeepsAGroupStopUntilContinued() throws {
+        let pidFile = directory.appendingPathComponent("stop.pid").path
+        let out = directory.appendingPathComponent("stop").path
+        var observed: [String] = []
+        // No reference launch: it runs the program untraced, and would stop it too.
+        let arguments = ["-n", "1", "--warmup", "0", "--no-reference", "--out", out, "--", try FixturePrograms.path("SamplerHost"), "stop", pidFile]
+        let result = try run(arguments) { _ in
+            var pid: pid_t = 0
+            for _ in 0..<3_000 where pid == 0 {
+                pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap { pid_t($0) } ?? 0
+                if pid == 0 { usleep(10_000) }
+            }
+            guard pid > 0 else { return observed.append("no pid in \(pidFile) after 30 s") }
+            // Whatever was seen, the program is let go: a failure must not hang the test.
+            defer { kill(pid, SIGCONT) }
+            // Up to 5 s for the stop to begin, then 30 looks in a row.
+            var stopped = 0, lastCPU = -1
+            for _ in 0..<500 where stopped < 30 {
+                usleep(10_000)
+                let threads = Self.threadStates(pid)
+                let cpu = threads.reduce(0) { $0 + $1.cpuTicks }
+                let allStopped = threads.allSatisfy { $0.state == "T" || $0.state == "t" }
+                stopped = allStopped && (stopped == 0 || cpu == lastCPU) ? stopped + 1 : 0
+                lastCPU = cpu
+                guard !threads.isEmpty else { return observed.append("exited") }
+                observed.append(String(threads.map(\.state)))
+            }
+            if stopped >= 30 { observed = [] }
+        }
+        XCTAssertEqual(observed, [], "the program stayed stopped for 300 ms until SIGCONT (each thread's state, every 10 ms)")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("continued"), result.stdout)
+        let timeline = try Timeline(contentsOf: "\(out)/run-1.json")
+        XCTAssertEqual(timeline.sampling?.clock, "ptrace")
+        // The 100 ms burnt after SIGCONT are sampled: the tracer samples on.
+        let end = try XCTUnwrap(timeline.launch.readyNs)
+        let late = timeline.samples.filter { $0.ns > end - 80_000_000 }
+        XCTAssertGreaterThanOrEqual(late.count, 10, "samples in the last 80 ms before ready() (\(timeline.samples.count) in all)")
+    }
+
+    /// Each thread of `pid`: its state letter and its user + system CPU
+    /// time in clock ticks (/proc/PID/task/TID/stat, after the last ')').
+    private static func threadStates(_ pid: pid_t) -> [(state: Character, cpuTicks: Int)] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { tid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let state = fields[0].first, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+            return (state, user + system)
+        }
     }
 
     func testLoneLaunchWaitsAreWholeUnderTheFallback() throws {

@@ -10,6 +10,7 @@
 //     SamplerHost maps              whether libunwind is mapped into this process (within 300 ms of main)
 //     SamplerHost disposition       SIGURG's and SIGPROF's handlers (the sampler's signals) during the launch and once the timeline is written
 //     SamplerHost exit CODE         print a line and exit(CODE) before ready()
+//     SamplerHost stop PIDFILE      write the pid to PIDFILE, raise(SIGSTOP) while another thread burns, then burn 100 ms
 import Coldstart
 import CxxThrow
 import HostWaits
@@ -187,8 +188,28 @@ case "exit":
     print("exiting before ready")
     exit(Int32(argument(1, default: 3)))
 
+case "stop":
+    // A group stop, as ^Z or `kill -STOP` gives: the test sees the whole
+    // process stopped (a thread burning then too) until it sends SIGCONT.
+    // The pid goes to PIDFILE by a rename, so the test never reads half of it.
+    let pidFile = arguments.count > 1 ? arguments[1] : "stop.pid"
+    let pid = Array("\(getpid())".utf8)
+    let temporary = pidFile + ".tmp"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    guard fd >= 0, write(fd, pid, pid.count) == pid.count, close(fd) == 0, rename(temporary, pidFile) == 0 else {
+        fputs("SamplerHost stop: cannot write \(pidFile)\n", stderr)
+        exit(70)
+    }
+    let burner = startThread { burnCPU(milliseconds: 150) }
+    burnCPU(milliseconds: 20)
+    raise(SIGSTOP)
+    print("continued")
+    burnCPU(milliseconds: 100)   // samples after the stop: the tracer samples on
+    pthread_join(burner, nil)
+    Coldstart.ready()
+
 default:
-    fputs("usage: SamplerHost burn|sleep|waits|exception|threads|stress|maps|exit …\n", stderr)
+    fputs("usage: SamplerHost burn|sleep|waits|exception|threads|stress|maps|disposition|exit|stop …\n", stderr)
     exit(64)
 }
 
