@@ -155,15 +155,26 @@ struct ELFDynamicInfo {
         runpath = dynamic.values(DynamicSection.runpath).compactMap(string)
     }
 
-    /// Whether `path` is a library this object's loader would accept: an ELF
-    /// file of the same class and machine (the loader skips others).
+    /// Whether this object's loader would stop its search at `path`: an ELF
+    /// file of the same class and machine (the loader skips others and
+    /// files it cannot open), or a FIFO, socket, device or directory there.
+    /// The loader opens those too (a FIFO blocks it until a writer comes),
+    /// so the search ends; the path is listed, and reading it is refused
+    /// with the reason (`RegularFile`), never waited on.
     func matches(_ path: String) -> Bool {
-        guard let file = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? file.close() }
-        guard let header = try? file.read(upToCount: 20), header.count == 20,
+        let file: RegularFile
+        do {
+            file = try RegularFile(path: path)
+        } catch RegularFile.OpenError.notRegular, RegularFile.OpenError.directory {
+            return true
+        } catch {
+            return false
+        }
+        var header = [UInt8](repeating: 0, count: 20)
+        guard pread(file.handle.descriptor, &header, header.count, 0) == header.count,
               header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2
         else { return false }
-        return header.le(UInt16.self, at: 18) == machine
+        return header.u16(18) == machine
     }
 }
 
@@ -174,8 +185,11 @@ struct LoaderCache {
 
     static let system = LoaderCache(path: "/etc/ld.so.cache")
 
+    /// Far above a real cache's size (this machine's: 38 KiB).
+    static let maxFileBytes: UInt64 = 64 << 20
+
     init(path: String) {
-        guard let data = FileManager.default.contents(atPath: path) else { return }
+        guard let data = try? RegularFile(path: path).readAll(limit: LoaderCache.maxFileBytes) else { return }
         let magic = Array("glibc-ld.so.cache1.1".utf8)
         // The new format stands alone, or follows the old "ld.so-1.7.0" table.
         guard let start = data.firstRange(of: magic)?.lowerBound else { return }

@@ -5,9 +5,10 @@ import Foundation
 /// would wait forever for a writer), a device that never ends, or a
 /// directory. It is opened non-blocking, so opening a FIFO returns at once,
 /// and `fstat` on the open descriptor decides, so the file checked is the
-/// file read.
-struct RegularFile {
-    enum OpenError: Error {
+/// file read. The one way the CLI opens a file named by its input (a
+/// timeline, a module, a library found by search).
+package struct RegularFile {
+    package enum OpenError: Error {
         case missing
         case directory
         /// A FIFO, socket or device.
@@ -16,7 +17,7 @@ struct RegularFile {
         case unreadable(String)
 
         /// One phrase for an error line: "no such file", "is a directory"…
-        var problem: String {
+        package var problem: String {
             switch self {
             case .missing: return "no such file"
             case .directory: return "is a directory"
@@ -27,10 +28,12 @@ struct RegularFile {
         }
     }
 
-    let handle: FileHandleBox
-    let size: UInt64
+    package let handle: FileHandleBox
+    package let size: UInt64
+    /// `st_uid`: whom the kernel lets see the file's page cache (`mincore`).
+    package let owner: uid_t
 
-    init(path: String) throws {
+    package init(path: String) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             let code = errno
@@ -45,6 +48,7 @@ struct RegularFile {
         default: throw OpenError.notRegular
         }
         size = UInt64(max(0, info.st_size))
+        owner = info.st_uid
     }
 
     /// The whole file, read with `pread` until its end; throws when it holds
@@ -76,8 +80,8 @@ struct RegularFile {
 
 /// Closes the descriptor when the last copy of the `RegularFile` (or of
 /// the `ELFFile` reading through it) goes away.
-final class FileHandleBox {
-    let descriptor: Int32
+package final class FileHandleBox {
+    package let descriptor: Int32
     init(_ descriptor: Int32) { self.descriptor = descriptor }
     deinit { close(descriptor) }
 }

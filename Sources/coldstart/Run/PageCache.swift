@@ -32,22 +32,20 @@ enum PageCache {
     static func evict(_ paths: [String]) -> [FileEviction] {
         paths.map { path in
             var result = FileEviction(path: path, bytes: 0)
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                result.error = String(cString: strerror(errno))
+            // The library search's paths: a FIFO among them blocks a plain open.
+            let file: RegularFile
+            do {
+                file = try RegularFile(path: path)
+            } catch {
+                result.error = (error as? RegularFile.OpenError)?.problem ?? "\(error)"
                 return result
             }
-            defer { close(fd) }
-            var info = stat()
-            guard fstat(fd, &info) == 0 else {
-                result.error = String(cString: strerror(errno))
-                return result
-            }
-            result.bytes = UInt64(info.st_size)
-            let measurable = mincoreTellsTruth(path: path, owner: info.st_uid)
-            if measurable { result.residentBefore = residentBytes(fd, size: info.st_size) }
+            let fd = file.handle.descriptor, size = Int(file.size)
+            result.bytes = file.size
+            let measurable = mincoreTellsTruth(path: path, owner: file.owner)
+            if measurable { result.residentBefore = residentBytes(fd, size: size) }
             if posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0 { result.error = "posix_fadvise refused" }
-            if measurable { result.residentAfter = residentBytes(fd, size: info.st_size) }
+            if measurable { result.residentAfter = residentBytes(fd, size: size) }
             return result
         }
     }

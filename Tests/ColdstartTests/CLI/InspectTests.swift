@@ -224,6 +224,42 @@ final class InspectTests: XCTestCase {
         XCTAssertTrue(notELF.stderr.contains("not an ELF file"), notELF.stderr)
     }
 
+    /// A FIFO where a library should be (issue 35 item 6), reached the three
+    /// ways a binary or its user can point at one: a `$ORIGIN` RUNPATH, an
+    /// absolute `DT_NEEDED` and `--library-path`. A blocking `open` waited
+    /// for a writer forever; now the library is listed as not read, not a
+    /// regular file, and the rest is inspected.
+    func testAFIFOWhereALibraryShouldBeIsReportedNotWaitedFor() throws {
+        let dir = try makeTemporaryDirectory(for: self).path
+        let app = try buildGateApp(in: dir, withTwo: true)
+        // libone.so has no DT_SONAME: linked by its path, the path is the
+        // DT_NEEDED. `plain` has no RPATH/RUNPATH to come first.
+        let absolute = dir + "/absolute", plain = dir + "/plain"
+        for (binary, library) in [(absolute, [dir + "/libone.so"]), (plain, ["-L", dir, "-lone"])] {
+            let built = try runProcess("/usr/bin/env", ["clang", "-o", binary, "\(Self.gateSources)/app.c"] + library)
+            XCTAssertEqual(built.status, 0, built.stderr)
+        }
+        let fifos = dir + "/fifos"
+        try FileManager.default.createDirectory(atPath: fifos, withIntermediateDirectories: true)
+        for path in [dir + "/libtwo.so", dir + "/libone.so", fifos + "/libone.so"] {
+            try? FileManager.default.removeItem(atPath: path)
+            XCTAssertEqual(mkfifo(path, 0o644), 0, "mkfifo \(path): \(String(cString: strerror(errno)))")
+        }
+        for (binary, options, fifo) in [(app, [], dir + "/libtwo.so"), (absolute, [], dir + "/libone.so"),
+                                        (plain, ["--library-path", fifos], fifos + "/libone.so")] {
+            // A hang is killed at the timeout, and fails the test by its throw.
+            let text = try coldstart(["inspect", binary] + options, timeout: 30)
+            XCTAssertEqual(text.status, 0, text.stderr)
+            XCTAssertTrue(text.stdout.contains(": not read: \(fifo): not a regular file (a pipe, socket or device)"), text.stdout)
+            XCTAssertTrue(text.stdout.contains("libc.so.6"), "the other libraries are read:\n\(text.stdout)")
+            let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(try coldstart(["inspect", binary, "--json"] + options, timeout: 30).stdout.utf8))
+                as? [String: Any])
+            let object = try XCTUnwrap(objects(json).first { $0["path"] as? String == fifo }, "\(objects(json).map { $0["path"] ?? "" })")
+            XCTAssertEqual(object["role"] as? String, "library")
+            XCTAssertTrue((object["problem"] as? String ?? "").hasSuffix("not a regular file (a pipe, socket or device)"), "\(object)")
+        }
+    }
+
     /// A static executable has no dynamic section: its initializers come
     /// from the sections libc's start-up reads, and it loads no library.
     func testAStaticExecutablesInitializersComeFromItsSections() throws {
