@@ -66,6 +66,11 @@ void cs_end_arm(void) {
         break;
     }
 
+    // The init process of a pid namespace (a container's entrypoint) is
+    // never sent a signal whose action is the default one: its SIGTERM does
+    // nothing, and the launch goes on. A handler of ours would make it
+    // deliverable, record an abandoned launch, and re-raise to no effect.
+    if ((int)syscall(SYS_getpid) == 1) return;
     // Only over the default action: a handler or SIG_IGN the host chose stays.
     for (size_t i = 0; i < sizeof abandon_signals / sizeof *abandon_signals; i++) {
         int sig = abandon_signals[i];

@@ -150,4 +150,37 @@ final class HostBehaviourTests: XCTestCase {
             }
         }
     }
+
+    // MARK: - Item 10: PID 1 of a pid namespace
+
+    /// A container's entrypoint is PID 1 of its pid namespace: the kernel
+    /// never delivers it a signal whose action is the default one, so its
+    /// SIGTERM does nothing and it finishes. Coldstart's handler over SIGTERM
+    /// made it deliverable: the timeline said "main → SIGTERM, not
+    /// completed" while the host went on to exit 0.
+    func testPidOneIgnoresSIGTERMAndTheTimelineSaysItFinished() throws {
+        // A fact of the machine, probed without Coldstart: pid namespaces here.
+        let probe = try runProcess("/usr/bin/unshare", ["-p", "-f", "--mount-proc", "/bin/true"])
+        guard probe.status == 0 else { throw XCTSkip("unshare -p -f --mount-proc refused here: \(probe.stderr)") }
+        let marker = directory.appendingPathComponent("go").path
+        let result = try runProcess("/usr/bin/unshare", ["-p", "-f", "--mount-proc", host, "wait-file", marker],
+                                    environment: ["COLDSTART": timelinePath], timeout: 30) { unshare in
+            // The host is unshare's child, PID 1 inside.
+            var child: pid_t = 0
+            for _ in 0..<2000 where child == 0 {
+                let children = (try? String(contentsOfFile: "/proc/\(unshare.processIdentifier)/task/\(unshare.processIdentifier)/children", encoding: .utf8)) ?? ""
+                child = pid_t(children.split(separator: " ").first ?? "") ?? 0
+                if child == 0 { usleep(5_000) }
+            }
+            usleep(100_000)   // in main, waiting
+            if child > 0 { kill(child, SIGTERM) }
+            usleep(100_000)
+            FileManager.default.createFile(atPath: marker, contents: nil)
+        }
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "waiting\ndone\n")
+        let launch = try Timeline(contentsOf: timelinePath).launch
+        XCTAssertEqual(launch.endReason, "exit", "the launch went on past the SIGTERM")
+        XCTAssertEqual(launch.exitStatus, 0)
+    }
 }
