@@ -1,14 +1,16 @@
 # `make demo`: build, profile the bundled example, print the report.
 # `make test`: the whole test suite.
-# `make install [PREFIX=/usr/local] [DESTDIR=]`: the coldstart CLI, man page, completions and the
-# coldstart-keep-warm systemd unit (SYSTEMD_UNIT_DIR, default PREFIX/lib/systemd/system).
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the coldstart CLI, its LD_AUDIT module, man page,
+# completions and the coldstart-keep-warm systemd unit (SYSTEMD_UNIT_DIR, default
+# PREFIX/lib/systemd/system).
+# The Debian packages each installs are listed in README.md ("Packages each command installs").
 SWIFT ?= swift
 DEMO_RUNS ?= .build/demo-runs
 # Test programs (Tests/Fixtures), built once per `make test` and shared by the tests.
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps demo test test-arm64 check-debian-kernel check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
+.PHONY: deps cli demo test test-arm64 check-debian-kernel check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -16,15 +18,35 @@ deps:
 # Under `coldstart run`: an exact start, the loader sampled from exec, and a
 # kernel kept ready for perf events (a lone launch on a quiet kernel starts
 # sampling 10-18 ms late: docs/report.md).
-demo: deps
-	$(SWIFT) build -c release
-	$(MAKE) audit-module AUDIT_CONFIG=release
+demo: cli
+	$(SWIFT) build -c release --product ServiceStartup
 	rm -rf $(DEMO_RUNS)
-	.build/release/coldstart run -n 1 --out $(DEMO_RUNS) .build/release/ServiceStartup
-	.build/release/coldstart report $(DEMO_RUNS)/run-1.json
+	$(CLI) run -n 1 --out $(DEMO_RUNS) .build/release/ServiceStartup
+	$(CLI) report $(DEMO_RUNS)/run-1.json
 
+# The CLI as `make install` installs it, which `make demo` runs too: release,
+# the Swift runtime linked statically (it maps none of the Swift libraries, so
+# `coldstart run --cold` cannot keep the app's pages cached), its LD_AUDIT
+# module where it looks for it. In a build directory of its own: a static
+# build passes -static-stdlib to every Swift compile, so a directory shared
+# with `swift build -c release` recompiled every Swift module at each switch
+# between the two.
+CLI_BUILD := .build/install
+CLI := $(CLI_BUILD)/release/coldstart
+cli: deps
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(CLI_BUILD) --product coldstart
+	$(MAKE) audit-module AUDIT_CONFIG=release AUDIT_BUILD=$(CLI_BUILD)
+
+# What the tests use besides the build's packages; each test skips without
+# its own, naming it: glibc's debug symbols name the loader's frames
+# (LoaderTests, RelocationTests); a browser, Go's pprof, the shells, groff,
+# Prometheus and its node exporter, the test servers' Python (and its venv for
+# opentelemetry-proto), an aarch64 compiler and C library (InspectTests) and
+# setcap (PerfRefusedTests).
+TEST_PACKAGES := chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter python3 python3-venv \
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-dbg libcap2-bin
 test: deps check-c fixtures
-	@scripts/ensure-deps.sh chromium golang-go zsh fish groff-base prometheus prometheus-node-exporter python3 python3-venv gcc-aarch64-linux-gnu libc6-dbg  # glibc's debug symbols name the loader's frames (LoaderTests, RelocationTests); viewers, shells, groff, Prometheus, the test servers' Python (and its venv for opentelemetry-proto) and an aarch64 compiler that the HTML, pprof, completion, man page, metrics, push and inspect tests use; they skip without them
+	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	-@scripts/ensure-python-deps.sh >/dev/null  # opentelemetry-proto for the OTLP tests; they skip without it
 	$(SWIFT) build
 	$(MAKE) audit-module
@@ -45,23 +67,22 @@ check-debian-kernel: deps
 	$(SWIFT) build --product coldstart
 	scripts/check-debian-kernel.sh "$$($(SWIFT) build --show-bin-path)/coldstart"
 
-# The CLI with the Swift runtime linked statically: it maps none of the Swift
-# libraries, so `coldstart run --cold` cannot keep the app's pages cached.
 # build-info records what `coldstart --version` cannot know from SwiftPM alone.
 PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_ROOT = $(DESTDIR)$(PREFIX)
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
-install: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product coldstart
-	install -d $(INSTALL_ROOT)/bin $(INSTALL_ROOT)/share/man/man1 $(INSTALL_ROOT)/share/coldstart \
+install: cli
+	install -d $(INSTALL_ROOT)/bin $(INSTALL_ROOT)/lib/coldstart $(INSTALL_ROOT)/share/man/man1 $(INSTALL_ROOT)/share/coldstart \
 	  $(INSTALL_ROOT)/share/bash-completion/completions $(INSTALL_ROOT)/share/zsh/site-functions \
 	  $(INSTALL_ROOT)/share/fish/vendor_completions.d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
-	install -m 755 .build/release/coldstart $(INSTALL_ROOT)/bin/coldstart
-	.build/release/coldstart man > $(INSTALL_ROOT)/share/man/man1/coldstart.1
-	.build/release/coldstart completion bash > $(INSTALL_ROOT)/share/bash-completion/completions/coldstart
-	.build/release/coldstart completion zsh > $(INSTALL_ROOT)/share/zsh/site-functions/_coldstart
-	.build/release/coldstart completion fish > $(INSTALL_ROOT)/share/fish/vendor_completions.d/coldstart.fish
+	bin="$$($(SWIFT) build -c release --scratch-path $(CLI_BUILD) --show-bin-path)" && \
+	  install -m 755 "$$bin/coldstart" $(INSTALL_ROOT)/bin/coldstart && \
+	  install -m 644 "$$bin/../lib/coldstart/libColdstartAudit.so" $(INSTALL_ROOT)/lib/coldstart/libColdstartAudit.so
+	$(CLI) man > $(INSTALL_ROOT)/share/man/man1/coldstart.1
+	$(CLI) completion bash > $(INSTALL_ROOT)/share/bash-completion/completions/coldstart
+	$(CLI) completion zsh > $(INSTALL_ROOT)/share/zsh/site-functions/_coldstart
+	$(CLI) completion fish > $(INSTALL_ROOT)/share/fish/vendor_completions.d/coldstart.fish
 	sed 's|@BINDIR@|$(PREFIX)/bin|' dist/systemd/coldstart-keep-warm.service > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/coldstart-keep-warm.service
 	chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/coldstart-keep-warm.service
 	{ echo "commit: $$(git describe --always --dirty 2>/dev/null || echo unknown)"; \
@@ -126,10 +147,12 @@ bench-estimate: deps
 # The LD_AUDIT module as plain C: SwiftPM links its own build of it with
 # libswiftCore, which the audit namespace then loads too (docs/before-main.md).
 # `coldstart` looks in ../lib/coldstart/ (beside its build directory) first.
-# AUDIT_CONFIG=release for a release build of coldstart.
+# AUDIT_CONFIG=release for a release build of coldstart, AUDIT_BUILD=DIR for
+# one in another build directory (--scratch-path).
 AUDIT_CONFIG ?= debug
+AUDIT_BUILD ?=
 audit-module:
-	@lib="$$($(SWIFT) build -c $(AUDIT_CONFIG) --show-bin-path)/../lib/coldstart"; mkdir -p "$$lib" && \
+	@lib="$$($(SWIFT) build -c $(AUDIT_CONFIG) $(if $(AUDIT_BUILD),--scratch-path $(AUDIT_BUILD)) --show-bin-path)/../lib/coldstart"; mkdir -p "$$lib" && \
 	cc -std=c11 -D_GNU_SOURCE -O2 -fPIC -shared -Wall -Wextra -Werror -ICSupport/ColdstartAudit/include \
 	   CSupport/ColdstartAudit/audit.c -o "$$lib/libColdstartAudit.so"
 
