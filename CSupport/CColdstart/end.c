@@ -5,9 +5,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -242,4 +245,83 @@ void cs_ready(void) {
     // caller's thread. The exit handler finishes it if the process ends first.
     if (cs_start_thread(ready_writer, 256 * 1024) != 0 && cs_g.cfg.extend_ns == 0) write_once();
     // (Without the thread and with an extension, the exit handler writes it.)
+}
+
+// ---- stepping aside: calls that need the process to have one thread ----
+//
+// unshare(CLONE_NEWUSER) (and CLONE_THREAD, CLONE_SIGHAND, CLONE_VM), and
+// setns into a user or mount namespace, fail with EINVAL in a process of
+// several threads (a mount namespace: whose filesystem state is shared):
+// Coldstart's threads, running from before main, made a sandboxing host's
+// unshare fail (exit 8 instead of 0). The host's choice wins: Coldstart ends
+// the launch there (end "stepped-aside", the timeline written with what it
+// has), says so on one line, lets its threads end, and then makes the call.
+// These definitions take the place of the C library's for the calls the
+// program itself makes (the executable's references bind to them when it
+// links Coldstart); a shared library's own calls reach the C library's.
+
+// The label each call gets in the timeline (at most 31 bytes: cs_plan.label).
+#define CS_ASIDE_LABEL_MAX 31
+
+static void step_aside(const char *call) {
+    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child: profiling is off there
+    int expected = CS_RECORDING;
+    if (atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) {
+        cs_g.launch.t_end = cs_monotonic_ns();
+        cs_rusage_now(&cs_g.launch.ru_end);
+        cs_g.launch.end_reason = CS_END_ASIDE;
+        cs_g.launch.aside_for = call;
+        publish_end();
+        release_signals();
+        char why[160] = "the program called ";
+        add_text(why, sizeof why, call);
+        add_text(why, sizeof why, ", which needs it to be its only thread: profiling stopped there; timeline: ");
+        cs_warn(why, cs_g.out.dest);
+    }
+    // The writer stops the sampler's and the watcher's threads (after
+    // ready() its thread is writing already: wait for it).
+    if (expected != CS_OFF) write_once();
+    // They end once stopped: 1 s at most (a machine too busy to run them).
+    uint64_t deadline = cs_monotonic_ns() + 1000000000ull;
+    while (cs_own_running(cs_gettid(), NULL) != 0 && cs_monotonic_ns() < deadline) cs_sleep_ns(100000);
+}
+
+// The call, once Coldstart's threads are gone: a thread whose body has
+// returned leaves the kernel's thread group a few microseconds later, and
+// until then the call still says EINVAL (100 ms at most).
+static long call_alone(long nr, long a, long b, bool stepped) {
+    uint64_t deadline = cs_monotonic_ns() + 100000000ull;
+    for (;;) {
+        long rc = syscall(nr, a, b);
+        if (rc == 0 || errno != EINVAL || !stepped || cs_monotonic_ns() >= deadline) return rc;
+        cs_sleep_ns(100000);
+    }
+}
+
+// Whether Coldstart has anything running: a launch in progress, or threads
+// (the writer's, after ready()).
+static bool coldstart_running(void) {
+    return atomic_load(&cs_g.state) == CS_RECORDING || cs_own_running(cs_gettid(), NULL) != 0;
+}
+
+int unshare(int flags) {
+    const char *call = flags & CLONE_NEWUSER ? "unshare(CLONE_NEWUSER)"
+        : flags & CLONE_THREAD ? "unshare(CLONE_THREAD)"
+        : flags & CLONE_SIGHAND ? "unshare(CLONE_SIGHAND)"
+        : flags & CLONE_VM ? "unshare(CLONE_VM)" : NULL;
+    _Static_assert(sizeof "unshare(CLONE_NEWUSER)" - 1 <= CS_ASIDE_LABEL_MAX, "the longest fits the timeline's label");
+    bool stepped = call && coldstart_running();
+    if (stepped) step_aside(call);
+    return (int)call_alone(SYS_unshare, flags, 0, stepped);
+}
+
+int setns(int fd, int nstype) {
+    int type = nstype;
+    // 0: whatever namespace `fd` is (a pidfd takes flags instead).
+    if (type == 0) type = ioctl(fd, NS_GET_NSTYPE);
+    const char *call = type > 0 && (type & CLONE_NEWUSER) ? "setns(CLONE_NEWUSER)"
+        : type > 0 && (type & CLONE_NEWNS) ? "setns(CLONE_NEWNS)" : NULL;
+    bool stepped = call && coldstart_running();
+    if (stepped) step_aside(call);
+    return (int)call_alone(SYS_setns, fd, nstype, stepped);
 }

@@ -78,7 +78,9 @@ enum cs_state_value {
     CS_ENDED = 2,      // ready() called or end observed; the timeline is pending
 };
 
-enum cs_end_reason { CS_END_NONE, CS_END_READY, CS_END_EXIT, CS_END_ERROR_EXIT, CS_END_SIGNAL };
+// CS_END_ASIDE: the program made a call that needs it to be its only thread
+// (unshare, setns: end.c); Coldstart stopped there and ended its threads.
+enum cs_end_reason { CS_END_NONE, CS_END_READY, CS_END_EXIT, CS_END_ERROR_EXIT, CS_END_SIGNAL, CS_END_ASIDE };
 
 // When one of Coldstart's threads had used how much CPU (CLOCK_MONOTONIC,
 // its CPU clock): the analysis places its CPU on the phases from these.
@@ -164,6 +166,7 @@ struct cs_global {
         struct cs_rusage ru_earliest, ru_setup_end, ru_main, ru_end;
         enum cs_end_reason end_reason;
         int end_status;                 // exit status or signal number
+        const char *aside_for;          // CS_END_ASIDE: the call, "unshare(CLONE_NEWUSER)" …
         _Atomic int end_known;          // the end's fields above are set (release; end.c)
         // The start estimated in .preinit_array (procstat.c; 0: none), and the
         // main thread's voluntary context switches then: 0 means it never
@@ -271,6 +274,16 @@ struct cs_global {
 };
 
 extern struct cs_global cs_g;
+
+// ---- hostexit.c ----
+/// Called by Coldstart's threads between their turns: when every thread of
+/// the host has ended (the main thread a zombie after pthread_exit, no other
+/// thread but Coldstart's), glibc's last thread would have called exit(0),
+/// which Coldstart's threads, counted among glibc's, hold back; the first of
+/// them to see it calls exit(0) in its place, once. Looks at most every
+/// 5 ms (the main thread's CPU clock; /proc only when it stood still). Not
+/// async-signal-safe (exit).
+void cs_own_exit_if_host_ended(void);
 
 // ---- core.c (cs_preinit, cs_before_main: include/coldstart_startup.h) ----
 

@@ -152,6 +152,7 @@ package enum OTLPExporter: TraceExporter {
         switch launch.endReason {
         case "error-exit": root.error = "exit(\(launch.exitStatus ?? -1)) before ready"
         case "signal": root.error = "\(launch.signalName ?? "signal") before ready"
+        case "stepped-aside": root.error = "profiling stopped at \(launch.asideFor ?? "a call that needs one thread")"
         default: break
         }
         root.events = launchTrace.marks.map { mark in

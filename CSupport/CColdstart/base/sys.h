@@ -169,13 +169,5 @@ uint64_t cs_own_cpu_ns(void);
 /// a step and a turn (docs/timeline-format.md, "ownThreads"). Does nothing
 /// on any other thread. Async-signal-safe (two clock reads).
 void cs_own_tick(void);
-/// Called by Coldstart's threads between their turns: when every thread of
-/// the host has ended (the main thread a zombie after pthread_exit, no other
-/// thread but Coldstart's), glibc's last thread would have called exit(0),
-/// which Coldstart's threads, counted among glibc's, hold back; the first of
-/// them to see it calls exit(0) in its place, once. Looks at most every
-/// 5 ms (the main thread's CPU clock; /proc only when it stood still). Not
-/// async-signal-safe (exit).
-void cs_own_exit_if_host_ended(void);
 
 #endif

@@ -29,6 +29,7 @@ static const char *end_reason_text(void) {
     case CS_END_EXIT: return "exit";
     case CS_END_ERROR_EXIT: return "error-exit";
     case CS_END_SIGNAL: return "signal";
+    case CS_END_ASIDE: return "stepped-aside";
     default: return "unknown";
     }
 }
@@ -41,6 +42,8 @@ static size_t end_label(char *out) {
         strcpy(out, "exit(");
         size_t n = cs_format_u64((uint64_t)(unsigned)cs_g.launch.end_status & 0xffu, out + 5);
         strcpy(out + 5 + n, ")");
+    } else if (cs_g.launch.end_reason == CS_END_ASIDE) {
+        strcpy(out, cs_g.launch.aside_for);
     } else {
         strcpy(out, "ready");
     }
@@ -347,6 +350,8 @@ static void write_coldstart(struct cs_jw *w, const struct cs_plan *pl) {
         cs_jw_raw(w, ",\"signalName\":\""); cs_jw_raw(w, signal_name(cs_g.launch.end_status)); cs_jw_raw(w, "\"");
     } else if (cs_g.launch.end_reason == CS_END_EXIT || cs_g.launch.end_reason == CS_END_ERROR_EXIT) {
         cs_jw_raw(w, ",\"exitStatus\":"); cs_jw_i64(w, cs_g.launch.end_status & 0xff);
+    } else if (cs_g.launch.end_reason == CS_END_ASIDE) {
+        cs_jw_raw(w, ",\"asideFor\":"); cs_jw_cstr(w, cs_g.launch.aside_for);
     }
     cs_jw_raw(w, ",\"endPhase\":"); phase_name(w, b, pl->nb - 2);
     cs_jw_raw(w, ",\"extendNs\":"); cs_jw_u64(w, cs_g.cfg.extend_ns);

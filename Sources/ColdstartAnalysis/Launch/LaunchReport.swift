@@ -76,7 +76,7 @@ package struct LaunchReport: Codable, Sendable {
         /// One line saying how exactly the start (and so the first phase) is known.
         package var startPrecision: String
         package var completed: Bool
-        /// "ready", "exit", "error-exit" or "signal".
+        /// "ready", "exit", "error-exit", "signal" or "stepped-aside".
         package var endReason: String
         package var exitStatus: Int?
         package var signal: Int?
@@ -322,7 +322,7 @@ extension LaunchReport.Summary {
         setAside = timeline.setAside
         completion = Self.describeCompletion(
             reason: launch.endReason, completed: launch.completed, totalMs: totalMs, exitStatus: launch.exitStatus,
-            signal: launch.signalName ?? launch.signal.map { "signal \($0)" }, endPhase: endPhase
+            signal: launch.signalName ?? launch.signal.map { "signal \($0)" }, endPhase: endPhase, asideFor: launch.asideFor
         )
     }
 
@@ -339,7 +339,7 @@ extension LaunchReport.Summary {
     }
 
     static func describeCompletion(
-        reason: String, completed: Bool, totalMs: Double, exitStatus: Int?, signal: String?, endPhase: String?
+        reason: String, completed: Bool, totalMs: Double, exitStatus: Int?, signal: String?, endPhase: String?, asideFor: String? = nil
     ) -> String {
         let after = "\(Figure.format(totalMs, decimals: 1)) ms after start"
         let during = endPhase.map { ", during phase '\($0)'" } ?? ""
@@ -352,6 +352,9 @@ extension LaunchReport.Summary {
             return "NOT completed: exit(\(exitStatus.map(String.init) ?? "?")) before ready(), \(after)\(during)"
         case "signal":
             return "NOT completed: abandoned by \(signal ?? "a signal") \(after)\(during)"
+        case "stepped-aside":
+            return "NOT completed: the program called \(asideFor ?? "a call") \(after)\(during), which needs it to be its only thread: "
+                + "Coldstart stopped there"
         default:
             return (completed ? "completed" : "NOT completed") + " (end: \(reason)), \(after)\(during)"
         }

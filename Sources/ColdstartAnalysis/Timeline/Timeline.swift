@@ -67,11 +67,14 @@ package struct Timeline: Sendable {
         package var readyTid: Int?
         package var endNs: Int64
         package var completed: Bool
-        /// "ready", "exit", "error-exit" or "signal".
+        /// "ready", "exit", "error-exit", "signal" or "stepped-aside".
         package var endReason: String
         package var exitStatus: Int?
         package var signal: Int?
         package var signalName: String?
+        /// "stepped-aside": the call that needs the process to be single-threaded
+        /// ("unshare(CLONE_NEWUSER)"), at which Coldstart stopped.
+        package var asideFor: String?
         package var endPhase: String?
         var extendNs: UInt64?
     }

@@ -183,4 +183,31 @@ final class HostBehaviourTests: XCTestCase {
         XCTAssertEqual(launch.endReason, "exit", "the launch went on past the SIGTERM")
         XCTAssertEqual(launch.exitStatus, 0)
     }
+
+    // MARK: - Item 5: calls that need a single-threaded process
+
+    /// unshare(CLONE_NEWUSER), and setns into a mount namespace, fail with
+    /// EINVAL in a process of several threads: Coldstart's threads made a
+    /// sandboxing host's call fail. Coldstart now steps aside: the launch
+    /// ends there ("stepped-aside"), its threads end, one line on stderr,
+    /// and the call does what it does without Coldstart.
+    func testAHostThatSwitchesNamespacesGetsItsCallAndATimeline() throws {
+        for (mode, call) in [("user", "unshare(CLONE_NEWUSER)"), ("mnt", "setns(CLONE_NEWNS)")] {
+            // What the call does here without Coldstart (a fact of the machine).
+            let alone = try runProcess(host, ["unshare", mode])
+            XCTAssertEqual(alone.status, 0, alone.stderr)
+            let result = try profiled(["unshare", mode])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(result.stdout, alone.stdout, "the call's result as without Coldstart")
+            let lines = result.stderr.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, result.stderr)
+            XCTAssertTrue(result.stderr.contains("the program called \(call), which needs it to be its only thread"), result.stderr)
+            let launch = try Timeline(contentsOf: timelinePath).launch
+            XCTAssertEqual(launch.endReason, "stepped-aside")
+            XCTAssertEqual(launch.asideFor, call)
+            let report = try coldstart(["report", timelinePath])
+            XCTAssertEqual(report.status, 0, report.stderr)
+            XCTAssertTrue(report.stdout.contains("NOT completed: the program called \(call)"), report.stdout)
+        }
+    }
 }

@@ -50,6 +50,8 @@
 //                                           writes "written" to stdout, exits 0 without ready()
 //     HostPatterns main-exit MS             a thread that burns MS ms then prints "thread done"; the main thread
 //                                           ends at once with pthread_exit (the process exits 0 after the thread)
+//     HostPatterns unshare user|mnt        a sandbox's start: burns 20 ms, then unshare(CLONE_NEWUSER), or setns into
+//                                           its own mount namespace (both need a single-threaded process); the result
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
 import Coldstart
@@ -598,6 +600,13 @@ case "main-exit":
         fflush(stdout)
     }
     pthread_exit(nil)
+
+case "unshare":
+    let what = arguments.count > 1 ? arguments[1] : "user"
+    burnCPU(milliseconds: 20)
+    let error = what == "user" ? sandbox_unshare_user() : sandbox_setns_own_mount()
+    print("\(what): \(error == 0 ? "ok" : "errno \(error)")")
+    burnCPU(milliseconds: 20)
 
 default:
     fputs("unknown mode \(mode)\n", stderr)

@@ -10,4 +10,9 @@
 /// anything running on that thread needs more).
 int stack_edge_burn(size_t left, uint64_t ms);
 
+/// unshare(CLONE_NEWUSER): 0, or its errno (sandbox.c).
+int sandbox_unshare_user(void);
+/// setns into the process's own mount namespace: 0, or its errno.
+int sandbox_setns_own_mount(void);
+
 #endif
