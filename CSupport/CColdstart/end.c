@@ -198,18 +198,25 @@ static void publish_end(void) {
     cs_futex_wake(&cs_g.launch.end_known);
 }
 
+// Ends the launch as `reason` if it is in progress (the first caller wins):
+// its end's time, resource use and reason, published. *found: the state
+// found.
+static bool claim_end(enum cs_end_reason reason, int status, int *found) {
+    *found = CS_RECORDING;
+    if (!atomic_compare_exchange_strong(&cs_g.state, found, CS_ENDED)) return false;
+    cs_g.launch.t_end = cs_monotonic_ns();
+    cs_rusage_now(&cs_g.launch.ru_end);
+    cs_g.launch.end_reason = reason;
+    cs_g.launch.end_status = status;
+    publish_end();
+    return true;
+}
+
 static void cs_end_launch(enum cs_end_reason reason, int status) {
     if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
-    int expected = CS_RECORDING;
-    if (atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) {
-        cs_g.launch.t_end = cs_monotonic_ns();
-        cs_rusage_now(&cs_g.launch.ru_end);
-        cs_g.launch.end_reason = reason;
-        cs_g.launch.end_status = status;
-        publish_end();
-    } else if (expected == CS_OFF) {
-        return;
-    } else {
+    int found;
+    if (!claim_end(reason, status, &found)) {
+        if (found == CS_OFF) return;
         // The thread that ended it sets the end's fields within microseconds;
         // 10 ms at most (it may be this very thread, under a signal handler).
         uint64_t deadline = cs_monotonic_ns() + 10000000ull;
@@ -265,13 +272,10 @@ void cs_ready(void) {
 
 static void step_aside(const char *call) {
     if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child: profiling is off there
-    int expected = CS_RECORDING;
-    if (atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) {
-        cs_g.launch.t_end = cs_monotonic_ns();
-        cs_rusage_now(&cs_g.launch.ru_end);
-        cs_g.launch.end_reason = CS_END_ASIDE;
-        cs_g.launch.aside_for = call;
-        publish_end();
+    // Read only with CS_END_ASIDE, which claim_end publishes after it.
+    cs_g.launch.aside_for = call;
+    int expected;
+    if (claim_end(CS_END_ASIDE, 0, &expected)) {
         release_signals();
         char why[160] = "the program called ";
         add_text(why, sizeof why, call);
