@@ -69,7 +69,7 @@ static void arm(char **envp, bool from_preinit) {
     // limit every descriptor is the host's.
     cs_fd_budget_read();
     if (!descriptors_suffice()) return;
-    cs_g.proc.pid = (int)syscall(SYS_getpid);
+    cs_g.proc.pid = (int)cs_syscall(SYS_getpid);
     cs_g.proc.euid = geteuid();
     // Growing the descriptor table to reach a high range waits for an RCU
     // grace period once the process has a second thread (8–14 ms measured):

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <linux/seccomp.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -73,7 +75,7 @@ void cs_end_arm(void) {
     // never sent a signal whose action is the default one: its SIGTERM does
     // nothing, and the launch goes on. A handler of ours would make it
     // deliverable, record an abandoned launch, and re-raise to no effect.
-    if ((int)syscall(SYS_getpid) == 1) return;
+    if ((int)cs_syscall(SYS_getpid) == 1) return;
     // Only over the default action: a handler or SIG_IGN the host chose stays.
     for (size_t i = 0; i < sizeof abandon_signals / sizeof *abandon_signals; i++) {
         int sig = abandon_signals[i];
@@ -146,7 +148,7 @@ static void warn_not_written(void) {
     add_text(why, sizeof why, " to ");
     add_text(why, sizeof why, to);
     // As the effective user (AT_EACCESS), without glibc's emulation.
-    if (syscall(SYS_faccessat2, AT_FDCWD, cs_g.out.dir, W_OK | X_OK, AT_EACCESS) != 0 && errno == EACCES) {
+    if (cs_syscall(SYS_faccessat2, AT_FDCWD, cs_g.out.dir, W_OK | X_OK, AT_EACCESS) != 0 && errno == EACCES) {
         add_text(why, sizeof why, ", who may not create files in ");
         add_text(why, sizeof why, cs_g.out.dir);
     }
@@ -213,7 +215,7 @@ static bool claim_end(enum cs_end_reason reason, int status, int *found) {
 }
 
 static void cs_end_launch(enum cs_end_reason reason, int status) {
-    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
+    if ((int)cs_syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child
     int found;
     if (!claim_end(reason, status, &found)) {
         if (found == CS_OFF) return;
@@ -236,7 +238,7 @@ static void *ready_writer(void *arg) {
 
 void cs_ready(void) {
     // A forked child (a daemon's) has the parent's state but is not the launch.
-    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;
+    if ((int)cs_syscall(SYS_getpid) != cs_g.proc.pid) return;
     int expected = CS_RECORDING;
     if (!atomic_compare_exchange_strong(&cs_g.state, &expected, CS_ENDED)) return;
     cs_g.launch.t_ready = cs_g.launch.t_end = cs_monotonic_ns();
@@ -254,24 +256,59 @@ void cs_ready(void) {
     // (Without the thread and with an extension, the exit handler writes it.)
 }
 
-// ---- stepping aside: calls that need the process to have one thread ----
+// ---- stepping aside: calls after which Coldstart cannot go on ----
 //
-// unshare(CLONE_NEWUSER) (and CLONE_THREAD, CLONE_SIGHAND, CLONE_VM), and
-// setns into a user or mount namespace, fail with EINVAL in a process of
-// several threads (a mount namespace: whose filesystem state is shared):
-// Coldstart's threads, running from before main, made a sandboxing host's
-// unshare fail (exit 8 instead of 0). The host's choice wins: Coldstart ends
-// the launch there (end "stepped-aside", the timeline written with what it
-// has), says so on one line, lets its threads end, and then makes the call.
-// These definitions take the place of the C library's for the calls the
-// program itself makes (the executable's references bind to them when it
-// links Coldstart); a shared library's own calls reach the C library's.
+// Some calls a host makes change the process under Coldstart's feet:
+// - unshare(CLONE_NEWUSER) (and CLONE_THREAD, CLONE_SIGHAND, CLONE_VM), and
+//   setns into a user or mount namespace, fail with EINVAL in a process of
+//   several threads (a mount namespace: whose filesystem state is shared):
+//   Coldstart's threads, running from before main, made a sandboxing host's
+//   unshare fail (exit 8 instead of 0);
+// - a seccomp filter (or strict mode) kills the calls it does not allow:
+//   with SECCOMP_FILTER_FLAG_TSYNC Coldstart's threads get it too, and their
+//   next /proc read or perf ioctl killed the whole process (SIGSYS); on the
+//   calling thread alone, Coldstart's writer would meet it at the exit.
+// The host's choice wins: Coldstart ends the launch there (end
+// "stepped-aside", the timeline written with what it has), says so on one
+// line, lets its threads end, and then makes the call. These definitions
+// take the place of the C library's unshare, setns, prctl and syscall for
+// the executable's own calls (its references bind to them when it links
+// Coldstart), and for a shared library's where the executable exports them
+// (as the linker does for a symbol a library it links refers to: libseccomp
+// calls syscall). A shared library's call that binds to the C library's
+// reaches the kernel directly (EINVAL, or SIGSYS, as before).
 
 // The label each call gets in the timeline (at most 31 bytes: cs_plan.label).
 #define CS_ASIDE_LABEL_MAX 31
+_Static_assert(sizeof "unshare(CLONE_NEWUSER)" - 1 <= CS_ASIDE_LABEL_MAX, "the longest label fits");
+
+// Which call system call `nr` with these arguments is, if Coldstart must step
+// aside before it; else NULL.
+static const char *aside_label(long nr, long a0, long a1, long a2) {
+    if (nr == SYS_unshare) {
+        return a0 & CLONE_NEWUSER ? "unshare(CLONE_NEWUSER)"
+            : a0 & CLONE_THREAD ? "unshare(CLONE_THREAD)"
+            : a0 & CLONE_SIGHAND ? "unshare(CLONE_SIGHAND)"
+            : a0 & CLONE_VM ? "unshare(CLONE_VM)" : NULL;
+    }
+    if (nr == SYS_setns) {
+        // 0: whatever namespace the descriptor is (a pidfd takes flags instead).
+        long type = a1 != 0 ? a1 : cs_raw_syscall(SYS_ioctl, a0, NS_GET_NSTYPE, 0, 0, 0);
+        return type > 0 && (type & CLONE_NEWUSER) ? "setns(CLONE_NEWUSER)"
+            : type > 0 && (type & CLONE_NEWNS) ? "setns(CLONE_NEWNS)" : NULL;
+    }
+    // A filter of NULL is libseccomp's probe for the call (EFAULT).
+    if (nr == SYS_seccomp)
+        return a0 == SECCOMP_SET_MODE_STRICT ? "seccomp(STRICT)"
+            : a0 == SECCOMP_SET_MODE_FILTER && a2 != 0 ? "seccomp(FILTER)" : NULL;
+    if (nr == SYS_prctl && a0 == PR_SET_SECCOMP)
+        return a1 == SECCOMP_MODE_STRICT ? "prctl(SECCOMP_MODE_STRICT)"
+            : a1 == SECCOMP_MODE_FILTER && a2 != 0 ? "prctl(SECCOMP_MODE_FILTER)" : NULL;
+    return NULL;
+}
 
 static void step_aside(const char *call) {
-    if ((int)syscall(SYS_getpid) != cs_g.proc.pid) return;   // a forked child: profiling is off there
+    if ((int)cs_raw_syscall(SYS_getpid, 0, 0, 0, 0, 0) != cs_g.proc.pid) return;   // a forked child: profiling is off there
     // Read only with CS_END_ASIDE, which claim_end publishes after it.
     cs_g.launch.aside_for = call;
     int expected;
@@ -279,7 +316,7 @@ static void step_aside(const char *call) {
         release_signals();
         char why[160] = "the program called ";
         add_text(why, sizeof why, call);
-        add_text(why, sizeof why, ", which needs it to be its only thread: profiling stopped there; timeline: ");
+        add_text(why, sizeof why, ", after which Coldstart cannot go on: profiling stopped there; timeline: ");
         cs_warn(why, cs_g.out.dest);
     }
     // The writer stops the sampler's and the watcher's threads (after
@@ -290,42 +327,54 @@ static void step_aside(const char *call) {
     while (cs_own_running(cs_gettid(), NULL) != 0 && cs_monotonic_ns() < deadline) cs_sleep_ns(100000);
 }
 
-// The call, once Coldstart's threads are gone: a thread whose body has
-// returned leaves the kernel's thread group a few microseconds later, and
-// until then the call still says EINVAL (100 ms at most).
-static long call_alone(long nr, long a, long b, bool stepped) {
-    uint64_t deadline = cs_monotonic_ns() + 100000000ull;
-    for (;;) {
-        long rc = syscall(nr, a, b);
-        if (rc == 0 || errno != EINVAL || !stepped || cs_monotonic_ns() >= deadline) return rc;
-        cs_sleep_ns(100000);
-    }
-}
-
 // Whether Coldstart has anything running: a launch in progress, or threads
 // (the writer's, after ready()).
 static bool coldstart_running(void) {
     return atomic_load(&cs_g.state) == CS_RECORDING || cs_own_running(cs_gettid(), NULL) != 0;
 }
 
-int unshare(int flags) {
-    const char *call = flags & CLONE_NEWUSER ? "unshare(CLONE_NEWUSER)"
-        : flags & CLONE_THREAD ? "unshare(CLONE_THREAD)"
-        : flags & CLONE_SIGHAND ? "unshare(CLONE_SIGHAND)"
-        : flags & CLONE_VM ? "unshare(CLONE_VM)" : NULL;
-    _Static_assert(sizeof "unshare(CLONE_NEWUSER)" - 1 <= CS_ASIDE_LABEL_MAX, "the longest fits the timeline's label");
-    bool stepped = call && coldstart_running();
-    if (stepped) step_aside(call);
-    return (int)call_alone(SYS_unshare, flags, 0, stepped);
+// The call, as the C library's syscall makes it (-1 and errno on failure),
+// after stepping aside if it needs to. A thread whose body has returned
+// leaves the kernel's thread group a few microseconds later, and until then
+// a call that needs one thread still says EINVAL: retried, 100 ms at most.
+static long call(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
+    const char *label = aside_label(nr, a0, a1, a2);
+    bool stepped = label && coldstart_running();
+    if (stepped) step_aside(label);
+    uint64_t deadline = stepped ? cs_monotonic_ns() + 100000000ull : 0;
+    for (;;) {
+        long rc = cs_raw_syscall6(nr, a0, a1, a2, a3, a4, a5);
+        if (rc < 0 && rc > -4096) {
+            if (rc == -EINVAL && stepped && cs_monotonic_ns() < deadline) {
+                cs_sleep_ns(100000);
+                continue;
+            }
+            errno = (int)-rc;
+            return -1;
+        }
+        return rc;
+    }
 }
 
-int setns(int fd, int nstype) {
-    int type = nstype;
-    // 0: whatever namespace `fd` is (a pidfd takes flags instead).
-    if (type == 0) type = ioctl(fd, NS_GET_NSTYPE);
-    const char *call = type > 0 && (type & CLONE_NEWUSER) ? "setns(CLONE_NEWUSER)"
-        : type > 0 && (type & CLONE_NEWNS) ? "setns(CLONE_NEWNS)" : NULL;
-    bool stepped = call && coldstart_running();
-    if (stepped) step_aside(call);
-    return (int)call_alone(SYS_setns, fd, nstype, stepped);
+int unshare(int flags) { return (int)call(SYS_unshare, flags, 0, 0, 0, 0, 0); }
+
+int setns(int fd, int nstype) { return (int)call(SYS_setns, fd, nstype, 0, 0, 0, 0); }
+
+int prctl(int option, ...) {
+    va_list ap;
+    va_start(ap, option);
+    // As the C library's: four more arguments, whatever the option uses.
+    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long), a4 = va_arg(ap, long);
+    va_end(ap);
+    return (int)call(SYS_prctl, option, a1, a2, a3, a4, 0);
+}
+
+long syscall(long nr, ...) {
+    va_list ap;
+    va_start(ap, nr);
+    // As the C library's: six arguments, whatever the call uses.
+    long a0 = va_arg(ap, long), a1 = va_arg(ap, long), a2 = va_arg(ap, long);
+    long a3 = va_arg(ap, long), a4 = va_arg(ap, long), a5 = va_arg(ap, long);
+    va_end(ap);
+    return call(nr, a0, a1, a2, a3, a4, a5);
 }

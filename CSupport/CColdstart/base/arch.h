@@ -13,6 +13,7 @@
 #ifndef COLDSTART_ARCH_H
 #define COLDSTART_ARCH_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -46,13 +47,15 @@ static inline uintptr_t cs_thread_pointer(void) {
 }
 
 /// A system call that sets no errno: for code running on a thread with no
-/// TLS of its own (a raw clone). Returns -errno on failure.
-static inline long cs_raw_syscall(long n, long a1, long a2, long a3, long a4, long a5) {
+/// TLS of its own (a raw clone), and for the C library's `syscall` that
+/// Coldstart takes the place of (end.c). Returns -errno on failure.
+static inline long cs_raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6) {
     long ret;
 #if defined(__x86_64__)
     register long r10 __asm__("r10") = a4;
     register long r8 __asm__("r8") = a5;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+    register long r9 __asm__("r9") = a6;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
 #elif defined(__aarch64__)
     register long x8 __asm__("x8") = n;
     register long x0 __asm__("x0") = a1;
@@ -60,14 +63,35 @@ static inline long cs_raw_syscall(long n, long a1, long a2, long a3, long a4, lo
     register long x2 __asm__("x2") = a3;
     register long x3 __asm__("x3") = a4;
     register long x4 __asm__("x4") = a5;
-    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+    register long x5 __asm__("x5") = a6;
+    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
     ret = x0;
 #else
-    (void)n; (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+    (void)n; (void)a1; (void)a2; (void)a3; (void)a4; (void)a5; (void)a6;
     ret = -38;  // ENOSYS
 #endif
     return ret;
 }
+
+static inline long cs_raw_syscall(long n, long a1, long a2, long a3, long a4, long a5) {
+    return cs_raw_syscall6(n, a1, a2, a3, a4, a5, 0);
+}
+
+/// The C library's syscall(2) for Coldstart's own calls: -1 and errno on
+/// failure. Not `syscall` itself, whose place Coldstart takes (end.c: it may
+/// step aside before a call), so that none of its own calls go there.
+static inline long cs_sys6(long n, long a1, long a2, long a3, long a4, long a5, long a6) {
+    long rc = cs_raw_syscall6(n, a1, a2, a3, a4, a5, a6);
+    if (rc < 0 && rc > -4096) {
+        errno = (int)-rc;
+        return -1;
+    }
+    return rc;
+}
+#define CS_SYS_ARGS(n, a1, a2, a3, a4, a5, a6, ...) \
+    cs_sys6((long)(n), (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6))
+/// cs_syscall(SYS_x, args…): up to six arguments, integers or pointers.
+#define cs_syscall(...) CS_SYS_ARGS(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
 
 /// The interrupted program counter, stack pointer and frame pointer of a
 /// signal's ucontext.

@@ -33,8 +33,8 @@ static bool draw(uint32_t ppm) {
     if (ppm >= 1000000) return true;
     if (ppm == 0) return false;
     uint64_t r = 0;
-    if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
-        r = (cs_monotonic_ns() ^ (uint64_t)syscall(SYS_getpid) << 32) * 0x9e3779b97f4a7c15ull;
+    if (cs_syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
+        r = (cs_monotonic_ns() ^ (uint64_t)cs_syscall(SYS_getpid) << 32) * 0x9e3779b97f4a7c15ull;
     return (r >> 11) % 1000000 < ppm;
 }
 

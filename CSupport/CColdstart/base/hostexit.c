@@ -33,7 +33,7 @@ static bool only_own_threads_besides(int pid) {
     char buf[2048] __attribute__((aligned(8)));
     bool only = true;
     long n;
-    while (only && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    while (only && (n = cs_syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
         for (long off = 0; off < n && only;) {
             const struct cs_dirent64 *d = (const void *)(buf + off);
             off += d->d_reclen;

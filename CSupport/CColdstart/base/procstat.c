@@ -51,7 +51,7 @@ void cs_estimate_start(void) {
     // Read the thread's accounting first and the clock last: the estimate is
     // then late by the few microseconds between, never early.
     struct rusage ru;
-    if (syscall(SYS_getrusage, RUSAGE_THREAD, &ru) != 0) return;
+    if (cs_syscall(SYS_getrusage, RUSAGE_THREAD, &ru) != 0) return;
     char buf[128];
     // In .preinit_array, on the only thread, before any host code: no one
     // can take the number, so no check (cs_read_small_file's costs ~3 µs).
@@ -116,7 +116,7 @@ void cs_thread_name(int tid, bool mine, char *out, size_t cap) {
     // The writer's own (usually the main thread's, at exit) without a walk
     // through /proc: ~13 µs of the exit.
     // The kernel keeps 15 bytes of a longer name, wherever a character ends.
-    if (mine && cap >= 16 && prctl(PR_GET_NAME, out, 0, 0, 0) == 0 && out[0]) {
+    if (mine && cap >= 16 && cs_syscall(SYS_prctl, PR_GET_NAME, out, 0, 0, 0) == 0 && out[0]) {
         out[15] = 0;
         out[cs_utf8_cut(out, strlen(out))] = 0;
         return;

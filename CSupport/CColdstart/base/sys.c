@@ -18,7 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-int cs_gettid(void) { return (int)syscall(SYS_gettid); }
+int cs_gettid(void) { return (int)cs_syscall(SYS_gettid); }
 
 void cs_warn(const char *msg, const char *detail) {
     char line[PATH_MAX + 256];
@@ -44,7 +44,7 @@ const char *cs_env_get(char **envp, const char *name) {
 
 void cs_rusage_now(struct cs_rusage *out) {
     struct rusage ru;
-    if (syscall(SYS_getrusage, RUSAGE_SELF, &ru) != 0) {
+    if (cs_syscall(SYS_getrusage, RUSAGE_SELF, &ru) != 0) {
         memset(out, 0, sizeof *out);
         return;
     }
@@ -77,12 +77,12 @@ bool cs_thread_cpu(int tid, uint64_t *ns) {
 
 void cs_futex_wait(_Atomic int *word, int val, uint64_t deadline_ns) {
     struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
-    syscall(SYS_futex, (int *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, deadline_ns ? &ts : NULL, NULL,
+    cs_syscall(SYS_futex, (int *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, deadline_ns ? &ts : NULL, NULL,
             FUTEX_BITSET_MATCH_ANY);
 }
 
 void cs_futex_wake(_Atomic int *word) {
-    syscall(SYS_futex, (int *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+    cs_syscall(SYS_futex, (int *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
 }
 
 void cs_sleep_ns(uint64_t ns) {
@@ -185,7 +185,7 @@ bool cs_safe_read(uintptr_t addr, void *buf, size_t len) {
     if (!cs_g.proc.can_read_safely) return false;
     struct iovec local = {buf, len};
     struct iovec remote = {(void *)addr, len};
-    return syscall(SYS_process_vm_readv, cs_g.proc.pid ? cs_g.proc.pid : (int)syscall(SYS_getpid), &local, 1ul, &remote, 1ul, 0ul)
+    return cs_syscall(SYS_process_vm_readv, cs_g.proc.pid ? cs_g.proc.pid : (int)cs_syscall(SYS_getpid), &local, 1ul, &remote, 1ul, 0ul)
         == (long)len;
 }
 
@@ -269,8 +269,8 @@ int cs_start_thread(void *(*body)(void *), size_t stack_size) {
     // until it is moved (~30 µs more of the creator's time).
     cpu_set_t elsewhere;
     unsigned cpu;
-    bool place = !cs_own_thread(cs_gettid(), false) && syscall(SYS_sched_getaffinity, 0, sizeof elsewhere, &elsewhere) > 0
-        && syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 && cpu < CPU_SETSIZE;
+    bool place = !cs_own_thread(cs_gettid(), false) && cs_syscall(SYS_sched_getaffinity, 0, sizeof elsewhere, &elsewhere) > 0
+        && cs_syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 && cpu < CPU_SETSIZE;
     if (place) {
         // The first placement's: later readers never see it change.
         if (!atomic_load(&cs_g.own.placed)) cs_g.own.home = elsewhere;

@@ -443,7 +443,7 @@ void cs_sampler_main_started(void) {
 static void *scan_loop(void *arg) {
     (void)arg;
     S->scan_began_ns = cs_monotonic_ns();
-    prctl(PR_SET_NAME, "coldstart-scan", 0, 0, 0);
+    cs_syscall(SYS_prctl, PR_SET_NAME, "coldstart-scan", 0, 0, 0);
     // This thread, the helper and the watcher's thread start on a CPU the
     // host's main thread is not on (cs_start_thread), one after the other.
     // The clocks first on a warm kernel (the helper is done in ~50 µs), the

@@ -116,12 +116,12 @@ static void release_all(void) {
 // the task clocks alone) or stop.
 static void open_all(struct perf_event_attr *a, const int *cpus, int ncpu) {
     for (int i = 0; i < ncpu && atomic_load(&S->active); i++) {
-        int fd = (int)syscall(SYS_perf_event_open, a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+        int fd = (int)cs_syscall(SYS_perf_event_open, a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0 && i == 0 && S->bridge_regs && errno != EACCES && errno != EPERM) {
             // A kernel that refuses the registers or the stack copy.
             S->bridge_regs = false;
             bridge_attr(a, false);
-            fd = (int)syscall(SYS_perf_event_open, a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+            fd = (int)cs_syscall(SYS_perf_event_open, a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
         }
         uint64_t id = cs_smp_event_id(fd);
         void *ring = id == 0 ? MAP_FAILED : mmap(NULL, S->bridge_ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -144,7 +144,7 @@ void cs_smp_bridge_open(void) {
     // clocks arm within what it leaves): a bridge over only some CPUs would
     // sample the host only where it happens to run, so none at all.
     if (ncpu == 0 || (uint32_t)ncpu >= S->max_live) return;
-    S->host_pid = (int)syscall(SYS_getpid);
+    S->host_pid = (int)cs_syscall(SYS_getpid);
     S->bridge_boosted = atomic_load(&S->boost_on);
     S->bridge_regs = S->unwinder == CS_UNW_LIBUNWIND;
     // 256 KiB a CPU holds ~58 samples of a 4 KiB stack: 19 ms of a busy

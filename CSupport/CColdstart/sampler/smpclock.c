@@ -108,7 +108,7 @@ void cs_smp_warm_reap(void) {
     // Interruptible: a process exiting meanwhile ends this thread at once.
     // Its stack goes only once it has ended (never, if it cannot be reaped).
     long rc;
-    while ((rc = syscall(SYS_wait4, S->warm_pid, NULL, __WCLONE, NULL)) < 0 && errno == EINTR) {}
+    while ((rc = cs_syscall(SYS_wait4, S->warm_pid, NULL, __WCLONE, NULL)) < 0 && errno == EINTR) {}
     if (rc == S->warm_pid) munmap(S->warm_stack, CS_HELPER_STACK);
     S->warm_pid = 0;
 }
@@ -187,7 +187,7 @@ static int open_task_clock(int tid, bool kernel_stacks, bool regs, bool boosted)
     } else {
         a.wakeup_events = 1;   // with a ring buffer: a wakeup, so a signal, per overflow
     }
-    return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    return (int)cs_syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 uint64_t cs_smp_event_id(int fd) {
@@ -298,7 +298,7 @@ static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
     ev.sigev_value.sival_ptr = (void *)(uintptr_t)S->cookie;
     ev._sigev_un._tid = tid;
     int kid = -1;
-    if (syscall(SYS_timer_create, clock, &ev, &kid) != 0) return errno;
+    if (cs_syscall(SYS_timer_create, clock, &ev, &kid) != 0) return errno;
     struct itimerspec its;
     its.it_interval.tv_sec = (time_t)(S->period_ns / 1000000000ull);
     its.it_interval.tv_nsec = (long)(S->period_ns % 1000000000ull);
@@ -306,7 +306,7 @@ static int arm_timer(struct cs_smp_thread *t, int tid, bool wall) {
     t->timer = (timer_t)(intptr_t)kid;
     t->has_timer = true;
     mark_armed(t);
-    if (syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) return errno;
+    if (cs_syscall(SYS_timer_settime, kid, 0, &its, NULL) != 0) return errno;
     return 0;
 }
 
@@ -347,7 +347,7 @@ void cs_smp_silence_thread(struct cs_smp_thread *t) {
     atomic_fetch_sub(&S->threads_live, 1);
     if (t->fd >= 0 && still_ours(t)) ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
     if (t->has_timer) {
-        syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
+        cs_syscall(SYS_timer_delete, (int)(intptr_t)t->timer);
         t->has_timer = false;
     }
 }

@@ -97,7 +97,7 @@ void cs_sampler_scan_threads(void) {
     uint32_t gen = ++S->scan_gen;
     if (dir >= 0) {
         long n;
-        while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+        while ((n = cs_syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
             for (long off = 0; off < n;) {
                 const struct cs_dirent64 *d = (const void *)(buf + off);
                 off += d->d_reclen;

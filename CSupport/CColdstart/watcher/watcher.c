@@ -43,7 +43,7 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
         // Still closing: if the thread exists (a signal 0 checks, sending
         // nothing), this look is lost, not the thread; the next one reopens.
-        if (n <= 0 && syscall(SYS_tgkill, cs_g.proc.pid, t->tid, 0) == 0) return;
+        if (n <= 0 && cs_syscall(SYS_tgkill, cs_g.proc.pid, t->tid, 0) == 0) return;
         cs_watch_thread_gone(slot);
         return;
     }
@@ -292,7 +292,7 @@ static void *watch_end(void) {
 static void *watch_main(void *arg) {
     (void)arg;
     struct cs_watch *wt = &cs_g.watch;
-    prctl(PR_SET_NAME, "coldstart-watch", 0, 0, 0);
+    cs_syscall(SYS_prctl, PR_SET_NAME, "coldstart-watch", 0, 0, 0);
     cs_own_unplace();
     wt->tid = cs_gettid();
     // Holds the looks (`busy` 1, from cs_watch_start) until its first sleep.
@@ -424,7 +424,7 @@ void cs_watch_main_started(void) { atomic_store_explicit(&cs_g.watch.main_starte
 void cs_watch_stop(void) {
     struct cs_watch *wt = &cs_g.watch;
     // A forked child has the parent's memory but not its watcher thread.
-    if (!atomic_load(&wt->running) || (int)syscall(SYS_getpid) != cs_g.proc.pid) return;
+    if (!atomic_load(&wt->running) || (int)cs_syscall(SYS_getpid) != cs_g.proc.pid) return;
     // Its thread not started yet (the sampler's starts it): now it never is.
     if (atomic_exchange(&wt->deferred, 0)) {
         give_up();

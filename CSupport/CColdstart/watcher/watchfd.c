@@ -5,6 +5,8 @@
 // sys.c and jsonw.c (number formatting) only.
 #include "internal.h"
 
+#include <sys/syscall.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +55,7 @@ int cs_watch_syscall_fd(struct cs_watch_live *slot) {
     // the 0400 file root's (the process is no longer dumpable).
     if (slot->fd_syscall < 0 && cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf) > 0) {
         wt->syscall_readable = false;
-        if (open_errno == EACCES && prctl(PR_GET_DUMPABLE) == 0)
+        if (open_errno == EACCES && cs_syscall(SYS_prctl, PR_GET_DUMPABLE) == 0)
             cs_warn("the program changed its user, which makes /proc/self/task/<tid>/syscall root's: "
                     "threads first blocked after that have no causes", NULL);
         else

@@ -118,7 +118,7 @@ void cs_watch_rescan(uint64_t now, int *unwind_budget) {
     wt->next_rescan_ns = now + CS_WATCH_RESCAN_NS;
     if (lseek(wt->task_dirfd, 0, SEEK_SET) != 0) return;
     for (;;) {
-        long n = syscall(SYS_getdents64, wt->task_dirfd, b->dents, sizeof b->dents);
+        long n = cs_syscall(SYS_getdents64, wt->task_dirfd, b->dents, sizeof b->dents);
         if (n <= 0) break;
         for (long off = 0; off < n;) {
             const struct cs_dirent64 *d = (const void *)(b->dents + off);

@@ -29,7 +29,7 @@ static const char *errno_text(int e) {
 bool cs_out_choose(const char *value, const char *dir_env) {
     char dir[PATH_MAX] = "";
     char cwd[PATH_MAX];
-    bool has_cwd = syscall(SYS_getcwd, cwd, sizeof cwd) > 0;
+    bool has_cwd = cs_syscall(SYS_getcwd, cwd, sizeof cwd) > 0;
     size_t vlen = strlen(value);
     bool is_path = vlen > 5 && strcmp(value + vlen - 5, ".json") == 0;
 
@@ -78,7 +78,7 @@ bool cs_out_choose(const char *value, const char *dir_env) {
     // meantime cannot redirect the write.
     int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     struct stat st;
-    if (dirfd < 0 || fstat(dirfd, &st) != 0 || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK, 0) != 0) {
+    if (dirfd < 0 || fstat(dirfd, &st) != 0 || cs_syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK, 0) != 0) {
         int e = errno;
         if (dirfd >= 0) close(dirfd);
         errno = e;
@@ -133,7 +133,7 @@ int cs_out_dir(bool *opened) {
 static bool temp_name(char *name, size_t cap) {
     static const char hex[] = "0123456789abcdef";
     uint64_t r = 0;
-    if (syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
+    if (cs_syscall(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r)
         r = cs_monotonic_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)name;
     size_t n = strlen(cs_g.out.base);
     if (n + 64 > cap) return false;
@@ -226,7 +226,7 @@ int cs_out_take_prepared(void) {
 // temporary file `tmp`, or links the unnamed file `fd` (linkat never
 // replaces, nor follows a symlink at `name`). 0, or -1 with errno.
 static int place_new(int dir, const char *tmp, int fd, const char *name) {
-    if (fd < 0) return (int)syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE);
+    if (fd < 0) return (int)cs_syscall(SYS_renameat2, dir, tmp, dir, name, RENAME_NOREPLACE);
     // The descriptor itself (Linux 6.10 on, for the credentials that opened
     // it): without the walk through /proc, 3–5 µs less of the host's exit.
     // Older kernels say ENOENT unless the caller has CAP_DAC_READ_SEARCH.
@@ -373,7 +373,7 @@ static size_t survey(int fd, const char *mine, uint64_t *count, uint64_t *bytes)
     uid_t me = geteuid();
     if (lseek(fd, 0, SEEK_SET) != 0) return 0;
     for (;;) {
-        long got = syscall(SYS_getdents64, fd, cs_g.out.dents, sizeof cs_g.out.dents);
+        long got = cs_syscall(SYS_getdents64, fd, cs_g.out.dents, sizeof cs_g.out.dents);
         if (got <= 0) return n;
         for (long off = 0; off < got;) {
             const struct linux_dirent64 *d = (const void *)(cs_g.out.dents + off);

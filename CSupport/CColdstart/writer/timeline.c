@@ -99,7 +99,7 @@ static void size_bound(struct cs_plan *pl) {
     struct rlimit lim;
     pl->max_bytes = cs_g.cfg.max_bytes;
     pl->fsize_bound = false;
-    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < pl->max_bytes) {
+    if (cs_syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < pl->max_bytes) {
         pl->max_bytes = lim.rlim_cur;
         pl->fsize_bound = true;
     }

@@ -25,12 +25,12 @@
 // Thread `tid`'s affinity (0: the caller). Async-signal-safe (a system call).
 static bool get_affinity(int tid, cpu_set_t *set) {
     // The raw call returns the size it copied.
-    return syscall(SYS_sched_getaffinity, tid, sizeof *set, set) > 0;
+    return cs_syscall(SYS_sched_getaffinity, tid, sizeof *set, set) > 0;
 }
 
 // Moves thread `tid` (0: the caller) at once, running or not. Async-signal-safe.
 static bool set_affinity(int tid, const cpu_set_t *set) {
-    return syscall(SYS_sched_setaffinity, tid, sizeof *set, set) == 0;
+    return cs_syscall(SYS_sched_setaffinity, tid, sizeof *set, set) == 0;
 }
 
 // /proc/self/task, opened at the end: ~7 µs of the host's exit (a walk
@@ -85,7 +85,7 @@ void cs_cpu_isolate(void) {
     C->n = 0;
     C->writer_pinned = false;
     unsigned cpu;
-    if (syscall(SYS_getcpu, &cpu, NULL, NULL) != 0 || cpu >= CPU_SETSIZE) return;
+    if (cs_syscall(SYS_getcpu, &cpu, NULL, NULL) != 0 || cpu >= CPU_SETSIZE) return;
     if (!get_affinity(0, &C->writer) || CPU_COUNT(&C->writer) < 2) return;
     int dir = take_task_dir();
     if (dir < 0) dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -105,7 +105,7 @@ void cs_cpu_isolate(void) {
     }
     char buf[2048] __attribute__((aligned(8)));
     long n;
-    while (C->n < CS_CPU_MOVE_MAX && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    while (C->n < CS_CPU_MOVE_MAX && (n = cs_syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
         for (long off = 0; off < n && C->n < CS_CPU_MOVE_MAX;) {
             const struct cs_dirent64 *d = (const void *)(buf + off);
             off += d->d_reclen;

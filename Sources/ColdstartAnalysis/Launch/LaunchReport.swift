@@ -353,8 +353,8 @@ extension LaunchReport.Summary {
         case "signal":
             return "NOT completed: abandoned by \(signal ?? "a signal") \(after)\(during)"
         case "stepped-aside":
-            return "NOT completed: the program called \(asideFor ?? "a call") \(after)\(during), which needs it to be its only thread: "
-                + "Coldstart stopped there"
+            return "NOT completed: the program called \(asideFor ?? "a call") \(after)\(during), "
+                + "after which Coldstart cannot go on (a namespace switch, a seccomp filter): it stopped there"
         default:
             return (completed ? "completed" : "NOT completed") + " (end: \(reason)), \(after)\(during)"
         }

@@ -184,15 +184,17 @@ final class HostBehaviourTests: XCTestCase {
         XCTAssertEqual(launch.exitStatus, 0)
     }
 
-    // MARK: - Item 5: calls that need a single-threaded process
+    // MARK: - Items 5 and 7: calls after which Coldstart cannot go on
 
     /// unshare(CLONE_NEWUSER), and setns into a mount namespace, fail with
     /// EINVAL in a process of several threads: Coldstart's threads made a
-    /// sandboxing host's call fail. Coldstart now steps aside: the launch
-    /// ends there ("stepped-aside"), its threads end, one line on stderr,
-    /// and the call does what it does without Coldstart.
-    func testAHostThatSwitchesNamespacesGetsItsCallAndATimeline() throws {
-        for (mode, call) in [("user", "unshare(CLONE_NEWUSER)"), ("mnt", "setns(CLONE_NEWNS)")] {
+    /// sandboxing host's call fail. A seccomp allow-list on every thread
+    /// (TSYNC, kill otherwise) killed the process at Coldstart's next /proc
+    /// read (SIGSYS). Coldstart now steps aside: the launch ends there
+    /// ("stepped-aside"), its threads end, one line on stderr, and the call
+    /// does what it does without Coldstart.
+    func testAHostThatSwitchesNamespacesOrSandboxesItselfGetsItsCallAndATimeline() throws {
+        for (mode, call) in [("user", "unshare(CLONE_NEWUSER)"), ("mnt", "setns(CLONE_NEWNS)"), ("seccomp", "seccomp(FILTER)")] {
             // What the call does here without Coldstart (a fact of the machine).
             let alone = try runProcess(host, ["unshare", mode])
             XCTAssertEqual(alone.status, 0, alone.stderr)
@@ -201,7 +203,7 @@ final class HostBehaviourTests: XCTestCase {
             XCTAssertEqual(result.stdout, alone.stdout, "the call's result as without Coldstart")
             let lines = result.stderr.split(separator: "\n")
             XCTAssertEqual(lines.count, 1, result.stderr)
-            XCTAssertTrue(result.stderr.contains("the program called \(call), which needs it to be its only thread"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("the program called \(call), after which Coldstart cannot go on"), result.stderr)
             let launch = try Timeline(contentsOf: timelinePath).launch
             XCTAssertEqual(launch.endReason, "stepped-aside")
             XCTAssertEqual(launch.asideFor, call)

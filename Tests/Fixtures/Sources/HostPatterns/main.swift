@@ -50,8 +50,9 @@
 //                                           writes "written" to stdout, exits 0 without ready()
 //     HostPatterns main-exit MS             a thread that burns MS ms then prints "thread done"; the main thread
 //                                           ends at once with pthread_exit (the process exits 0 after the thread)
-//     HostPatterns unshare user|mnt        a sandbox's start: burns 20 ms, then unshare(CLONE_NEWUSER), or setns into
-//                                           its own mount namespace (both need a single-threaded process); the result
+//     HostPatterns unshare user|mnt|seccomp a sandbox's start: burns 20 ms, then unshare(CLONE_NEWUSER), or setns into
+//                                           its own mount namespace (both need a single-threaded process), or a seccomp
+//                                           allow-list on every thread (TSYNC; any other call kills); the result
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
 import Coldstart
@@ -604,7 +605,7 @@ case "main-exit":
 case "unshare":
     let what = arguments.count > 1 ? arguments[1] : "user"
     burnCPU(milliseconds: 20)
-    let error = what == "user" ? sandbox_unshare_user() : sandbox_setns_own_mount()
+    let error = what == "user" ? sandbox_unshare_user() : what == "mnt" ? sandbox_setns_own_mount() : sandbox_seccomp_all_threads()
     print("\(what): \(error == 0 ? "ok" : "errno \(error)")")
     burnCPU(milliseconds: 20)
 

@@ -14,5 +14,9 @@ int stack_edge_burn(size_t left, uint64_t ms);
 int sandbox_unshare_user(void);
 /// setns into the process's own mount namespace: 0, or its errno.
 int sandbox_setns_own_mount(void);
+/// A seccomp allow-list on every thread (TSYNC), killing the process on
+/// any other call: 0, an errno, or minus the id of a thread that could not
+/// take it.
+int sandbox_seccomp_all_threads(void);
 
 #endif
