@@ -71,6 +71,15 @@ static void arm(char **envp, bool from_preinit) {
     if (!descriptors_suffice()) return;
     cs_g.proc.pid = (int)cs_syscall(SYS_getpid);
     cs_g.proc.euid = geteuid();
+    // Under `unshare -p -f` without `--mount-proc`, /proc is the parent
+    // namespace's: the ids it lists are not the ones system calls take, so
+    // nothing found there may be sampled, moved or read by id (sys.h,
+    // cs_proc_foreign). One readlink here, ~2–4 µs (the exact test reads
+    // a status file, ~13 µs: Coldstart's first thread does it, for a pid
+    // that happens to have the same number in both namespaces). The
+    // watcher finds every thread there: off. The sampler keeps the main
+    // thread, whose id is gettid's.
+    if (cs_proc_note_ns(cs_g.proc.pid, cs_g.cfg.sampler != CS_SAMPLER_OFF)) cs_g.cfg.watch = false;
     // Growing the descriptor table to reach a high range waits for an RCU
     // grace period once the process has a second thread (8–14 ms measured):
     // do it now, while the process has one, or not at all.

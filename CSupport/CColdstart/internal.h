@@ -149,6 +149,10 @@ struct cs_global {
         bool preinit_ran;
         _Atomic bool before_main_ran;   // read by the sampler's thread
         bool can_read_safely;           // process_vm_readv works on this process (cs_safe_read_init)
+        // /proc is an outer pid namespace's view (cs_proc_note_ns): its task
+        // ids are not the ones system calls take. Set once, never cleared.
+        _Atomic bool proc_foreign;
+        _Atomic bool ns_checked;        // cs_proc_check_levels ran (once, on the first of our threads)
         char swift_version[32];
     } proc;
 
@@ -386,6 +390,19 @@ void cs_estimate_start(void);
 /// source NULL. -1 if no start at all. Async-signal-safe
 /// (open/read/close/clock_gettime).
 int cs_process_start(struct cs_start *start, struct cs_start *without_launcher, uint64_t *boot_minus_mono_ns);
+/// Compares the pid the link /proc/self names with `pid` (getpid's): a
+/// difference marks /proc foreign (cs_proc_foreign), and the first to find
+/// it says so in one line on stderr, naming what is left on: `sampling`
+/// (the main thread's). A link that cannot be read (no /proc) proves
+/// nothing. Returns cs_proc_foreign(). Async-signal-safe (readlink).
+bool cs_proc_note_ns(int pid, bool sampling);
+/// The exact test, which a pid with the same number in both namespaces
+/// passes too: /proc/thread-self/status's NSpid line holds more than one id
+/// when /proc is an ancestor namespace's. Once a launch, on the first of
+/// Coldstart's threads (the sampler's scan thread, else the watcher's),
+/// before either lists a thread (~13 µs of that thread's CPU). Marks
+/// /proc foreign as above. Async-signal-safe (open, read).
+void cs_proc_check_levels(bool sampling);
 /// Thread `tid`'s name as the kernel keeps it (15 bytes, cut on a
 /// character), else "thread <tid>"; `mine`: `tid` is the calling thread,
 /// named without a read of /proc. Async-signal-safe.

@@ -7,16 +7,21 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 // Whether the main thread has ended (a zombie: its state after the command's
-// closing parenthesis is Z or X).
+// closing parenthesis is Z or X). With a foreign /proc, its id there is not
+// `pid`: /proc/self/stat, the thread group leader's state, says the same.
 static bool main_thread_ended(int pid) {
     char path[64] = "/proc/self/task/", buf[512];
     size_t n = strlen(path);
-    n += cs_format_u64((uint64_t)pid, path + n);
-    memcpy(path + n, "/stat", 6);
+    if (cs_proc_foreign()) memcpy(path, "/proc/self/stat", 16);
+    else {
+        n += cs_format_u64((uint64_t)pid, path + n);
+        memcpy(path + n, "/stat", 6);
+    }
     ssize_t k = cs_read_small_file(path, buf, sizeof buf - 1);
     if (k <= 0) return false;
     const char *close = NULL;
@@ -30,6 +35,18 @@ static bool only_own_threads_besides(int pid) {
     uint64_t dev, ino;
     int dir = cs_open_known(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY, false, &dev, &ino);
     if (dir < 0) return false;
+    if (cs_proc_foreign()) {
+        // The ids listed are not gettid's, so Coldstart's threads cannot be
+        // told apart by id: by count instead. The link count is 2 + the
+        // threads, and each of ours not yet done is listed: 3 + ours means
+        // no host thread but main. (One of ours ending meanwhile makes it
+        // more: then the next turn looks again.)
+        struct stat st;
+        int own = cs_own_running(0, NULL);
+        bool only = own >= 0 && fstat(dir, &st) == 0 && st.st_nlink == (nlink_t)(3 + own);
+        if (cs_fd_is(dir, dev, ino)) close(dir);
+        return only;
+    }
     char buf[2048] __attribute__((aligned(8)));
     bool only = true;
     long n;

@@ -146,6 +146,25 @@ uint64_t cs_status_mask(const char *buf, size_t len, const char *key) {
     return mask;
 }
 
+int cs_status_ns_levels(const char *buf, size_t len) {
+    static const char key[] = "NSpid:";
+    size_t k = sizeof key - 1;
+    for (size_t i = 0; i + k <= len; i++) {
+        if ((i > 0 && buf[i - 1] != '\n') || memcmp(buf + i, key, k) != 0) continue;
+        const char *p = buf + i + k, *end = buf + len;
+        int levels = 0;
+        for (;;) {
+            while (p < end && *p == '\t') p++;
+            if (p == end || *p == '\n') return levels;
+            uint64_t v;
+            p = cs_scan_dec(p, end, &v);
+            if (!p) return 0;
+            levels++;
+        }
+    }
+    return 0;
+}
+
 int cs_dirent_tid(const struct cs_dirent64 *d) {
     uint64_t tid;
     if (cs_parse_u64(d->d_name, &tid) != 0 || tid == 0 || tid > INT32_MAX) return 0;

@@ -31,6 +31,12 @@ bool cs_parse_maps_line(const char *line, struct cs_maps_line *out);
 /// (e.g. "Pnd" matches SigPnd and ShdPnd; "SigBlk" one line). 0 if absent.
 uint64_t cs_status_mask(const char *buf, size_t len, const char *key);
 
+/// How many ids the "NSpid:" line of /proc/<pid>/status holds: one per pid
+/// namespace from the one that /proc belongs to down to the task's own. 1:
+/// /proc is the task's own namespace's; more: an ancestor's; 0: no such
+/// line (before Linux 4.1) or not a number.
+int cs_status_ns_levels(const char *buf, size_t len);
+
 /// A record of getdents64.
 struct cs_dirent64 {
     uint64_t d_ino;

@@ -112,6 +112,37 @@ int cs_process_start(struct cs_start *start, struct cs_start *without_launcher, 
     return own.source ? 0 : -1;
 }
 
+// ---- a /proc of another pid namespace (sys.h, cs_proc_foreign) ----
+
+// The ids /proc/self/task lists were opened as perf events and moved with
+// sched_setaffinity in this namespace, where they name other processes or
+// none (issue 35 item 8: another process's samples under a host thread's
+// name). Only ids this process has from the kernel itself (gettid) are
+// safe: the main thread's clock; no scan, no watch. Said once.
+static void mark_foreign(bool sampling) {
+    if (!atomic_exchange(&cs_g.proc.proc_foreign, true))
+        cs_warn(sampling ? "/proc shows another pid namespace (unshare -p without --mount-proc): sampling the main thread only, no off-CPU watch"
+                         : "/proc shows another pid namespace (unshare -p without --mount-proc): no off-CPU watch", NULL);
+}
+
+bool cs_proc_note_ns(int pid, bool sampling) {
+    char buf[32];
+    uint64_t v;
+    ssize_t n = readlink("/proc/self", buf, sizeof buf);
+    if (n > 0 && n < (ssize_t)sizeof buf && cs_scan_dec(buf, buf + n, &v) == buf + n && v != (uint64_t)pid)
+        mark_foreign(sampling);
+    return cs_proc_foreign();
+}
+
+void cs_proc_check_levels(bool sampling) {
+    if (atomic_exchange(&cs_g.proc.ns_checked, true)) return;
+    char buf[4096];
+    ssize_t n = cs_read_small_file("/proc/thread-self/status", buf, sizeof buf);
+    if (n > 0 && cs_status_ns_levels(buf, (size_t)n) > 1) mark_foreign(sampling);
+}
+
+// ---- a thread's kernel name ----
+
 void cs_thread_name(int tid, bool mine, char *out, size_t cap) {
     // The writer's own (usually the main thread's, at exit) without a walk
     // through /proc: ~13 µs of the exit.
@@ -121,11 +152,19 @@ void cs_thread_name(int tid, bool mine, char *out, size_t cap) {
         out[cs_utf8_cut(out, strlen(out))] = 0;
         return;
     }
+    // With /proc another pid namespace's, /proc/self/task/<tid> is some
+    // other thread of ours or none (sys.h, cs_proc_foreign): the main
+    // thread's name is its process's, /proc/self/comm; any other is
+    // left unread.
     char path[64] = "/proc/self/task/";
-    cs_format_u64((uint64_t)tid, path + strlen(path));
-    strcat(path, "/comm");
+    bool foreign = cs_proc_foreign();
+    if (foreign) strcpy(path, "/proc/self/comm");
+    else {
+        cs_format_u64((uint64_t)tid, path + strlen(path));
+        strcat(path, "/comm");
+    }
     out[0] = 0;
-    ssize_t n = cs_read_small_file(path, out, cap - 1);
+    ssize_t n = foreign && tid != cs_g.proc.pid ? 0 : cs_read_small_file(path, out, cap - 1);
     if (n > 0) {
         out[n] = 0;
         if (out[n - 1] == '\n') out[n - 1] = 0;

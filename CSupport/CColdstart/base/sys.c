@@ -321,6 +321,10 @@ int cs_own_running(int except, int *tids) {
     return n;
 }
 
+// ---- a /proc of another pid namespace ----
+
+bool cs_proc_foreign(void) { return atomic_load_explicit(&cs_g.proc.proc_foreign, memory_order_relaxed); }
+
 uint64_t cs_own_cpu_ns(void) {
     uint64_t sum = 0;
     uint32_t n = atomic_load(&cs_g.own.count);

@@ -160,6 +160,14 @@ bool cs_own_thread(int tid, bool or_starting);
 /// begun to end), their ids into `tids` (CS_OWN_MAX room) unless NULL; -1
 /// while one is starting (its id not known yet). Async-signal-safe.
 int cs_own_running(int except, int *tids);
+/// Whether /proc shows another pid namespace than this process's (an
+/// `unshare -p -f` without `--mount-proc`): the ids it lists in
+/// /proc/self/task are that namespace's, while perf_event_open, tgkill,
+/// sched_setaffinity and gettid take or give this one's, so no id read from
+/// /proc may be acted on, and no /proc/self/task/<tid> path be built from
+/// gettid's. Set by cs_proc_note_ns and cs_proc_check_levels (procstat.c).
+/// Async-signal-safe (one load).
+bool cs_proc_foreign(void);
 /// CPU time of Coldstart's own threads so far (ended ones included).
 /// Async-signal-safe.
 uint64_t cs_own_cpu_ns(void);

@@ -450,6 +450,10 @@ static void *scan_loop(void *arg) {
     // watcher's thread first on a quiet one (the helper then waits 10–18 ms
     // in the kernel), so that neither waits for the other's start.
     if (S->want == CS_CLOCK_PERF) cs_smp_warm_start();
+    // While the helper works: whether /proc is this pid namespace's, exactly
+    // (arming only compared the pid), before the watcher's thread starts or
+    // any thread is listed.
+    cs_proc_check_levels(true);
     bool warm = cs_smp_warm_wait(CS_SMP_WARM_WAIT_NS);
     // A quiet kernel: the host's samples from CPU-wide events until the
     // task clocks are in (smpbridge.c), where the kernel allows them.

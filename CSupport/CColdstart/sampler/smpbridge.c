@@ -69,6 +69,11 @@ static struct cs_smp_thread *bridge_keeps(const uint64_t *ids) {
         return NULL;
     }
     if (cs_own_thread(tid, false)) return NULL;
+    // Its ids are this namespace's, so any of the host's threads would be
+    // right; but with a foreign /proc nothing can name them (their names
+    // are read by id there) or sample them after the bridge: the main
+    // thread alone, as the sampler promises then (sys.h, cs_proc_foreign).
+    if (tid != S->main_tid && cs_proc_foreign()) return NULL;
     // NULL: the thread table is full (the thread is counted as missed).
     struct cs_smp_thread *t = cs_sampler_thread(tid, true);
     uint64_t armed = t ? atomic_load(&t->armed_at_ns) : 0;

@@ -91,8 +91,13 @@ void cs_sampler_scan_threads(void) {
     // by its path, it is read and closed only while it is still the directory
     // (with a DescriptorHost, once in ~400 launches the host's file was closed
     // and the next scan's directory dup2'd in its place).
+    // Not at all where /proc is another pid namespace's (sys.h,
+    // cs_proc_foreign): its ids opened as perf events here named other
+    // processes (issue 35 item 8). The main thread's clock, opened by its
+    // gettid, is the one sampled; its ring is still drained above.
     uint64_t dev = 0, ino = 0;
-    int dir = atomic_load(&S->active) ? cs_open_known(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY, false, &dev, &ino) : -1;
+    int dir = atomic_load(&S->active) && !cs_proc_foreign()
+        ? cs_open_known(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY, false, &dev, &ino) : -1;
     char buf[2048] __attribute__((aligned(8)));
     uint32_t gen = ++S->scan_gen;
     if (dir >= 0) {

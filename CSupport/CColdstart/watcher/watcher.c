@@ -298,7 +298,13 @@ static void *watch_main(void *arg) {
     // Holds the looks (`busy` 1, from cs_watch_start) until its first sleep.
     wt->cpu0_ns = cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t next = wt->start_ns = cs_monotonic_ns();
-    if (!watch_main_thread(next)) {
+    // A foreign /proc found after arming (a pid with the same number in
+    // both namespaces; sys.h), by the scan thread or, with no sampler, here:
+    // the ids this watch would list and read are not this namespace's.
+    cs_proc_check_levels(cs_g.cfg.sampler != CS_SAMPLER_OFF);
+    bool foreign = cs_proc_foreign();
+    if (foreign) cs_watch_close_own(wt->task_dirfd, wt->task_dir_ino);
+    if (foreign || !watch_main_thread(next)) {
         atomic_store_explicit(&wt->running, 0, memory_order_release);
         cs_futex_wake(&wt->running);
         cs_futex_wake(&wt->busy);

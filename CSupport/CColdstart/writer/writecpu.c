@@ -98,6 +98,15 @@ void cs_cpu_isolate(void) {
     int own[CS_OWN_MAX];
     int nown = cs_own_running(me, own);
     struct stat st;
+    // Where /proc is another pid namespace's, the ids listed there name
+    // other processes' threads for sched_setaffinity, or none (sys.h,
+    // cs_proc_foreign): Coldstart's own threads alone, by gettid's ids (none
+    // while one is starting), and no pin, as with no host thread moved.
+    if (cs_proc_foreign()) {
+        for (int i = 0; i < nown; i++) move_off(own[i], cpu);
+        close(dir);
+        return;
+    }
     if (nown >= 0 && fstat(dir, &st) == 0 && st.st_nlink == (nlink_t)(3 + nown)) {
         for (int i = 0; i < nown; i++) move_off(own[i], cpu);
         close(dir);

@@ -55,6 +55,9 @@
 //                                           allow-list on every thread (TSYNC; any other call kills); the result
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
+//     HostPatterns ns-threads MS            2 threads burn MS ms of CPU while the main thread does; ready(); the
+//                                           three tids as this pid namespace numbers them (NSpid's last id: /proc
+//                                           may be a parent namespace's, as under `unshare -p -f`)
 import Coldstart
 import Glibc
 import StackEdge
@@ -96,16 +99,19 @@ func startThread(_ body: @escaping () -> Void) -> pthread_t {
     return thread
 }
 
-/// The CPUs the calling thread may run on ("Cpus_allowed_list: 0-1").
-func cpuAffinity() -> String {
+/// The line of the calling thread's /proc status that begins with `key`, or "".
+func threadStatus(_ key: String) -> String {
     let fd = open("/proc/thread-self/status", O_RDONLY)
     guard fd >= 0 else { return "" }
     defer { close(fd) }
     var bytes = [UInt8](repeating: 0, count: 8192)
     let count = read(fd, &bytes, bytes.count)
     let text = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
-    return text.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }.map(String.init) ?? ""
+    return text.split(separator: "\n").first { $0.hasPrefix(key) }.map(String.init) ?? ""
 }
+
+/// The CPUs the calling thread may run on ("Cpus_allowed_list: 0-1").
+func cpuAffinity() -> String { threadStatus("Cpus_allowed_list:") }
 
 nonisolated(unsafe) var previousTerm = sigaction()
 nonisolated(unsafe) var handled: Int32 = 0
@@ -164,6 +170,21 @@ case "sleeps":
     for burner in burners { pthread_join(burner, nil) }
     Coldstart.ready()
     print("sleeps cut short: \(short)")
+
+case "ns-threads":
+    let milliseconds = arguments.count > 1 ? UInt64(arguments[1]) ?? 100 : 100
+    /// The calling thread's id in its own pid namespace: the last id of
+    /// NSpid (gettid is not in Swift's Glibc module, and /proc/thread-self
+    /// names the thread as /proc's namespace numbers it).
+    func ownTid() -> String {
+        threadStatus("NSpid:").split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().last.map(String.init) ?? "?"
+    }
+    nonisolated(unsafe) var tids = ["?", "?"]
+    let burners = (0..<2).map { index in startThread { tids[index] = ownTid(); burnCPU(milliseconds: milliseconds) } }
+    burnCPU(milliseconds: milliseconds)
+    for burner in burners { pthread_join(burner, nil) }
+    Coldstart.ready()
+    print("tids: \(ownTid()) \(tids.joined(separator: " "))")
 
 case "term-chain":
     let afterReady = arguments.count > 1 && arguments[1] == "after"
