@@ -42,6 +42,116 @@ static bool descriptors_suffice(void) {
     return true;
 }
 
+// ---- the address-space share (sys.h, CS_VM_SHARE) ----
+
+#define CS_MIB (1024ull * 1024)
+// A thread's first malloc makes glibc reserve it an arena of its own:
+// HEAP_MAX_SIZE, 64 MiB on a 64-bit system (PROT_NONE, but address space).
+// Coldstart's threads malloc only through libunwind (its dlopen, its
+// address spaces) and through pthread_create (the new thread's TLS vector),
+// so the scan thread that starts the watcher's gets one, and so does the
+// watcher that loads libunwind: the 64–128 MiB most of VmSize's growth was.
+#define CS_VM_ARENA (64 * CS_MIB)
+// A thread's guard page, static TLS and glibc's rounding, on each stack.
+#define CS_VM_THREAD_EXTRA (64 * 1024ull)
+// A perf ring: a host thread's 33 pages, a bridge CPU's up to 65 (smpclock.c,
+// smpbridge.c); the main thread's (at most 257) and the first few are in
+// the sampler's fixed part.
+#define CS_VM_RING (65 * 4096ull)
+#define CS_VM_MIN_RINGS 8
+#define CS_VM_SAMPLE (sizeof(struct cs_sample) + CS_SMP_AVG_DEPTH * sizeof(uint64_t))
+
+// What each part maps, in bytes of address space (most of it is touched
+// only as used, so this is VmSize, not memory).
+static uint64_t vm_base(void) {
+    // The event log, the writer's thread, and slack for the small mappings
+    // of the writer and the libraries' calls (a page here and there).
+    return sizeof(struct cs_event) * CS_MAX_EVENTS + CS_NAME_BYTES + CS_WRITER_STACK + CS_VM_THREAD_EXTRA + 256 * 1024ull;
+}
+
+static uint64_t vm_watch(void) { return sizeof(struct cs_watch_buffers) + CS_WATCH_STACK + CS_VM_THREAD_EXTRA; }
+
+static uint64_t vm_sampler(uint64_t samples) {
+    // The scan thread, the helper's 16 KiB stack, one record, the main
+    // thread's largest ring and CS_VM_MIN_RINGS more.
+    return samples * CS_VM_SAMPLE + CS_SCAN_STACK + CS_VM_THREAD_EXTRA + 16 * 1024 + CS_SMP_REC_BYTES
+        + 257 * 4096ull + CS_VM_MIN_RINGS * CS_VM_RING;
+}
+
+// What libunwind brings: the library (with libunwind.so and liblzma, ~0.4
+// MiB mapped) on each thread that loads it, the sampler's pending records
+// and page cache, and the arenas: the watcher's (its libunwind), the scan
+// thread's (its libunwind, or the watcher's thread it starts).
+static uint64_t vm_libunwind(bool sampler, bool dwarf, bool watch) {
+    uint64_t b = watch ? CS_MIB + CS_VM_ARENA : 0;
+    if (dwarf) b += CS_MIB + CS_SMP_PENDING_BYTES + sizeof(struct cs_unw_page) * CS_SMP_UNWIND_PAGES;
+    if (sampler && (dwarf || watch)) b += CS_VM_ARENA;
+    return b;
+}
+
+// "RLIMIT_AS leaves <room> MiB: Coldstart keeps to a quarter of it (<share>
+// MiB) <tail>", on stderr.
+static void warn_address_space(const char *tail, uint64_t samples) {
+    char msg[240] = "RLIMIT_AS leaves ", num[24];
+    cs_format_u64(cs_g.proc.vm_room / CS_MIB, num);
+    cs_append(msg, sizeof msg, num);
+    cs_append(msg, sizeof msg, " MiB of address space: Coldstart keeps to a quarter of it (");
+    cs_format_u64(cs_vm_share() / CS_MIB, num);
+    cs_append(msg, sizeof msg, num);
+    cs_append(msg, sizeof msg, " MiB) ");
+    cs_append(msg, sizeof msg, tail);
+    if (samples) {
+        cs_format_u64(samples, num);
+        cs_append(msg, sizeof msg, ", at most ");
+        cs_append(msg, sizeof msg, num);
+        cs_append(msg, sizeof msg, " samples");
+    }
+    cs_warn(msg, NULL);
+}
+
+// Whether Coldstart's share of the address space holds what it needs: all
+// that is configured (nothing changes, nothing said), else the most of it
+// that fits, in this order: no libunwind (no malloc arenas: frame-pointer
+// stacks, no off-CPU stacks), fewer samples, no sampling, no watch, and
+// last no profiling (false). One line on stderr says which. Each mapping's
+// own failure still degrades on its own; this keeps those that succeed from
+// taking the room the host's later allocations need.
+static bool address_space_suffices(void) {
+    uint64_t share = cs_vm_share();
+    if (share == UINT64_MAX) return true;
+    bool sampler = cs_g.cfg.sampler != CS_SAMPLER_OFF, watch = cs_g.cfg.watch;
+    uint64_t base = vm_base(), with_watch = base + (watch ? vm_watch() : 0);
+    uint64_t want = with_watch + (sampler ? vm_sampler(cs_g.cfg.max_samples) : 0)
+        + vm_libunwind(sampler, sampler && !cs_g.cfg.unwind_fp, watch);
+    if (want <= share) {
+        cs_g.proc.vm_max_rings = (uint32_t)((share - want) / CS_VM_RING + CS_VM_MIN_RINGS);
+        return true;
+    }
+    if (base > share) {
+        warn_address_space("and needs more for the event log and the writer; profiling off", 0);
+        return false;
+    }
+    cs_g.proc.vm_no_arena = true;
+    cs_g.cfg.unwind_fp = true;
+    if (sampler && with_watch + vm_sampler(100) <= share) {
+        uint64_t fit = (share - with_watch - vm_sampler(0)) / CS_VM_SAMPLE;
+        uint64_t samples = fit < cs_g.cfg.max_samples ? fit : cs_g.cfg.max_samples;
+        cs_g.proc.vm_max_rings = (uint32_t)((share - with_watch - vm_sampler(samples)) / CS_VM_RING + CS_VM_MIN_RINGS);
+        warn_address_space(watch ? "and loads no libunwind (frame-pointer stacks, no off-CPU stacks)" : "and loads no libunwind (frame-pointer stacks)",
+                           samples < cs_g.cfg.max_samples ? samples : 0);
+        cs_g.cfg.max_samples = (uint32_t)samples;
+        return true;
+    }
+    cs_g.cfg.sampler = CS_SAMPLER_OFF;
+    if (watch && with_watch <= share) {
+        warn_address_space(sampler ? "and needs more to sample threads; no sampling, no off-CPU stacks" : "and loads no libunwind (no off-CPU stacks)", 0);
+        return true;
+    }
+    cs_g.cfg.watch = false;
+    warn_address_space("and needs more to sample or watch threads; no sampling, no off-CPU watch", 0);
+    return true;
+}
+
 // A child the host forks is not the launch (end.c ends nothing there), and
 // must hold nothing of the parent's profiling: its perf events (mapped and
 // re-enabled, they gave a child that dropped to another user its root
@@ -69,6 +179,9 @@ static void arm(char **envp, bool from_preinit) {
     // limit every descriptor is the host's.
     cs_fd_budget_read();
     if (!descriptors_suffice()) return;
+    // Within its share of the address space, or not at all (RLIMIT_AS).
+    cs_vm_budget_read();
+    if (!address_space_suffices()) return;
     cs_g.proc.pid = (int)cs_syscall(SYS_getpid);
     cs_g.proc.euid = geteuid();
     // Under `unshare -p -f` without `--mount-proc`, /proc is the parent
@@ -111,6 +224,12 @@ static void arm(char **envp, bool from_preinit) {
     cs_sampler_start();
     if (!cs_g.smp.started) {
         cs_g.watch.prepares_write = true;
+        cs_watch_start_thread();
+    } else if (cs_g.proc.vm_no_arena) {
+        // From this thread, whose arena is the host's: from the scan thread
+        // its TLS vector would be that thread's first malloc, and a 64 MiB
+        // arena (address_space_suffices). ~50–85 µs of this thread, only
+        // under a tight RLIMIT_AS.
         cs_watch_start_thread();
     }
     if (from_preinit) {

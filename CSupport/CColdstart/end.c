@@ -252,7 +252,7 @@ void cs_ready(void) {
     release_signals();
     // Serialising can take milliseconds with many samples: do it off the
     // caller's thread. The exit handler finishes it if the process ends first.
-    if (cs_start_thread(ready_writer, 256 * 1024) != 0 && cs_g.cfg.extend_ns == 0) write_once();
+    if (cs_start_thread(ready_writer, CS_WRITER_STACK) != 0 && cs_g.cfg.extend_ns == 0) write_once();
     // (Without the thread and with an extension, the exit handler writes it.)
 }
 

@@ -29,6 +29,12 @@
 #define CS_MAX_NAME 255
 #define CS_MAX_BOUNDARIES 64
 #define CS_OWN_MAX 8
+// The stacks of Coldstart's threads (cs_start_thread): sized for what each
+// runs, never glibc's default (8 MiB, or RLIMIT_STACK), since each is
+// address space the host may be short of (core.c, address_space_suffices).
+#define CS_SCAN_STACK (64 * 1024)      // the sampler's scan thread (libunwind's DWARF unwinding runs on it)
+#define CS_WATCH_STACK (512 * 1024)    // the watcher's thread (libunwind's, over live stacks)
+#define CS_WRITER_STACK (256 * 1024)   // the writer's thread after ready()
 // Points of each of Coldstart's threads' CPU clock (cs_own_tick): a new one
 // once the thread's CPU has grown by CS_OWN_STEP_NS, the step doubling every
 // CS_OWN_POINTS / 8 points, so 2048 cover ~3 s of its CPU.
@@ -145,6 +151,13 @@ struct cs_global {
         uid_t euid;                     // at start-up: a daemon may drop root before its launch ends
         int high_fd;                    // where our descriptors go (cs_fd_high); 0: left where opened
         uint64_t fd_limit;              // RLIMIT_NOFILE at start-up (cs_fd_share)
+        uint64_t vm_room;               // address space RLIMIT_AS left at start-up (cs_vm_share); UINT64_MAX: no limit
+        // Set by arming when that share holds less than everything
+        // (core.c, address_space_suffices): no libunwind, so no malloc
+        // arena on Coldstart's threads, and the watcher's thread started
+        // from the arming thread, whose arena is the host's own.
+        bool vm_no_arena;
+        uint32_t vm_max_rings;          // the sampler's per-thread rings (and the bridge's) the share holds; 0: no bound
         uint64_t ticks_per_second;      // _SC_CLK_TCK, read before main
         bool preinit_ran;
         _Atomic bool before_main_ran;   // read by the sampler's thread

@@ -125,6 +125,24 @@ uint64_t cs_fd_allowance(void) {
     return share > CS_FD_RESERVE ? (share - CS_FD_RESERVE) / 2 : 0;
 }
 
+void cs_vm_budget_read(void) {
+    struct rlimit rl;
+    cs_g.proc.vm_room = UINT64_MAX;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+    // The first field of statm: the process's size in pages, as VmSize.
+    // Unreadable (no /proc): no room known, so none is taken.
+    char buf[64];
+    ssize_t n = cs_read_small_file("/proc/self/statm", buf, sizeof buf - 1);
+    uint64_t pages = 0;
+    ssize_t i = 0;
+    for (; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) pages = pages * 10 + (uint64_t)(buf[i] - '0');
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t used = pages * (uint64_t)(page > 0 ? page : 4096);
+    cs_g.proc.vm_room = i == 0 || used >= rl.rlim_cur ? 0 : rl.rlim_cur - used;
+}
+
+uint64_t cs_vm_share(void) { return cs_g.proc.vm_room == UINT64_MAX ? UINT64_MAX : cs_g.proc.vm_room / CS_VM_SHARE; }
+
 bool cs_out_of_descriptors(void) {
     int fd = open("/", O_PATH | O_CLOEXEC);
     if (fd >= 0) {

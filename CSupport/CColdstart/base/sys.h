@@ -101,6 +101,20 @@ uint64_t cs_fd_share(void);
 /// once: half the share less the reserve (0 when the limit leaves none).
 /// Async-signal-safe (pure).
 uint64_t cs_fd_allowance(void);
+/// Coldstart's mappings, thread stacks and malloc arenas stay within a
+/// quarter of the address space RLIMIT_AS (its soft limit at start-up) leaves
+/// the process at arming, so that the host keeps three quarters of its room
+/// whatever Coldstart does: under the limit, every byte Coldstart reserves is
+/// one the host's own mmap or malloc can no longer get (a Swift runtime that
+/// did not get its memory crashed in its initializers, issue 35 item 11).
+#define CS_VM_SHARE 4
+/// Reads RLIMIT_AS and, where it is finite, the process's size
+/// (/proc/self/statm) into cs_g.proc.vm_room, once, at start-up.
+/// Async-signal-safe in practice (getrlimit, open, read, close).
+void cs_vm_budget_read(void);
+/// Coldstart's share of the address space left: UINT64_MAX without a limit.
+/// Async-signal-safe (pure).
+uint64_t cs_vm_share(void);
 /// True when an open just failed because the process has no descriptor
 /// left (the program holds all RLIMIT_NOFILE allows, EMFILE, or the system
 /// none, ENFILE): then a warning names the limit, not the file.

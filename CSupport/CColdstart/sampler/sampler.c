@@ -219,6 +219,8 @@ void cs_sampler_start(void) {
     // Coldstart's share of the descriptor limit (sys.h).
     uint64_t fds = cs_fd_allowance();
     S->max_live = fds > CS_SMP_MAX_THREADS ? CS_SMP_MAX_THREADS : (uint32_t)fds;
+    // And one ring each within Coldstart's share of RLIMIT_AS (core.c).
+    if (cs_g.proc.vm_max_rings && S->max_live > cs_g.proc.vm_max_rings) S->max_live = cs_g.proc.vm_max_rings;
     S->max_frames = S->max_samples * CS_SMP_AVG_DEPTH;
     S->samples = cs_map_zeroed(sizeof(struct cs_sample) * S->max_samples);
     S->frames = cs_map_zeroed(sizeof(uint64_t) * S->max_frames);
@@ -267,7 +269,7 @@ void cs_sampler_start(void) {
     // event of a quiet system costs 6–25 ms in the kernel (it switches its
     // scheduler hooks on), which the host's main thread, running its library
     // initializers, then does not wait for.
-    if (cs_start_thread(scan_loop, 64 * 1024) != 0) {
+    if (cs_start_thread(scan_loop, CS_SCAN_STACK) != 0) {
         cs_warn("cannot start the sampler's thread; stack sampling off", NULL);
         atomic_store(&S->active, 0);
         S->started = false;

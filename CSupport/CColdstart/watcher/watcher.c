@@ -419,7 +419,7 @@ void cs_watch_start(void) {
 
 void cs_watch_start_thread(void) {
     if (!atomic_exchange(&cs_g.watch.deferred, 0)) return;
-    if (cs_start_thread(watch_main, 512 * 1024) != 0) {
+    if (cs_start_thread(watch_main, CS_WATCH_STACK) != 0) {
         cs_warn("cannot start the off-CPU watcher thread; the off-CPU watch is off", NULL);
         give_up();
     }

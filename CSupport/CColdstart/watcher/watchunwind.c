@@ -23,6 +23,9 @@ bool cs_offcpu_ready(void) {
     struct cs_watch *wt = &cs_g.watch;
     if (wt->unwind_state) return wt->unwind_state > 0;
     wt->unwind_state = -1;
+    // Left out by arming under a tight RLIMIT_AS (core.c said so): loading
+    // it would give this thread a malloc arena.
+    if (cs_g.proc.vm_no_arena) return false;
     if (!cs_unw_open(&wt->unw, wt->buf->pages, CS_WATCH_UNWIND_PAGES, true, "off-CPU time will have no stacks")) return false;
     wt->unwind_state = 1;
     return true;
