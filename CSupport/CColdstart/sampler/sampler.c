@@ -161,6 +161,7 @@ void cs_sampler_fork_child(void) {
     // Its children are the parent's; its rings the kernel did not copy
     // (VM_DONTCOPY): forgotten, never unmapped here.
     S->warm_pid = 0;
+    atomic_store(&S->warm_child, 0);
     for (uint32_t k = 0, n = atomic_load(&S->nused); k < n; k++) {
         struct cs_smp_thread *t = cs_smp_used(k);
         if (!t) continue;

@@ -158,6 +158,11 @@ struct cs_sampler {
     // The helper process that opens the kernel's first event (smpclock.c).
     int warm_pid;                     // 0: none started, or reaped
     void *warm_stack;
+    // Its pid, written by the helper itself first thing and by the scan
+    // thread once clone returns, until whoever reaps it (the scan thread, or
+    // a host's wait with __WALL or __WCLONE: smpclock.c) zeroes it; the
+    // reaper, the first to set warm_reaped, unmaps its stack.
+    _Atomic int warm_child, warm_reaped;
     _Atomic int warm_done;            // its event is open: ours open at once now
     // The bridge (smpbridge.c): its descriptors and rings, one per CPU; all
     // of it under the scan flag (the scan thread, or the stopper).

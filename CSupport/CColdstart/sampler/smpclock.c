@@ -68,6 +68,9 @@ int cs_smp_signal_for(int tid) {
 static int helper_main(void *arg) {
     const struct perf_event_attr *dummy = arg;
     // System calls without errno: the helper runs on the scan thread's TLS.
+    // Known by its pid before anything else: a host's wait may reap it
+    // before clone has returned to the scan thread.
+    atomic_store(&S->warm_child, (int)cs_raw_syscall(SYS_getpid, 0, 0, 0, 0, 0));
     if (cs_raw_syscall(SYS_close_range, 0, ~0L, 0, 0, 0) == 0)
         cs_raw_syscall(SYS_perf_event_open, (long)dummy, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     atomic_store(&S->warm_done, 1);
@@ -88,6 +91,8 @@ void cs_smp_warm_start(void) {
     void *stack = mmap(NULL, CS_HELPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return;
     atomic_store(&S->warm_done, 0);
+    atomic_store(&S->warm_reaped, 0);
+    S->warm_stack = stack;
     // No signal of anyone's may run on the helper (it has no TLS of its own).
     sigset_t all, old;
     sigfillset(&all);
@@ -99,17 +104,27 @@ void cs_smp_warm_start(void) {
         return;
     }
     S->warm_pid = pid;
-    S->warm_stack = stack;
+    int none = 0;
+    atomic_compare_exchange_strong(&S->warm_child, &none, pid);
 #endif
+}
+
+// The helper is reaped (by the scan thread or a host's wait): the first to
+// say so unmaps its stack, and it is no longer recognised (its pid may be
+// the host's child's later).
+static void helper_reaped(void) {
+    atomic_store(&S->warm_child, 0);
+    if (!atomic_exchange(&S->warm_reaped, 1)) munmap(S->warm_stack, CS_HELPER_STACK);
 }
 
 void cs_smp_warm_reap(void) {
     if (S->warm_pid <= 0) return;
     // Interruptible: a process exiting meanwhile ends this thread at once.
     // Its stack goes only once it has ended (never, if it cannot be reaped).
+    // ECHILD: a host's wait took it (below), and unmapped its stack.
     long rc;
     while ((rc = cs_syscall(SYS_wait4, S->warm_pid, NULL, __WCLONE, NULL)) < 0 && errno == EINTR) {}
-    if (rc == S->warm_pid) munmap(S->warm_stack, CS_HELPER_STACK);
+    if (rc == S->warm_pid) helper_reaped();
     S->warm_pid = 0;
 }
 
@@ -370,4 +385,54 @@ void cs_smp_free_thread(struct cs_smp_thread *t) {
 void cs_smp_disarm_thread(struct cs_smp_thread *t) {
     cs_smp_silence_thread(t);
     cs_smp_free_thread(t);
+}
+
+// ---- a host's waits ----
+//
+// The helper sends no signal when it ends, so only a wait with __WALL or
+// __WCLONE sees it: a supervisor host waiting with waitpid(-1, __WALL)
+// reaped it on a quiet kernel (4 of 4 runs) and got a pid it never made.
+// These take the place of the C library's waitpid, wait3, wait4 and waitid
+// (as end.c's do for unshare and syscall): a wait that reaps the helper
+// takes it for Coldstart and waits again, as the host asked, so that it
+// returns what it would have without the helper (another child, 0 with
+// WNOHANG, or ECHILD). waitpid is the C library's own (__waitpid, a
+// cancellation point); wait4 with a rusage and waitid are the system call
+// (not one: a host that cancels a thread blocked in them cancels it when
+// the wait returns).
+
+extern pid_t __waitpid(pid_t pid, int *status, int options);
+
+// Whether `pid`, just reaped by a host's wait, was Coldstart's helper.
+static bool took_helper(long pid) {
+    if (pid <= 0 || pid != atomic_load(&S->warm_child)) return false;
+    helper_reaped();
+    return true;
+}
+
+pid_t wait4(pid_t pid, int *status, int options, struct rusage *usage) {
+    // A wait that returns 0 (WNOHANG) leaves *status as it found it.
+    int saved = status ? *status : 0;
+    for (;;) {
+        long rc = usage ? cs_syscall(SYS_wait4, pid, status, options, usage) : __waitpid(pid, status, options);
+        if (!took_helper(rc)) {
+            if (rc == 0 && status) *status = saved;
+            return (pid_t)rc;
+        }
+    }
+}
+
+pid_t waitpid(pid_t pid, int *status, int options) { return wait4(pid, status, options, NULL); }
+
+pid_t wait3(int *status, int options, struct rusage *usage) { return wait4(-1, status, options, usage); }
+
+int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
+    siginfo_t saved;
+    if (info) saved = *info;
+    for (;;) {
+        long rc = cs_syscall(SYS_waitid, type, id, info, options, NULL);
+        if (rc != 0 || !info || !took_helper(info->si_pid)) return (int)rc;
+        // WNOHANG with nothing to report leaves si_pid 0, as it was zeroed.
+        *info = saved;
+    }
 }

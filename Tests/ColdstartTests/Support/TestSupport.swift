@@ -135,11 +135,34 @@ enum FixturePrograms {
     /// microseconds instead of the kernel's 6–25 ms one-time switch, which
     /// would leave the start of their library initializers unsampled and
     /// make the accuracy tests depend on how long the machine was quiet.
-    private static let warmKernel = cs_launch_keep_perf_warm()
+    nonisolated(unsafe) private static var warmKernel: Int32 = -1
+
+    private static func keepKernelWarm() {
+        if warmKernel < 0 { warmKernel = cs_launch_keep_perf_warm() }
+    }
+
+    /// Runs `body` on a quiet kernel: this process's warm event closed and
+    /// 1.5 s gone by (the kernel switches its hooks off a second after the
+    /// last event closes). The milliseconds a first event then took to open
+    /// (a probe, itself followed by another 1.5 s) say whether this machine
+    /// has the quiet kernel's wait at all: another process holding an event
+    /// keeps it warm. Then the warm event again.
+    static func withQuietKernel<T>(_ body: (_ firstOpenMs: Double) throws -> T) rethrows -> T {
+        if warmKernel >= 0 { close(warmKernel) }
+        warmKernel = -1
+        defer { keepKernelWarm() }
+        usleep(1_500_000)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let probe = cs_launch_keep_perf_warm()
+        let firstOpenMs = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        if probe >= 0 { close(probe) }
+        usleep(1_500_000)
+        return try body(firstOpenMs)
+    }
 
     /// The fixtures' bin directory, from COLDSTART_FIXTURES (set by `make test`).
     static func path(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        _ = warmKernel
+        keepKernelWarm()
         guard let directory = ProcessInfo.processInfo.environment["COLDSTART_FIXTURES"], !directory.isEmpty else {
             XCTFail("COLDSTART_FIXTURES is not set: run the tests with `make test` (it builds Tests/Fixtures and sets it)", file: file, line: line)
             throw CocoaError(.fileNoSuchFile)

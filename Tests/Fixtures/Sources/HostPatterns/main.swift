@@ -53,6 +53,8 @@
 //     HostPatterns unshare user|mnt|seccomp a sandbox's start: burns 20 ms, then unshare(CLONE_NEWUSER), or setns into
 //                                           its own mount namespace (both need a single-threaded process), or a seccomp
 //                                           allow-list on every thread (TSYNC; any other call kills); the result
+//     HostPatterns supervise                a supervisor's start: forks 2 workers (exiting after 30 and 60 ms),
+//                                           reaps with waitpid(-1, __WALL) until ECHILD: how many were its own
 //     HostPatterns sleeps                   20 sleeps of 5 ms on the main thread (nanosleep) while 2 threads burn;
 //                                           how many were cut short (EINTR) or ended early
 //     HostPatterns ns-threads MS            2 threads burn MS ms of CPU while the main thread does; ready(); the
@@ -629,6 +631,26 @@ case "unshare":
     let error = what == "user" ? sandbox_unshare_user() : what == "mnt" ? sandbox_setns_own_mount() : sandbox_seccomp_all_threads()
     print("\(what): \(error == 0 ? "ok" : "errno \(error)")")
     burnCPU(milliseconds: 20)
+
+case "supervise":
+    // Supervisors that also trace or clone reap with __WALL: every child,
+    // whatever its exit signal (Coldstart's helper sends none).
+    let all = Int32(bitPattern: 0x4000_0000)   // __WALL
+    var mine: Set<pid_t> = []
+    for milliseconds in [30, 60] as [UInt32] {
+        let child = fork()
+        if child == 0 { usleep(milliseconds * 1000); _exit(0) }
+        mine.insert(child)
+    }
+    var own = 0, other = 0
+    while true {
+        var status: Int32 = 0
+        let reaped = waitpid(-1, &status, all)
+        if reaped < 0 { break }
+        if mine.contains(reaped) { own += 1 } else { other += 1 }
+    }
+    Coldstart.ready()
+    print("reaped \(own) own, \(other) other")
 
 default:
     fputs("unknown mode \(mode)\n", stderr)
