@@ -282,6 +282,12 @@ void cs_ready(void) {
 #define CS_ASIDE_LABEL_MAX 31
 _Static_assert(sizeof "unshare(CLONE_NEWUSER)" - 1 <= CS_ASIDE_LABEL_MAX, "the longest label fits");
 
+// Whether Coldstart has anything running: a launch in progress, or threads
+// (the writer's, after ready()).
+static bool coldstart_running(void) {
+    return atomic_load(&cs_g.state) == CS_RECORDING || cs_own_running(cs_gettid(), NULL) != 0;
+}
+
 // Which call system call `nr` with these arguments is, if Coldstart must step
 // aside before it; else NULL.
 static const char *aside_label(long nr, long a0, long a1, long a2) {
@@ -292,8 +298,9 @@ static const char *aside_label(long nr, long a0, long a1, long a2) {
             : a0 & CLONE_VM ? "unshare(CLONE_VM)" : NULL;
     }
     if (nr == SYS_setns) {
-        // 0: whatever namespace the descriptor is (a pidfd takes flags instead).
-        long type = a1 != 0 ? a1 : cs_raw_syscall(SYS_ioctl, a0, NS_GET_NSTYPE, 0, 0, 0);
+        // 0: whatever namespace the descriptor is (a pidfd takes flags
+        // instead); asked only while Coldstart runs.
+        long type = a1 != 0 ? a1 : coldstart_running() ? cs_raw_syscall(SYS_ioctl, a0, NS_GET_NSTYPE, 0, 0, 0) : 0;
         return type > 0 && (type & CLONE_NEWUSER) ? "setns(CLONE_NEWUSER)"
             : type > 0 && (type & CLONE_NEWNS) ? "setns(CLONE_NEWNS)" : NULL;
     }
@@ -325,12 +332,6 @@ static void step_aside(const char *call) {
     // They end once stopped: 1 s at most (a machine too busy to run them).
     uint64_t deadline = cs_monotonic_ns() + 1000000000ull;
     while (cs_own_running(cs_gettid(), NULL) != 0 && cs_monotonic_ns() < deadline) cs_sleep_ns(100000);
-}
-
-// Whether Coldstart has anything running: a launch in progress, or threads
-// (the writer's, after ready()).
-static bool coldstart_running(void) {
-    return atomic_load(&cs_g.state) == CS_RECORDING || cs_own_running(cs_gettid(), NULL) != 0;
 }
 
 // The call, as the C library's syscall makes it (-1 and errno on failure),
