@@ -135,7 +135,8 @@ package struct FindingInputs: Sendable {
     }
 
     package struct BlockingWait: Sendable {
-        /// What the thread waited in: `read`, `futex`, `nanosleep`, `page fault`.
+        /// What the thread waited on: the timeline's cause name (`file-read`,
+        /// `lock`, `sleep`, `memory` …, Timeline.Cause).
         package var cause: String
         /// On what: a file, a lock, the caller's function.
         package var what: String
@@ -481,17 +482,38 @@ extension Finding {
         return "the loader maps and relocates each library before main; link fewer libraries"
     }
 
-    private static func blockingAdvice(cause: String, endsAtReady: Bool) -> String {
+    /// What to do about a wait, by its cause (the timeline's name for it:
+    /// a `memory` wait is a brk or mmap, never I/O).
+    static func blockingAdvice(cause: String, endsAtReady: Bool) -> String {
         let end = endsAtReady ? "ready()" : "exit"
-        return switch cause {
-        case "futex", "lock", "pthread_mutex_lock", "pthread_cond_wait":
+        let later = endsAtReady ? ", or after ready()" : ""
+        return switch Timeline.Cause(name: cause) {
+        case .lock:
             "the thread waited for a lock or another thread; find who holds it, or do not wait for it before \(end)"
-        case "nanosleep", "clock_nanosleep", "sleep", "usleep":
+        case .sleep:
             "the thread slept; remove the sleep or move it off the critical path"
-        case "page fault":
+        case .pageFault:
             "the thread waited for a page from disk: a cold cache"
-        default:
-            "the thread waited for I/O; read less, read in the background" + (endsAtReady ? ", or after ready()" : "")
+        case .fileRead:
+            "the thread waited for a file read; read less, read in the background" + later
+        case .fileWrite:
+            "the thread waited for a file write; write less, write in the background" + later
+        case .fileSystem:
+            "the thread waited in the file system (open, stat, directory listing); touch fewer files, or cache what it looks up"
+        case .memory:
+            "the thread waited while the kernel mapped or unmapped memory (brk, mmap, munmap); allocate less, or reuse buffers"
+        case .network:
+            "the thread waited on the network; connect or fetch concurrently, or do not wait for it before \(end)"
+        case .events:
+            "the thread waited for events (poll, epoll): another thread, a peer or a timer; do not wait for it before \(end)"
+        case .pipe:
+            "the thread waited on a pipe: the other end (a child, another thread) was slow; start it earlier or do not wait for it"
+        case .child:
+            "the thread waited for a child process; start it earlier, or do not wait for it before \(end)"
+        case .stopped:
+            "the thread was stopped (a signal, or a debugger); nothing to change in the app"
+        case .running, .other, .unknown:
+            "the thread waited in a system call; find what it waited for, or do not wait for it before \(end)"
         }
     }
 }

@@ -295,7 +295,7 @@ final class FindingsTests: XCTestCase {
         tool.pageFaults = .init(counts: (minor: 1081, major: 3), watchedMajorMs: nil)
         tool.functions = [.init(name: "InventoryWork.inventoryRoundTrip(count:)", module: "CodableTool", ms: 2.5, samples: 8)]
         tool.lazyGlobals = [.init(name: "CodableTool.table", module: "CodableTool", ms: 2, samples: 2)]
-        tool.blockingWaits = [.init(cause: "futex", what: "lock 0x1000", ms: 3), .init(cause: "read", what: "/etc/app.conf", ms: 2)]
+        tool.blockingWaits = [.init(cause: "lock", what: "lock 0x1000", ms: 3), .init(cause: "file-read", what: "/etc/app.conf", ms: 2)]
         let findings = Finding.ranked(tool)
         let faults = try XCTUnwrap(findings.first { $0.kind == .pageFaults })
         XCTAssertTrue(faults.advice.hasPrefix("each first touch of a page costs a fault"), faults.advice)
@@ -308,6 +308,21 @@ final class FindingsTests: XCTestCase {
         cold.pageFaults = .init(counts: (minor: 100, major: 50), watchedMajorMs: nil)
         let major = try XCTUnwrap(Finding.ranked(cold).first { $0.kind == .pageFaults })
         XCTAssertTrue(major.advice.hasPrefix("major faults read pages from disk"), major.advice)
+    }
+
+    /// A wait in `brk` on the critical path was told "the thread waited for
+    /// I/O; read less, read in the background" (issue 39, item 2): each
+    /// cause the watcher names gets advice about that cause.
+    func testEachWaitCauseGetsAdviceAboutThatCause() {
+        let causes = Timeline.Cause.known.filter { ![.running, .other].contains($0) }
+        let advice = causes.map { Finding.blockingAdvice(cause: $0.name, endsAtReady: true) }
+        XCTAssertEqual(Set(advice).count, causes.count, "one piece of advice per cause: \(advice)")
+        let memory = Finding.blockingAdvice(cause: Timeline.Cause.memory.name, endsAtReady: true)
+        XCTAssertFalse(memory.contains("I/O") || memory.contains("read less"), memory)
+        XCTAssertTrue(memory.contains("brk"), memory)
+        XCTAssertTrue(Finding.blockingAdvice(cause: "file-read", endsAtReady: true).hasSuffix("or after ready()"))
+        XCTAssertFalse(Finding.blockingAdvice(cause: "file-read", endsAtReady: false).contains("ready()"))
+        XCTAssertTrue(Finding.blockingAdvice(cause: "lock", endsAtReady: false).hasSuffix("before exit"))
     }
 
     func testTextFitsOneHundredColumnsAndWrapsAdvice() {
