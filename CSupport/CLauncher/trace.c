@@ -105,7 +105,7 @@ static int sample_stopped(cs_trace *t, trace_thread *th) {
     /* One sample per period of the thread's CPU time, as a CPU clock would
      * take them: a thread that waited for a CPU (state R too) is not due
      * yet; one whose tracer was late by k periods gets its sample k times. */
-    if (!t->sampling || !t->execed || cpu < th->credited_ns + t->period_ns) return 0;
+    if (!t->execed || cpu < th->credited_ns + t->period_ns) return 0;
     uint64_t periods = (cpu - th->credited_ns) / t->period_ns;
     if (periods > MAX_COPIES) periods = MAX_COPIES;
     th->credited_ns = cpu - (cpu - th->credited_ns) % t->period_ns;
@@ -244,8 +244,6 @@ static void tick(cs_trace *t) {
 
 #endif /* CS_TRACE_SUPPORTED */
 
-int cs_trace_supported(void) { return CS_TRACE_SUPPORTED; }
-
 int cs_trace_attach(cs_launch *l, unsigned hz) {
 #if CS_TRACE_SUPPORTED
     cs_trace *t = calloc(1, sizeof *t);
@@ -255,7 +253,6 @@ int cs_trace_attach(cs_launch *l, unsigned hz) {
     }
     t->pid = l->pid;
     t->period_ns = 1000000000u / (hz ? hz : 1000);
-    t->sampling = 1;
     if (trace_load_unwinder(t, l->error, sizeof l->error) != 0) {
         cs_trace_free(t);
         return -1;
@@ -292,7 +289,7 @@ int cs_trace_wait(cs_launch *l, cs_records *out, int timeout_ms, int *status, st
             return 1;
         }
         uint64_t now = now_ns();
-        if (t->sampling && t->execed && now >= t->next_tick_ns) {
+        if (t->execed && now >= t->next_tick_ns) {
             tick(t);
             uint64_t after = now_ns();
             t->next_tick_ns = t->next_tick_ns + t->period_ns > after ? t->next_tick_ns + t->period_ns : after + t->period_ns;
@@ -300,7 +297,7 @@ int cs_trace_wait(cs_launch *l, cs_records *out, int timeout_ms, int *status, st
         }
         if (now >= deadline) return 0;
         /* Wake for the next period, and often enough to give a signal back quickly. */
-        uint64_t wake = t->sampling && t->execed ? t->next_tick_ns : deadline;
+        uint64_t wake = t->execed ? t->next_tick_ns : deadline;
         if (wake > now + 100000) wake = now + 100000;
         if (wake > deadline) wake = deadline;
         struct timespec ts = {(time_t)(wake / 1000000000u), (long)(wake % 1000000000u)};
@@ -309,14 +306,6 @@ int cs_trace_wait(cs_launch *l, cs_records *out, int timeout_ms, int *status, st
 #else
     (void)l; (void)out; (void)timeout_ms; (void)status; (void)usage;
     return -1;
-#endif
-}
-
-void cs_trace_stop_sampling(cs_launch *l) {
-#if CS_TRACE_SUPPORTED
-    if (l->trace) l->trace->sampling = 0;
-#else
-    (void)l;
 #endif
 }
 

@@ -83,7 +83,6 @@ struct cs_trace {
     uint64_t period_ns;
     uint64_t next_tick_ns;
     int execed;            /* sampling starts at exec */
-    int sampling;
     trace_thread *threads;
     int nthreads, cthreads;
     trace_map *maps;

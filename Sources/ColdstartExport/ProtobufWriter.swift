@@ -54,12 +54,6 @@ struct ProtobufWriter {
         varint(value)
     }
 
-    /// A `double` member of a `oneof`, written even when zero.
-    mutating func oneofDouble(_ field: Int, _ value: Double) {
-        tag(field, .fixed64)
-        littleEndian(value.bitPattern)
-    }
-
     /// A `fixed64` field (OTLP's nanosecond times); zero is not written.
     mutating func fixed64(_ field: Int, _ value: UInt64) {
         guard value != 0 else { return }

@@ -188,15 +188,12 @@ long cs_launch_original_environment(char *buf, size_t cap);
  * system call an interrupt ended with EINTR restarted. x86_64 only.
  * None of these is async-signal-safe (malloc, stdio).
  */
-int cs_trace_supported(void);
 /* Seizes `l->pid` (forked, not yet released): 0, or -1 with `l->error` set. */
 int cs_trace_attach(cs_launch *l, unsigned hz);
 /* Samples and serves the child for up to `timeout_ms`, appending records to
  * `out`. 1: the program ended (`status` as waitpid's, `usage` wait4's);
  * 0: still running; -1: not tracing. */
 int cs_trace_wait(cs_launch *l, cs_records *out, int timeout_ms, int *status, struct rusage *usage);
-/* No more samples; signals are still given back until the program ends. */
-void cs_trace_stop_sampling(cs_launch *l);
 /* Samples taken, samples whose unwind failed at the leaf, and the time the
  * program's threads spent stopped for samples (ns). */
 void cs_trace_counts(const cs_launch *l, uint64_t *samples, uint64_t *unwind_failures, uint64_t *stopped_ns);
