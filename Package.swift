@@ -57,9 +57,22 @@ let package = Package(
             path: "Examples/ServiceStartup",
             exclude: ["service.conf"]
         ),
+        // What only the tests may run (the module table's check, the fuzz
+        // worker's entry), in the test bundle alone: no host links it.
+        .target(
+            name: "CTestOnly",
+            dependencies: ["CColdstart"],
+            path: "Tests/CTestOnly",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+                .headerSearchPath("../../CSupport/CColdstart"), .headerSearchPath("../../CSupport/CColdstart/base"),
+                .headerSearchPath("../../CSupport/CColdstart/sampler"), .headerSearchPath("../../CSupport/CColdstart/watcher"),
+                .headerSearchPath("../../CSupport/CColdstart/writer"),
+            ]
+        ),
         .testTarget(
             name: "ColdstartTests",
-            dependencies: ["ColdstartAnalysis", "ColdstartText", "ColdstartExport", "CColdstart", "CLauncher"],
+            dependencies: ["ColdstartAnalysis", "ColdstartText", "ColdstartExport", "CColdstart", "CLauncher", "CTestOnly"],
             resources: [.copy("Fixtures")]
         ),
     ]

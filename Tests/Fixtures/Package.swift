@@ -21,9 +21,12 @@ let package = Package(
         .target(name: "CxxThrow"),
         // epoll, which Swift's Glibc module does not export.
         .target(name: "HostWaits"),
+        // COLDSTART_BRIDGE_HOLD_MS: the bridge's test knob, which no other host
+        // has (it replaces the capture layer's weak hook at link time).
+        .target(name: "BridgeHold"),
         .executableTarget(
             name: "SamplerHost",
-            dependencies: [.product(name: "Coldstart", package: rootIdentity), "CxxThrow", "HostWaits"]
+            dependencies: [.product(name: "Coldstart", package: rootIdentity), "CxxThrow", "HostWaits", "BridgeHold"]
         ),
         .executableTarget(
             name: "KnownCosts",
@@ -41,7 +44,9 @@ let package = Package(
         .executableTarget(name: "NoPerf"),
         // The off-CPU watcher's: a main thread blocked in known ways, a host that
         // closes every descriptor, and parked threads for its cost benchmark.
-        .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
+        // sched_setaffinity, which Swift's Glibc module does not export.
+        .target(name: "CPUPin"),
+        .executableTarget(name: "BlockedHost", dependencies: [.product(name: "Coldstart", package: rootIdentity), "CPUPin"]),
         .executableTarget(name: "DescriptorHost", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         .executableTarget(name: "ParkedThreads", dependencies: [.product(name: "Coldstart", package: rootIdentity)]),
         // An async main with an actor, child tasks, a sleep, a CPU burn and a

@@ -112,7 +112,6 @@ bool cs_config_read(char **envp) {
     c->watch = !(watch && strcmp(watch, "0") == 0);
     const char *bridge = cs_env_get(envp, "COLDSTART_BRIDGE");
     c->bridge = !(bridge && strcmp(bridge, "0") == 0);
-    c->bridge_hold_ns = bounded(envp, "COLDSTART_BRIDGE_HOLD_MS", 0, 1000, 0, "0 to 1000 ms") * 1000000ull;
     read_production(envp, c);
     return true;
 }

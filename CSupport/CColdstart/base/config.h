@@ -62,7 +62,6 @@ struct cs_config {
     uint32_t stack_bytes;       // COLDSTART_STACK_BYTES: user stack copied per sample
     bool watch;                 // COLDSTART_WATCH is not 0
     bool bridge;                // COLDSTART_BRIDGE is not 0: CPU-wide events while a quiet kernel holds the task clocks back
-    uint64_t bridge_hold_ns;    // COLDSTART_BRIDGE_HOLD_MS: the task clocks held back this long, as by a quiet kernel, bridge or not (tests)
     uint32_t sample_ppm;        // COLDSTART_SAMPLE, in millionths (default 1000000)
     bool sampled;               // this launch drew sampling (else sampler and watcher off)
     uint64_t max_bytes;         // COLDSTART_MAX_BYTES: the timeline file's size bound

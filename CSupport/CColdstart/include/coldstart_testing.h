@@ -1,6 +1,7 @@
-// Pure parsers and conversions of the capture layer, the wait causes' names,
-// and one check of its module table, exposed for its tests (the host-facing
-// API is coldstart.h). All async-signal-safe but that check.
+// Pure parsers and conversions of the capture layer and the wait causes'
+// names, exposed for its tests (the host-facing API is coldstart.h). All
+// async-signal-safe. What only a test may run is in Tests/CTestOnly, which
+// no host links.
 #ifndef COLDSTART_TESTING_H
 #define COLDSTART_TESTING_H
 
@@ -68,13 +69,6 @@ size_t cs_utf8_cut(const char *s, size_t n);
 /// The timeline's name of wait cause number `cause` (enum cs_cause, the
 /// number the watcher records), or NULL past the last. Async-signal-safe.
 const char *cs_watch_cause_name(int cause);
-
-/// Builds this process's module table both ways Coldstart can (one
-/// PROCMAP_QUERY per executable mapping, and the /proc/self/maps text) and
-/// compares them: 1 equal, 0 not, -1 this kernel has no PROCMAP_QUERY (or
-/// a mapping the loader did not make). Leaves the table empty. Tests only:
-/// not async-signal-safe (malloc, dl_iterate_phdr).
-int cs_modules_query_matches_text(void);
 
 /// The descriptor to use for the file (dev, ino) this thread just opened as
 /// `fd`, moved high when the launch asked for it; -1 when the number is no

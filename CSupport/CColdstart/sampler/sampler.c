@@ -51,6 +51,13 @@
 
 static void *scan_loop(void *arg);
 
+// How long the task clocks are held back as a quiet kernel holds them, for
+// the bridge's test on any kernel. Every host links this 0: no environment
+// variable or file reaches it. The one fixture that tests the bridge links
+// a definition of its own (Tests/Fixtures/Sources/BridgeHold), which replaces
+// this weak one at link time; hidden, so no library loaded later can.
+__attribute__((weak, visibility("hidden"))) uint64_t cs_test_bridge_hold_ns(void) { return 0; }
+
 // ---- small helpers ----
 
 static const char *errno_name(int e) {
@@ -460,8 +467,9 @@ static void *scan_loop(void *arg) {
     bool warm = cs_smp_warm_wait(CS_SMP_WARM_WAIT_NS);
     // A quiet kernel: the host's samples from CPU-wide events until the
     // task clocks are in (smpbridge.c), where the kernel allows them.
+    uint64_t hold_ns = cs_test_bridge_hold_ns();
     bool bridge = S->want == CS_CLOCK_PERF && cs_g.cfg.sampler != CS_SAMPLER_SIGNALS && cs_g.cfg.bridge
-        && (!warm || cs_g.cfg.bridge_hold_ns);
+        && (!warm || hold_ns);
     if (bridge) {
         atomic_store(&S->boost_on, S->boost_hz > 0);
         with_scan_flag(cs_smp_bridge_open);
@@ -470,7 +478,7 @@ static void *scan_loop(void *arg) {
     // The first samples' buffers, before any clock can fire.
     prefault_ahead();
     cs_own_tick();
-    if (bridge || cs_g.cfg.bridge_hold_ns) cs_smp_bridge_wait();
+    if (bridge || hold_ns) cs_smp_bridge_wait(hold_ns);
     bool opened = open_clocks();
     // Every thread's task clock is in (or none will be): the bridge goes.
     if (bridge) close_bridge();

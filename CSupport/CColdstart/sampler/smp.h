@@ -396,9 +396,11 @@ void cs_smp_bridge_open(void);
 void cs_smp_bridge_drain(void);
 /// Scan thread, without the flag, before the first task clock: until the
 /// helper has paid the quiet kernel's wait (CS_SMP_BRIDGE_WAIT_NS at most)
-/// and COLDSTART_BRIDGE_HOLD_MS is over, draining the bridge every
-/// millisecond.
-void cs_smp_bridge_wait(void);
+/// and `hold_ns` is over, draining the bridge every millisecond.
+void cs_smp_bridge_wait(uint64_t hold_ns);
+/// 0 in every host (sampler.c's weak definition); the bridge's test
+/// fixture links one that reads COLDSTART_BRIDGE_HOLD_MS.
+uint64_t cs_test_bridge_hold_ns(void);
 /// Disables, drains (with `drain`: not once the sampling window is closed)
 /// and closes the bridge (the task clocks are installed, or the launch ends:
 /// `exiting` leaves the descriptors and rings to the process's exit).
@@ -453,6 +455,15 @@ bool cs_unwind_stack_room(size_t bytes);
 /// Fills the module table from /proc/self/maps (writer only; also used for
 /// the off-CPU watcher's stacks when sampling did not run). Async-signal-safe.
 void cs_modules_load(void);
+/// Fills the module table from /proc/self/maps; with `loaded_objects` (never
+/// in a signal handler: dl_iterate_phdr takes the loader's lock) biases and
+/// build-ids from the loader's list, else read from memory.
+void cs_modules_read_maps(bool loaded_objects);
+/// Fills the module table from PROCMAP_QUERY, one executable mapping at a
+/// time: the table cs_modules_read_maps(true) makes. False (the table empty)
+/// without the query (Linux 6.11) or for a mapping the loader did not make.
+/// Not async-signal-safe (dl_iterate_phdr).
+bool cs_modules_query(void);
 /// Fills the module table ahead of the writer and notes the loader's
 /// counts (scan thread, with the scan flag held, once main runs). Not
 /// async-signal-safe (dl_iterate_phdr takes the loader's lock).

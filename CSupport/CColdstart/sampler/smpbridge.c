@@ -186,12 +186,12 @@ void cs_smp_bridge_drain(void) {
 
 // The rings emptied every millisecond (a CPU kept busy by another process
 // fills one in ~19 ms), each time under the scan flag, which a stop thus
-// waits for a drain's length at most. COLDSTART_BRIDGE_HOLD_MS holds the
-// task clocks back that long from here, bridge or not, as a quiet kernel
-// would on any kernel: what the tests use.
-void cs_smp_bridge_wait(void) {
+// waits for a drain's length at most. `hold_ns` (tests only:
+// cs_test_bridge_hold_ns) holds the task clocks back that long from here,
+// bridge or not, as a quiet kernel would on any kernel.
+void cs_smp_bridge_wait(uint64_t hold_ns) {
     uint64_t now = cs_monotonic_ns(), deadline = now + CS_SMP_BRIDGE_WAIT_NS;
-    uint64_t hold_until = now + cs_g.cfg.bridge_hold_ns;
+    uint64_t hold_until = now + hold_ns;
     while (atomic_load(&S->active) && (now = cs_monotonic_ns()) < deadline) {
         bool bridged = atomic_load(&S->bridge_n) > 0, held = now < hold_until;
         if (!bridged && !held) break;

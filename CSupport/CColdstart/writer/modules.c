@@ -12,7 +12,7 @@
 // not ours to take there). Reading
 // /proc/self/maps and the ELF headers costs ~0.4 ms, which the host's exit
 // then no longer waits for; the scan thread asks for the executable
-// mappings alone where the kernel can (query_table: ~0.08 ms instead of
+// mappings alone where the kernel can (cs_modules_query: ~0.08 ms instead of
 // ~0.25 ms of its CPU, which the host's main thread shares the machine with). A library dlopen'd *and* dlclose'd during the
 // launch is gone from /proc/self/maps by then, and its frames are recorded
 // with module -1 and their absolute address; so are code mappings made
@@ -130,7 +130,7 @@ static void copy_path(struct cs_module *m, const char *path) {
 // dl_iterate_phdr takes the loader's lock), the bias and build-id of what the
 // loader loaded come from its own list, in memory; anything else (a file the
 // program mapped itself) is read with cs_safe_read, one system call per read.
-static void load_table(bool loaded_objects) {
+void cs_modules_read_maps(bool loaded_objects) {
     S->nmodules = 0;
     struct maps_reader r = {.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
     if (r.fd < 0) return;
@@ -160,7 +160,7 @@ static void load_table(bool loaded_objects) {
     close(r.fd);
 }
 
-void cs_modules_load(void) { load_table(false); }
+void cs_modules_load(void) { cs_modules_read_maps(false); }
 
 // PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h, newer than the C
 // library's headers): one ioctl on the maps file returns the first mapping at
@@ -175,12 +175,12 @@ struct procmap_query {
 #define CS_PROCMAP_EXECUTABLE 0x04
 #define CS_PROCMAP_COVERING_OR_NEXT 0x10
 
-// The table of load_table(true) from the executable mappings alone, asked
+// The table of cs_modules_read_maps(true) from the executable mappings alone, asked
 // one by one: the kernel then formats ~20 paths instead of every mapping's
 // line (~120 for a Foundation tool), and nothing is parsed. False (the table
 // empty) on a kernel without the query, or when a mapping is not one the
 // loader made, whose ELF header only the maps text locates.
-static bool query_table(void) {
+bool cs_modules_query(void) {
     S->nmodules = 0;
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -236,24 +236,10 @@ static struct loader_counts loader_counts(void) {
     return c;
 }
 
-int cs_modules_query_matches_text(void) {
-    if (!query_table()) return -1;
-    uint32_t n = S->nmodules;
-    struct cs_module *queried = malloc(n * sizeof *queried + 1);
-    if (!queried) return -1;
-    memcpy(queried, S->modules, n * sizeof *queried);
-    load_table(true);
-    // Both tables zero each entry before filling it: padding compares equal.
-    int same = n == S->nmodules && memcmp(queried, S->modules, n * sizeof *queried) == 0;
-    free(queried);
-    S->nmodules = 0;
-    return same;
-}
-
 void cs_modules_preload(void) {
     struct loader_counts c = loader_counts();
     if (!c.known) return;
-    if (!query_table()) load_table(true);
+    if (!cs_modules_query()) cs_modules_read_maps(true);
     S->modules_adds = c.adds;
     S->modules_subs = c.subs;
     S->modules_early = true;
@@ -298,7 +284,7 @@ void cs_modules_for_writer(void) {
         struct loader_counts c = loader_counts();
         if (c.known && c.subs == S->modules_subs && (c.adds == S->modules_adds || frames_covered())) return;
     }
-    load_table(!in_handler);
+    cs_modules_read_maps(!in_handler);
 }
 
 // Index of the module holding `addr`, or -1. The table is sorted by address.

@@ -227,15 +227,33 @@ enum ConstructorLibrary {
     }
 }
 
-/// The toolchain's clang: next to the `swift` that built these tests.
-func toolchainClang() throws -> String {
-    let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/clang" }
-        + ["/opt/swift/usr/bin/clang", "/usr/bin/clang", "/usr/bin/cc"]
-    guard let clang = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no clang or cc found"])
-    }
-    return clang
+/// The toolchain these tests were built with: the `bin` directory beside the
+/// Swift runtime this process loaded (…/usr/lib/swift/linux/libswiftCore.so
+/// → …/usr/bin), wherever the toolchain is installed.
+func toolchainBinDirectory() throws -> URL {
+    // Read to its end: /proc files have no size to read up to.
+    let maps = String(decoding: (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd()) ?? Data(), as: UTF8.self)
+    guard let line = maps.split(separator: "\n").first(where: { $0.hasSuffix("/libswiftCore.so") }),
+          let slash = line.firstIndex(of: "/")
+    else { throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no libswiftCore.so in /proc/self/maps"]) }
+    // Through symlinks: a system copy of the runtime may link into the toolchain.
+    let core = URL(fileURLWithPath: String(line[slash...])).resolvingSymlinksInPath()
+    return core.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("bin")
 }
+
+/// A program of that toolchain (llvm-nm, clang); failing, not skipping, when
+/// it is missing: the toolchain that built the tests has them.
+func toolchainTool(_ name: String) throws -> String {
+    let path = try toolchainBinDirectory().appendingPathComponent(name).path
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no \(name) in the toolchain that built these tests: \(path)"])
+    }
+    return path
+}
+
+/// The toolchain's clang: beside the Swift runtime these tests run on.
+func toolchainClang() throws -> String { try toolchainTool("clang") }
 
 /// The sampled stacks of `timeline`, from one analysis pass as `coldstart export` makes them.
 func sampledStacks(_ timeline: Timeline, file: StaticString = #filePath, line: UInt = #line) throws -> SampledStacks {

@@ -14,14 +14,17 @@ final class SamplerTests: XCTestCase {
     }
 
     /// Runs SamplerHost profiled and returns what it printed and its timeline.
+    /// `cpu`: the one CPU it may run on (taskset).
     private func profiled(
-        _ arguments: [String], hz: Int = 1000, sampler: String? = nil, extra: [String: String?] = [:],
+        _ arguments: [String], hz: Int = 1000, sampler: String? = nil, extra: [String: String?] = [:], cpu: Int? = nil,
         timeout: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line
     ) throws -> (ProcessResult, Timeline) {
         let path = directory.appendingPathComponent("\(UUID().uuidString).json").path
         var environment: [String: String?] = ["COLDSTART": path, "COLDSTART_HZ": String(hz), "COLDSTART_SAMPLER": sampler]
         for (key, value) in extra { environment[key] = value }
-        let result = try runProcess(host, arguments, environment: environment, timeout: timeout)
+        let host: String = self.host
+        let (executable, all) = cpu.map { ("/usr/bin/taskset", ["-c", String($0), host] + arguments) } ?? (host, arguments)
+        let result = try runProcess(executable, all, environment: environment, timeout: timeout)
         XCTAssertEqual(result.status, 0, "SamplerHost \(arguments) failed: \(result.stderr)", file: file, line: line)
         return (result, try Timeline(contentsOf: path))
     }
@@ -159,6 +162,8 @@ final class SamplerTests: XCTestCase {
     /// spinning beside it on the other CPU is sampled by the same events,
     /// and none of its samples is in the file. Without the bridge
     /// (`COLDSTART_BRIDGE=0`) the launch's first 60 ms have no sample.
+    /// `COLDSTART_BRIDGE_HOLD_MS` is read by SamplerHost's own BridgeHold
+    /// (Tests/Fixtures), never by the capture layer.
     func testTheBridgeSamplesOnlyTheHostWhileItsClocksAreHeldBack() throws {
         try perfClockOrSkip()
         let paranoid = (try? String(contentsOfFile: "/proc/sys/kernel/perf_event_paranoid", encoding: .utf8))
@@ -166,13 +171,20 @@ final class SamplerTests: XCTestCase {
         if geteuid() != 0 && paranoid > 0 {
             throw XCTSkip("CPU-wide perf events need root, CAP_PERFMON or perf_event_paranoid <= 0 (it is \(paranoid)): no bridge here")
         }
+        // Host and spinner pinned to CPUs of their own: the spinner never
+        // takes the host's CPU, so the host has the hold's 60 ms to run in,
+        // and always runs under one of the bridge's events.
+        let cpus = allowedCPUs()
+        guard cpus.count >= 2 else {
+            throw XCTSkip("this test process may run on \(cpus) only (/proc/self/status, Cpus_allowed_list): host and spinner need a CPU each")
+        }
         let spinner = Process()
-        spinner.executableURL = URL(fileURLWithPath: "/bin/sh")
-        spinner.arguments = ["-c", "while :; do :; done"]
+        spinner.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+        spinner.arguments = ["-c", String(cpus[1]), "/bin/sh", "-c", "while :; do :; done"]
         try spinner.run()
         defer { spinner.terminate(); spinner.waitUntilExit() }
         let holdNs: Int64 = 60_000_000
-        let (_, timeline) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60"])
+        let (_, timeline) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60"], cpu: cpus[0])
         let sampling = try sampling(timeline)
         let bridge = try XCTUnwrap(sampling.bridge, "CPU-wide events opened while the task clocks were held back")
         let armed = try XCTUnwrap(sampling.clockArmedNs)
@@ -180,7 +192,7 @@ final class SamplerTests: XCTestCase {
         let early = timeline.samples.filter { $0.ns < armed }
         // The host runs its initializers, then a CPU burn: a sample per 1 ms
         // period of its user CPU (the initializers' time is mostly the
-        // kernel's, and the spinner may share its CPU), from the first.
+        // kernel's), from the first.
         XCTAssertGreaterThanOrEqual(early.count, 10, "samples while the task clocks were held back (\(bridge))")
         let first = try XCTUnwrap(early.map(\.ns).min())
         XCTAssertLessThan(first - bridge.openNs, 20_000_000, "a sample within 20 ms of the bridge's opening, long before the clock")
@@ -196,7 +208,7 @@ final class SamplerTests: XCTestCase {
         XCTAssertTrue(zip(timeline.samples, timeline.samples.dropFirst()).allSatisfy { $0.tid != $1.tid || $0.ns <= $1.ns }, "time order per thread")
 
         // Without it, the same hold leaves the launch's start unsampled.
-        let (_, without) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60", "COLDSTART_BRIDGE": "0"])
+        let (_, without) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60", "COLDSTART_BRIDGE": "0"], cpu: cpus[0])
         let plain = try self.sampling(without)
         XCTAssertNil(plain.bridge)
         let plainArmed = try XCTUnwrap(plain.clockArmedNs)

@@ -83,7 +83,9 @@ final class WatcherTests: XCTestCase {
         XCTAssertEqual(run.process.status, 0)
         XCTAssertEqual(run.process.stderr, "")
         XCTAssertEqual(run.measured.fifoBytes, 27, "the FIFO's whole content arrived")
-        XCTAssertEqual(run.measured.sleepMs, 30, accuracy: 5, "the 30 ms sleep was not cut short")
+        // One-sided: a sleep cut short is under 30 ms; one that ran long
+        // says nothing about Coldstart (the machine's load does that).
+        XCTAssertGreaterThanOrEqual(run.measured.sleepMs, 30, "the 30 ms sleep was not cut short")
         let watch = try XCTUnwrap(run.timeline.watch)
         XCTAssertTrue(watch.complete)
         XCTAssertFalse(watch.threads.contains { $0.name.hasPrefix("coldstart-") }, "the watcher does not watch itself")
@@ -120,7 +122,8 @@ final class WatcherTests: XCTestCase {
         let run = try shared()
         let split = try phase("slept → computed")
         assertWithin25Percent(split.runningMs, of: run.measured.cpuMs, "running")
-        // Five CPU-bound threads on this machine's CPUs: the main thread waits.
+        // Five CPU-bound threads pinned to one CPU (BlockedHost): the main
+        // thread waits, whatever the machine's number of idle CPUs.
         XCTAssertGreaterThan(split.runQueueMs, 10, "run-queue wait is clearly non-zero")
         XCTAssertGreaterThan(try XCTUnwrap(split.runnableThreads), 2, "the competing threads are counted")
         XCTAssertEqual(split.runningMs + split.runQueueMs + split.blockedMs + split.notWatchedMs, split.wallMs, accuracy: split.wallMs * 0.05)

@@ -43,16 +43,36 @@ enum Fleet {
     }
 
     /// The interpreter with `opentelemetry-proto`, from
-    /// scripts/ensure-python-deps.sh; a skip (with its reason) when python3,
-    /// venv or PyPI is missing.
+    /// scripts/ensure-python-deps.sh. A skip only for what is probed here
+    /// of the machine, apart from the script: no python3 on PATH, no venv
+    /// module, or no package index pip could reach (PIP_INDEX_URL or PyPI,
+    /// and no wheel in PIP_FIND_LINKS). Any other failure of the script fails.
     static func python() throws -> String {
         let script = repositoryRoot.appendingPathComponent("scripts/ensure-python-deps.sh").path
         let result = try runProcess("/bin/bash", [script], timeout: 600)
         let path = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard result.status == 0, FileManager.default.isExecutableFile(atPath: path) else {
-            throw XCTSkip("no Python with opentelemetry-proto: \(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+        if result.status == 0, FileManager.default.isExecutableFile(atPath: path) { return path }
+        let said = result.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+        let python3 = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+            .map { "\($0)/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let python3 else { throw XCTSkip("python3 is not on PATH (make test installs python3): no OTLP receiver") }
+        if try runProcess(python3, ["-c", "import venv, ensurepip"]).status != 0 {
+            throw XCTSkip("\(python3) has no venv/ensurepip module (make test installs python3-venv)")
         }
-        return path
+        let environment = ProcessInfo.processInfo.environment
+        let index = environment["PIP_INDEX_URL"] ?? "https://pypi.org/simple"
+        let wheels = (environment["PIP_FIND_LINKS"]).map { directory in
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("opentelemetry_proto-") }
+        } ?? []
+        let reach = try runProcess(python3, ["-c", "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=20)",
+                                             index.hasSuffix("/") ? index + "opentelemetry-proto/" : index + "/opentelemetry-proto/"],
+                                   timeout: 60)
+        if reach.status != 0, wheels.isEmpty {
+            let why = reach.stderr.split(separator: "\n").last.map(String.init) ?? "status \(reach.status)"
+            throw XCTSkip("no package index reachable for opentelemetry-proto: \(index): \(why); no wheel in PIP_FIND_LINKS")
+        }
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey:
+            "scripts/ensure-python-deps.sh failed (status \(result.status)) though python3, venv and a package index are there: \(said)"])
     }
 
     static func script(_ name: String) -> String {

@@ -12,7 +12,8 @@ import XCTest
 /// Input N of seed S is a deterministic mutation of a corpus file
 /// (Fixtures/*.json and Fixtures/fuzz-corpus/, plus two small system ELF
 /// files), so (S, N) reproduces it anywhere. The inputs run in a child
-/// process (this test binary, running `testFuzzWorker` only), which records
+/// process (this test binary again, whose Tests/CTestOnly constructor runs
+/// `coldstart_fuzz_worker` before XCTest's main: no test), which records
 /// the input it is on before each one: a crash or a hang kills the child,
 /// not the test run, and the parent saves the input and fails naming S, N
 /// and the saved file, then goes on from N + 1.
@@ -40,7 +41,9 @@ final class FuzzTests: XCTestCase {
             var outcome = ""
             do {
                 let child = try runProcess(
-                    CommandLine.arguments[0], ["ColdstartTests.FuzzTests/testFuzzWorker"],
+                    // A filter no test matches: were the worker's constructor
+                    // missing, XCTest would run nothing rather than every test.
+                    CommandLine.arguments[0], ["ColdstartTests.FuzzWorkerIsNoTest"],
                     environment: ["COLDSTART_FUZZ_WORKER": state.path, "COLDSTART_FUZZ_SEED": "\(seed)",
                                   "COLDSTART_FUZZ_START": "\(iteration)", "COLDSTART_FUZZ_UNTIL": "\(deadline.timeIntervalSince1970)",
                                   "SWIFT_BACKTRACE": "enable=no"],
@@ -72,34 +75,45 @@ final class FuzzTests: XCTestCase {
         XCTAssertEqual(failures, [], "reproduce one with COLDSTART_FUZZ_SEED=S and the saved input")
         XCTAssertGreaterThan(executions, 0, "the worker ran no input")
     }
+}
 
-    /// The child process: runs inputs from COLDSTART_FUZZ_START until the
-    /// deadline, writing the number of each to `progress` before it runs.
-    func testFuzzWorker() throws {
-        guard let state = Self.environment["COLDSTART_FUZZ_WORKER"],
-              let seed = UInt64(Self.environment["COLDSTART_FUZZ_SEED"] ?? ""),
-              var iteration = UInt64(Self.environment["COLDSTART_FUZZ_START"] ?? ""),
-              let until = Double(Self.environment["COLDSTART_FUZZ_UNTIL"] ?? "")
-        else { throw XCTSkip("runs only as the child of testTimelineAndELFReadersSurviveMutatedInputs") }
-        let corpus = try FuzzCorpus.load()
-        let progress = open(state + "/progress", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        XCTAssertGreaterThanOrEqual(progress, 0)
-        defer { close(progress) }
-        let modulePath = state + "/module.so"
-        while Date().timeIntervalSince1970 < until {
-            let number = Array("\(iteration)\n".utf8)
-            _ = ftruncate(progress, 0)
-            _ = pwrite(progress, number, number.count, 0)
-            let input = corpus.input(seed: seed, iteration: iteration)
-            if input.isELF {
-                try Data(input.bytes).write(to: URL(fileURLWithPath: modulePath))
-                FuzzPipeline.elf(at: modulePath, timeline: corpus.elfTimeline(modulePath: modulePath))
-            } else {
-                FuzzPipeline.timeline(Data(input.bytes))
-            }
-            iteration += 1
-        }
+/// The child process (not an XCTest method: Tests/CTestOnly/fuzz_worker.c
+/// calls it when COLDSTART_FUZZ_WORKER is set, and exits with its status):
+/// runs inputs from COLDSTART_FUZZ_START until the deadline, writing the
+/// number of each to `progress` before it runs. 2: started wrongly.
+@_cdecl("coldstart_fuzz_worker")
+func fuzzWorker() -> Int32 {
+    let environment = ProcessInfo.processInfo.environment
+    guard let state = environment["COLDSTART_FUZZ_WORKER"],
+          let seed = UInt64(environment["COLDSTART_FUZZ_SEED"] ?? ""),
+          var iteration = UInt64(environment["COLDSTART_FUZZ_START"] ?? ""),
+          let until = Double(environment["COLDSTART_FUZZ_UNTIL"] ?? ""),
+          let corpus = try? FuzzCorpus.load()
+    else {
+        FileHandle.standardError.write(Data("fuzz worker: COLDSTART_FUZZ_* incomplete, or no corpus\n".utf8))
+        return 2
     }
+    let progress = open(state + "/progress", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard progress >= 0 else {
+        FileHandle.standardError.write(Data("fuzz worker: cannot write \(state)/progress (errno \(errno))\n".utf8))
+        return 2
+    }
+    defer { close(progress) }
+    let modulePath = state + "/module.so"
+    while Date().timeIntervalSince1970 < until {
+        let number = Array("\(iteration)\n".utf8)
+        _ = ftruncate(progress, 0)
+        _ = pwrite(progress, number, number.count, 0)
+        let input = corpus.input(seed: seed, iteration: iteration)
+        if input.isELF {
+            guard (try? Data(input.bytes).write(to: URL(fileURLWithPath: modulePath))) != nil else { return 2 }
+            FuzzPipeline.elf(at: modulePath, timeline: corpus.elfTimeline(modulePath: modulePath))
+        } else {
+            FuzzPipeline.timeline(Data(input.bytes))
+        }
+        iteration += 1
+    }
+    return 0
 }
 
 /// The seeds, and input N of a seed.

@@ -181,8 +181,10 @@ enum FixturePrograms {
 /// largest `VmHWM` of /proc/PID/status read every 10 ms (the high-water mark
 /// of its own memory after `exec`; `wait4`'s `ru_maxrss` would also count
 /// the test process's, which a spawned child shares until its `exec`).
+/// `maxResidentMiB` is nil when no read found the line (the program ended
+/// first): a bound on it must then fail, not hold for a figure never read.
 func runMeasuringMemory(_ executable: String, _ arguments: [String], timeout: TimeInterval = 120) throws
-    -> (status: Int32, stderr: String, rawStderr: [UInt8], maxResidentMiB: Int) {
+    -> (status: Int32, stderr: String, rawStderr: [UInt8], maxResidentMiB: Int?) {
     let errors = FileManager.default.temporaryDirectory.appendingPathComponent("coldstart-stderr-\(UUID().uuidString)").path
     defer { unlink(errors) }
     var actions = posix_spawn_file_actions_t()
@@ -198,13 +200,13 @@ func runMeasuringMemory(_ executable: String, _ arguments: [String], timeout: Ti
     var pid: pid_t = 0
     XCTAssertEqual(posix_spawn(&pid, executable, &actions, nil, argv, environment), 0)
     var status: Int32 = 0
-    var highWaterKiB = 0
+    var highWaterKiB: Int?
     let deadline = Date().addingTimeInterval(timeout)
     while waitpid(pid, &status, WNOHANG) == 0 {
         if let line = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
             .split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
            let kib = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") {
-            highWaterKiB = max(highWaterKiB, kib)
+            highWaterKiB = max(highWaterKiB ?? 0, kib)
         }
         if Date() > deadline {
             kill(pid, SIGKILL)
@@ -217,7 +219,20 @@ func runMeasuringMemory(_ executable: String, _ arguments: [String], timeout: Ti
     let raw = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: errors))) ?? Data())
     let exited = status & 0x7F == 0
     return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: raw, as: UTF8.self), raw,
-            highWaterKiB / 1024)
+            highWaterKiB.map { $0 / 1024 })
+}
+
+/// The CPUs this process may run on (/proc/self/status, `Cpus_allowed_list`:
+/// "0-3,6"), which a child it starts inherits; ascending.
+func allowedCPUs() -> [Int] {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
+    else { return [] }
+    return line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces).split(separator: ",").flatMap { range -> [Int] in
+        let ends = range.split(separator: "-").compactMap { Int($0) }
+        guard let low = ends.first, let high = ends.last, low <= high else { return [] }
+        return Array(low...high)
+    }
 }
 
 /// The machine's stolen time so far, in clock ticks (/proc/stat's `cpu` line,

@@ -4,7 +4,8 @@
 //   "setup done → fifo read"   reads a FIFO that a helper fills after ~40 ms
 //   "fifo read → lock taken"   waits ~50 ms for a mutex a background thread holds
 //   "lock taken → slept"       sleeps 30 ms
-//   "slept → computed"         runs 60 ms of CPU while four CPU-bound threads compete
+//   "slept → computed"         runs 60 ms of CPU while four CPU-bound threads compete,
+//                              all five pinned to one CPU
 //   "computed → paged in"      touches a 16 MB file mapped cold: major page faults
 //
 // It prints what it measured itself as one JSON line, so a test can compare
@@ -13,6 +14,7 @@
 //
 //     BlockedHost FIFO_PATH
 import Coldstart
+import CPUPin
 import Foundation
 import Synchronization
 
@@ -234,15 +236,21 @@ Coldstart.mark("lock taken", isPhaseBoundary: true)
 let slept = sleepBriefly()
 Coldstart.mark("slept", isPhaseBoundary: true)
 
+// The main thread and the spinners on the CPU it is on: it waits for that
+// CPU however many others the machine has idle.
+let contended = cpu_pin_current()
+guard contended >= 0, cpu_pin_to(contended) == 0 else { fail("cannot pin the main thread to CPU \(contended): errno \(errno)") }
 let spinners = (0..<4).map { index in
     Thread {
         nameThisThread("spinner-\(index)")
+        guard cpu_pin_to(contended) == 0 else { fail("cannot pin spinner-\(index) to CPU \(contended): errno \(errno)") }
         spin()
     }
 }
 spinners.forEach { $0.start() }
 let compute = computeWhileOthersCompete(cpuMilliseconds: 60)
 stopSpinning.store(true, ordering: .relaxed)
+guard cpu_pin_release() == 0 else { fail("cannot unpin the main thread: errno \(errno)") }
 Coldstart.mark("computed", isPhaseBoundary: true)
 
 let paged = touchColdPages(coldFile)
