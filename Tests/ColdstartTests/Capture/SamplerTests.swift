@@ -33,12 +33,18 @@ final class SamplerTests: XCTestCase {
         try XCTUnwrap(timeline.sampling, "the timeline has a sampling section", file: file, line: line)
     }
 
-    /// The clock this machine gives the default sampler, and why it fell back.
+    /// Skips only where perf_event_open is refused, which a direct probe
+    /// (MachineProbes) decides without the sampler. Where it is allowed each
+    /// test asserts that its launch took the perf task clock
+    /// (`assertPerfClock`): a perf path that fell back to POSIX timers fails
+    /// instead of skipping the tests that check it.
     private func perfClockOrSkip() throws {
-        let (result, timeline) = try profiled(["burn", "20"])
-        if try sampling(timeline).clock != "perf-task-clock" {
-            throw XCTSkip("perf_event_open is refused on this machine (\(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))); the POSIX fallback is tested separately")
-        }
+        try MachineProbes.requirePerf()
+    }
+
+    private func assertPerfClock(_ timeline: Timeline, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(timeline.sampling?.clock, "perf-task-clock", "perf_event_open is allowed here: the sampler must not fall back",
+                       file: file, line: line)
     }
 
     func testSleepsAndBlockingReadsAreNotCutShort() throws {
@@ -139,6 +145,7 @@ final class SamplerTests: XCTestCase {
     func testTheKernelRecordsEverySampleWithoutASignal() throws {
         try perfClockOrSkip()
         let (_, timeline) = try profiled(["burn", "200", "5"])
+        assertPerfClock(timeline)
         let sampling = try sampling(timeline)
         let kernel = try XCTUnwrap(sampling.kernelStacks)
         XCTAssertNil(kernel.untilNs, "never switched to signals")
@@ -166,10 +173,8 @@ final class SamplerTests: XCTestCase {
     /// (Tests/Fixtures), never by the capture layer.
     func testTheBridgeSamplesOnlyTheHostWhileItsClocksAreHeldBack() throws {
         try perfClockOrSkip()
-        let paranoid = (try? String(contentsOfFile: "/proc/sys/kernel/perf_event_paranoid", encoding: .utf8))
-            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 2
-        if geteuid() != 0 && paranoid > 0 {
-            throw XCTSkip("CPU-wide perf events need root, CAP_PERFMON or perf_event_paranoid <= 0 (it is \(paranoid)): no bridge here")
+        if !MachineProbes.cpuWideAllowed {
+            throw XCTSkip("CPU-wide perf events need CAP_PERFMON or perf_event_paranoid <= 0 (it is \(MachineProbes.paranoid)): no bridge here")
         }
         // Host and spinner pinned to CPUs of their own: the spinner never
         // takes the host's CPU, so the host has the hold's 60 ms to run in,
@@ -185,6 +190,7 @@ final class SamplerTests: XCTestCase {
         defer { spinner.terminate(); spinner.waitUntilExit() }
         let holdNs: Int64 = 60_000_000
         let (_, timeline) = try profiled(["burn", "100"], extra: ["COLDSTART_BRIDGE_HOLD_MS": "60"], cpu: cpus[0])
+        assertPerfClock(timeline)
         let sampling = try sampling(timeline)
         let bridge = try XCTUnwrap(sampling.bridge, "CPU-wide events opened while the task clocks were held back")
         let armed = try XCTUnwrap(sampling.clockArmedNs)
@@ -225,7 +231,9 @@ final class SamplerTests: XCTestCase {
         // With frame pointers the unwinder anyway, the kernel walks them for
         // the whole launch: no signal, no handler, past the first 50 ms too.
         let sampling = try sampling(timeline)
-        if sampling.clock == "perf-task-clock" {
+        // Decided by the probe, not by the clock the sampler reports.
+        if MachineProbes.perfAllowed {
+            XCTAssertEqual(sampling.clock, "perf-task-clock")
             XCTAssertNil(sampling.kernelStacks?.untilNs)
             XCTAssertEqual(sampling.kernelStacks?.samples, sampling.samples)
             XCTAssertGreaterThan(sampling.samples, 150, "200 ms of CPU at 1 kHz")
@@ -236,6 +244,7 @@ final class SamplerTests: XCTestCase {
     func testInvalidRateFallsBackToTheDefaultWithOneLine() throws {
         try perfClockOrSkip()
         let (result, timeline) = try profiled(["burn", "50"], extra: ["COLDSTART_HZ": "20000"])
+        assertPerfClock(timeline)
         XCTAssertEqual(result.stderr, "coldstart: ignoring COLDSTART_HZ (want 10 to 10000): 20000\n")
         let boost = try XCTUnwrap(try sampling(timeline).boost, "the default: a boosted start, then 1 kHz")
         XCTAssertEqual(boost.afterHz, 1000)
@@ -248,6 +257,7 @@ final class SamplerTests: XCTestCase {
     func testTheDefaultRateBoostsTheStartAndTheFileKeepsOneRate() throws {
         try perfClockOrSkip()
         let (_, long) = try profiled(["burn", "300"], extra: ["COLDSTART_HZ": nil])
+        assertPerfClock(long)
         let thinned = try sampling(long)
         let boost = try XCTUnwrap(thinned.boost)
         XCTAssertEqual(boost.hz, 3000)
@@ -264,6 +274,7 @@ final class SamplerTests: XCTestCase {
     func testAShortLaunchKeepsItsBoostedSamplesHoweverLongItsWallTime() throws {
         try perfClockOrSkip()
         let (_, short) = try profiled(["burn", "10", "0", "80"], extra: ["COLDSTART_HZ": nil])
+        assertPerfClock(short)
         let quick = try sampling(short)
         let boost = try XCTUnwrap(quick.boost)
         XCTAssertFalse(boost.thinned, "10 ms of CPU in 90 ms of wall time is inside the boost")

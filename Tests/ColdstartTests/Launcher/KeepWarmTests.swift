@@ -84,31 +84,60 @@ final class KeepWarmTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("a perf event on this process opened"), result.stdout)
     }
 
-    /// With keep-warm running, a lone launch arms the main thread's clock
-    /// before its `main` ends (at `ready()`) and samples it. What this can
-    /// check is that keep-warm's event leaves the launch's own clocks alone:
-    /// the test suite keeps the kernel warm itself (FixturePrograms), and
-    /// other work on the machine may hold perf events too, so it cannot show
-    /// the contrast with a quiet kernel, where the clock arms 10–30 ms late
-    /// (`make bench-lone` measures that, interleaved). The launch burns
-    /// 200 ms of CPU: on this loaded 2-CPU machine a ~10 ms tool's launch
-    /// often ends before Coldstart's scan thread gets a CPU to arm its clock,
-    /// warm kernel or not (docs/performance.md, "Keeping the kernel warm").
+    /// A lone launch on a quiet kernel, beside keep-warm and then without
+    /// it (issue 24 item 2). The suite keeps the kernel warm itself
+    /// (FixturePrograms), so both halves run inside `withQuietKernel`, which
+    /// lets that event go first. Beside keep-warm the main thread's clock
+    /// arms before `main` ends (at `ready()`) and the launch is sampled, and
+    /// the scan thread's start of the clocks costs what a warm kernel
+    /// charges; without it, 1.5 s after keep-warm ended, the same launch
+    /// pays the kernel's one-time switch. The launch burns 200 ms of CPU: on
+    /// a loaded 2-CPU machine a ~10 ms tool's launch often ends before the
+    /// scan thread gets a CPU at all (docs/performance.md, "Keeping the
+    /// kernel warm"). The contrast needs a kernel that goes quiet: when
+    /// another process keeps it warm (the first open on it took under
+    /// 4 ms, a probe of the kernel, not of Coldstart) only the first half
+    /// is checked.
     func testALoneLaunchBesideKeepWarmIsSampledFromMain() throws {
+        try MachineProbes.requirePerf()
         let host = try FixturePrograms.path("SamplerHost")
-        let (keepWarm, _) = try startKeepWarm()
-        defer { keepWarm.terminate(); keepWarm.waitUntilExit() }
         let directory = try makeTemporaryDirectory(for: self)
-        for index in 1...3 {
-            let path = directory.appendingPathComponent("lone-\(index).json").path
+        /// Launches the host alone: ms from the scan thread's start to the main thread's clock running.
+        func lone(_ name: String) throws -> Double {
+            let path = directory.appendingPathComponent("\(name).json").path
             let result = try runProcess(host, ["burn", "200", "0"], environment: ["COLDSTART": path], timeout: 60)
             XCTAssertEqual(result.status, 0, result.stderr)
             let timeline = try Timeline(contentsOf: path)
-            let armed = try XCTUnwrap(timeline.sampling?.clockArmedNs, "launch \(index): the main thread's clock ran "
-                + "(clock \(timeline.sampling?.clock ?? "-"), ended at \(timeline.launch.endNs) ns)")
+            let sampling = try XCTUnwrap(timeline.sampling, name)
+            XCTAssertEqual(sampling.clock, "perf-task-clock", name)
+            let armed = try XCTUnwrap(sampling.clockArmedNs, "\(name): the main thread's clock ran "
+                + "(clock \(sampling.clock), ended at \(timeline.launch.endNs) ns)")
             XCTAssertLessThan(armed, timeline.launch.mainNs + (timeline.launch.endNs - timeline.launch.mainNs) / 2,
-                              "launch \(index): armed in the first half of main's 200 ms")
-            XCTAssertGreaterThan(timeline.samples.count, 0, "launch \(index): sampled")
+                              "\(name): armed in the first half of main's 200 ms")
+            XCTAssertGreaterThan(timeline.samples.count, 0, "\(name): sampled")
+            return Double(armed - (try XCTUnwrap(sampling.scanBeganNs, name))) / 1e6
         }
+        let (firstOpenMs, beside, without) = try FixturePrograms.withQuietKernel { firstOpenMs in
+            let (keepWarm, _) = try startKeepWarm()
+            let beside = try (1...3).map { try lone("beside-\($0)") }
+            keepWarm.terminate()
+            keepWarm.waitUntilExit()
+            // Each launch's own events keep the kernel warm for a second after it.
+            let without = try (1...3).map { index -> Double in
+                usleep(1_500_000)
+                return try lone("without-\(index)")
+            }
+            return (firstOpenMs, beside, without)
+        }
+        let figures = String(format: "first open on the quiet kernel %.1f ms; scan start → clock armed beside keep-warm %@ ms, without %@ ms",
+                             firstOpenMs, "\(beside.map { ($0 * 10).rounded() / 10 })", "\(without.map { ($0 * 10).rounded() / 10 })")
+        guard firstOpenMs >= 4 else {
+            throw XCTSkip("another process keeps this kernel warm, no contrast to show: \(figures)")
+        }
+        let besideMedian = try XCTUnwrap(Statistics.median(beside)), withoutMedian = try XCTUnwrap(Statistics.median(without))
+        // What keep-warm is for: the switch is not paid beside it.
+        XCTAssertLessThan(besideMedian, firstOpenMs / 2, figures)
+        // And the quiet kernel's switch is there to spare: without keep-warm the launch pays it.
+        XCTAssertGreaterThan(withoutMedian - besideMedian, firstOpenMs / 2, figures)
     }
 }

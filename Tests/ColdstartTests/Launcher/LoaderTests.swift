@@ -210,30 +210,25 @@ final class LoaderTests: XCTestCase {
     func testProgramWithoutColdstartGetsItsLoaderTimedUndisturbed() throws {
         let tool = try DocumentationTests.tool("swift-format")
         // At rest the undisturbed median is ~4 ms below the sampled one; six
-        // launches a side on a loaded machine can invert that (14.4 against
-        // 13.1 ms at load 3.3, twice): up to two more batches, the last one
-        // asserted. A reference that were disturbed too would fail all three.
-        var dir = "", result: ProcessResult
-        var attempt = 0
-        repeat {
-            dir = try makeTemporaryDirectory(for: self).path
-            result = try coldstart(["run", "-n", "6", "--warmup", "1", "--out", dir, "--", tool, "--version"])
-            attempt += 1
-            let stored = (1...6).compactMap { try? LoaderReference(Timeline(contentsOf: "\(dir)/run-\($0).json")) }
-            if stored.count == 6 && stored.allSatisfy({ $0.medianNs < $0.sampledMedianNs }) { break }
-        } while attempt < 3
+        // launches a side on a loaded machine inverted that (14.4 against
+        // 13.1 ms at load 3.3, twice). One batch of ten a side (the most
+        // reference launches a run makes), compared once: retrying a batch until one passes would pass a broken
+        // reference (a zero-mean difference) seven times in eight.
+        let launches = 10
+        let dir = try makeTemporaryDirectory(for: self).path
+        let result = try coldstart(["run", "-n", "\(launches)", "--warmup", "1", "--out", dir, "--", tool, "--version"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let version = result.stdout.split(separator: "\n").first.map(String.init) ?? ""
-        XCTAssertEqual(result.stdout.components(separatedBy: version + "\n").count - 1, 7, "the reference launches' output is not the user's")
+        XCTAssertEqual(result.stdout.components(separatedBy: version + "\n").count - 1, launches + 1, "the reference launches' output is not the user's")
         XCTAssertTrue(result.stdout.contains("before the program's first code, exec → ld.so's statistics print (every object relocated, "
             + "before the first initializer): "), result.stdout)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix(".") }, [], "the FIFO's directory is left behind")
-        for index in 1...6 {
+        for index in 1...launches {
             let timeline = try Timeline(contentsOf: "\(dir)/run-\(index).json")
             let stored = try XCTUnwrap(LoaderReference(timeline), "run-\(index)")
             XCTAssertEqual(stored.end, .loaderStatistics)
-            XCTAssertEqual(stored.launches, 6, "every reference launch's statistics arrived")
-            XCTAssertEqual(stored.sampledLaunches, 6)
+            XCTAssertEqual(stored.launches, launches, "every reference launch's statistics arrived")
+            XCTAssertEqual(stored.sampledLaunches, launches)
             XCTAssertGreaterThan(stored.p25Ns, 1_000_000, "exec and the loader take milliseconds")
             XCTAssertLessThan(stored.medianNs, stored.sampledMedianNs, "the loader undisturbed is faster than under the launcher's sampling")
         }
@@ -243,7 +238,7 @@ final class LoaderTests: XCTestCase {
         let loader = try XCTUnwrap(findings.first { $0["kind"] as? String == "loader" }, report.stdout)
         XCTAssertEqual(loader["certainty"] as? String, "estimate")
         let location = try XCTUnwrap(loader["location"] as? String)
-        let figure = try XCTUnwrap(location.firstMatch(of: #/^(\d+\.\d) ms without the launcher's sampling \(exec → ld.so's statistics, before initializers; median of 6, /#),
+        let figure = try XCTUnwrap(location.firstMatch(of: #/^(\d+\.\d) ms without the launcher's sampling \(exec → ld.so's statistics, before initializers; median of 10, /#),
                                    location)
         // The finding's own ms is run-1's one sampled launch, which a load
         // burst can make faster than the reference median: the figure beside
@@ -257,36 +252,44 @@ final class LoaderTests: XCTestCase {
         // Coldstart's, not the loader's kernel time (issue 26 item 2), as is
         // every sample of ld.so loading the audit module (its first mapping
         // → its la_version), user mode too.
-        var marked = 0, auditLoading = 0
-        for index in 1...6 {
-            let timeline = try Timeline(contentsOf: "\(dir)/run-\(index).json")
-            let loaderEnd = try XCTUnwrap(timeline.phases.first { $0.kind == "loader" }).endNs
-            let section = try launcherSection(timeline)
-            guard let rows = section["kernelSamples"] as? [[NSNumber]] else {
-                throw XCTSkip("the kernel refused kernel-mode samples here")
+        // Whether there are kernel-mode samples is the kernel's to say
+        // (MachineProbes), not the launcher's: refused, none may be claimed.
+        if !MachineProbes.kernelSamplesAllowed {
+            for index in 1...launches {
+                XCTAssertNil(try launcherSection(try Timeline(contentsOf: "\(dir)/run-\(index).json"))["kernelSamples"],
+                             "kernel mode is refused here (perf_event_paranoid \(MachineProbes.paranoid)), run-\(index)")
             }
-            let window = try XCTUnwrap(LauncherTimeline.auditLoading(section), "the audit module's mapping and la_version, run-\(index)")
-            XCTAssertGreaterThan(window.lowerBound, 0, "after exec")
-            XCTAssertLessThan(window.upperBound, loaderEnd)
-            let pid = timeline.process.pid
-            XCTAssertTrue(rows.allSatisfy { $0.count == 3 }, "each kernel sample says whose it is")
-            let inLoader = rows.filter { $0[0].int64Value < loaderEnd }
-            let own = inLoader.filter { $0[2].intValue == 1 || ($0[1].intValue == pid && window.contains($0[0].int64Value)) }.count
-            let ownUser = timeline.samples.filter { $0.tid == pid && window.contains($0.ns) }.count
-            let loaderUser = timeline.samples.filter { $0.ns < loaderEnd }.count
-            marked += inLoader.filter { $0[2].intValue == 1 }.count
-            auditLoading += ownUser + inLoader.filter { $0[1].intValue == pid && window.contains($0[0].int64Value) }.count
-            let share = try XCTUnwrap(KernelShare.phases(timeline).first ?? nil)
-            XCTAssertEqual(share.kernelMs, Double(inLoader.count - own) * 0.1, accuracy: 0.1 + 1e-9, "run-\(index)")
-            // The audit module's callbacks (user mode, in its own code) are Coldstart's too: at most a sample or two.
-            XCTAssertEqual(Double(share.userSamples), Double(loaderUser - ownUser), accuracy: 2, "run-\(index)")
-            // The Before main section's loader samples (and functions) are the split's: one thread before main.
-            XCTAssertEqual(try XCTUnwrap(BeforeMain(timeline)).loaderSamples, share.userSamples, "run-\(index)")
-            XCTAssertGreaterThanOrEqual(share.coldstartMs ?? 0, Double(own + ownUser) * 0.1 - 1e-9, "run-\(index)")
-        }
-        XCTAssertGreaterThan(auditLoading, 0, "ld.so loading the audit module and its libc: ~0.45 ms a launch, 4–5 samples at 10 kHz")
-        if (try? String(contentsOfFile: "/proc/kallsyms", encoding: .utf8))?.hasPrefix("0000000000000000") == false {
-            XCTAssertGreaterThan(marked, 0, "765 fault records a launch, and none of the kernel's time writing them sampled")
+        } else {
+            var marked = 0, auditLoading = 0
+            for index in 1...launches {
+                let timeline = try Timeline(contentsOf: "\(dir)/run-\(index).json")
+                let loaderEnd = try XCTUnwrap(timeline.phases.first { $0.kind == "loader" }).endNs
+                let section = try launcherSection(timeline)
+                let rows = try XCTUnwrap(section["kernelSamples"] as? [[NSNumber]],
+                                         "the kernel allows kernel-mode samples here (MachineProbes), run-\(index)")
+                let window = try XCTUnwrap(LauncherTimeline.auditLoading(section), "the audit module's mapping and la_version, run-\(index)")
+                XCTAssertGreaterThan(window.lowerBound, 0, "after exec")
+                XCTAssertLessThan(window.upperBound, loaderEnd)
+                let pid = timeline.process.pid
+                XCTAssertTrue(rows.allSatisfy { $0.count == 3 }, "each kernel sample says whose it is")
+                let inLoader = rows.filter { $0[0].int64Value < loaderEnd }
+                let own = inLoader.filter { $0[2].intValue == 1 || ($0[1].intValue == pid && window.contains($0[0].int64Value)) }.count
+                let ownUser = timeline.samples.filter { $0.tid == pid && window.contains($0.ns) }.count
+                let loaderUser = timeline.samples.filter { $0.ns < loaderEnd }.count
+                marked += inLoader.filter { $0[2].intValue == 1 }.count
+                auditLoading += ownUser + inLoader.filter { $0[1].intValue == pid && window.contains($0[0].int64Value) }.count
+                let share = try XCTUnwrap(KernelShare.phases(timeline).first ?? nil)
+                XCTAssertEqual(share.kernelMs, Double(inLoader.count - own) * 0.1, accuracy: 0.1 + 1e-9, "run-\(index)")
+                // The audit module's callbacks (user mode, in its own code) are Coldstart's too: at most a sample or two.
+                XCTAssertEqual(Double(share.userSamples), Double(loaderUser - ownUser), accuracy: 2, "run-\(index)")
+                // The Before main section's loader samples (and functions) are the split's: one thread before main.
+                XCTAssertEqual(try XCTUnwrap(BeforeMain(timeline)).loaderSamples, share.userSamples, "run-\(index)")
+                XCTAssertGreaterThanOrEqual(share.coldstartMs ?? 0, Double(own + ownUser) * 0.1 - 1e-9, "run-\(index)")
+            }
+            XCTAssertGreaterThan(auditLoading, 0, "ld.so loading the audit module and its libc: ~0.45 ms a launch, 4–5 samples at 10 kHz")
+            if (try? String(contentsOfFile: "/proc/kallsyms", encoding: .utf8))?.hasPrefix("0000000000000000") == false {
+                XCTAssertGreaterThan(marked, 0, "765 fault records a launch, and none of the kernel's time writing them sampled")
+            }
         }
 
         // A user's own LD_DEBUG is theirs: no reference launch changes it.

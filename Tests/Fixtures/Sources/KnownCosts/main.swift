@@ -4,7 +4,8 @@
 // first touched after main). Phase boundaries put the first function, the
 // other two and the global's first touch in three phases of their own, so a
 // report's phase attribution can be checked. Prints the measured milliseconds
-// as one JSON object on stderr.
+// as one JSON object on stderr, with how long its threads waited for a CPU
+// ("ownLoad", OwnLoad.swift): what the tests judge a starved run by.
 import Coldstart
 import Glibc
 import SlowInit
@@ -25,6 +26,7 @@ let third = burnFiftyMilliseconds()
 Coldstart.mark("functions burnt", isPhaseBoundary: true)
 let entries = slowGlobalTable.count   // first touch: runs the initializer now
 Coldstart.ready()
+let ownLoad = OwnLoad.read()
 
 func ms(_ ns: UInt64) -> String { String(Double(ns / 1000) / 1000) }
 fputs("""
@@ -33,6 +35,6 @@ fputs("""
 "burnOneHundredMilliseconds":\(ms(second)),\
 "burnFiftyMilliseconds":\(ms(third)),\
 "slowGlobalTable":\(ms(slowGlobalInitializerNs)),"entries":\(entries),\
-"environmentAtInit":\(slow_init_saw_environment() != 0)}
+"environmentAtInit":\(slow_init_saw_environment() != 0),"ownLoad":\(ownLoad.json)}
 
 """, stderr)
