@@ -10,7 +10,7 @@ DEMO_RUNS ?= .build/demo-runs
 FIXTURES := Tests/Fixtures
 FIXTURES_BIN = $(abspath $(FIXTURES)/.build/debug)
 
-.PHONY: deps cli demo test test-arm64 check-debian-kernel check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
+.PHONY: deps cli demo test mutants test-arm64 check-debian-kernel check-c fixtures bench bench-cli bench-html bench-watcher bench-estimate install fuzz fuzz-short audit-module
 
 deps:
 	@scripts/ensure-deps.sh
@@ -54,6 +54,17 @@ test: deps check-c fixtures
 	$(MAKE) audit-module
 	@# Ends with every skipped test and its reason; the status is swift test's.
 	COLDSTART_FIXTURES=$(FIXTURES_BIN) scripts/test-with-skips.sh $(SWIFT) test --disable-swift-testing
+
+# Each deliberate breakage in Tests/Mutants, one at a time, must make one of
+# the tests its patch names fail, not skip (scripts/mutants.sh; the tree is
+# restored after each, and on an interrupt). A few minutes; not part of CI.
+# MUTANTS=Tests/Mutants/NN-name.patch for some of them.
+MUTANTS ?=
+mutants: deps fixtures
+	@scripts/ensure-deps.sh $(TEST_PACKAGES)
+	$(SWIFT) build
+	$(MAKE) audit-module
+	SWIFT=$(SWIFT) COLDSTART_FIXTURES=$(FIXTURES_BIN) scripts/mutants.sh $(MUTANTS)
 
 # The capture layer on arm64, under emulation: cross-built with Debian's
 # aarch64 compiler, run on Debian's arm64 kernel in qemu-system-aarch64, its

@@ -2,6 +2,7 @@
 // must not disturb, and prints what it observed on stdout.
 //
 //     SamplerHost burn MS [DEPTH [SLEEP]]  burn MS ms of CPU DEPTH frames deep, sleep SLEEP ms, then ready()
+//     SamplerHost settle SLEEP MS   sleep SLEEP ms, then burn MS ms of CPU (its clock armed by then), then ready()
 //     SamplerHost sleep             usleep(50 ms) and a blocking read while another thread burns
 //     SamplerHost waits             poll and epoll_wait with 50 ms timeouts, and one a pipe ends, while another thread burns
 //     SamplerHost exception N       throw and catch N C++ exceptions and N Swift errors
@@ -24,6 +25,12 @@ switch mode {
 case "burn":
     burnAtDepth(argument(2, default: 0), milliseconds: UInt64(argument(1, default: 300)))
     usleep(UInt32(argument(3, default: 0)) * 1000)
+    Coldstart.ready()
+    print("burned")
+
+case "settle":
+    usleep(UInt32(argument(1, default: 0)) * 1000)
+    burnCPU(milliseconds: UInt64(argument(2, default: 300)))
     Coldstart.ready()
     print("burned")
 
