@@ -81,10 +81,12 @@ static uint64_t vm_sampler(uint64_t samples) {
 // What libunwind brings: the library (with libunwind.so and liblzma, ~0.4
 // MiB mapped) on each thread that loads it, the sampler's pending records
 // and page cache, and the arenas: the watcher's (its libunwind), the scan
-// thread's (its libunwind, or the watcher's thread it starts).
-static uint64_t vm_libunwind(bool sampler, bool dwarf, bool watch) {
+// thread's (its libunwind, or the watcher's thread it starts). The offline
+// unwinder loads none: its pool of registers and stack copies instead.
+static uint64_t vm_libunwind(bool sampler, bool dwarf, bool raw, bool watch) {
     uint64_t b = watch ? CS_MIB + CS_VM_ARENA : 0;
     if (dwarf) b += CS_MIB + CS_SMP_PENDING_BYTES + sizeof(struct cs_unw_page) * CS_SMP_UNWIND_PAGES;
+    if (raw) b += CS_SMP_RAW_BYTES;
     if (sampler && (dwarf || watch)) b += CS_VM_ARENA;
     return b;
 }
@@ -122,7 +124,8 @@ static bool address_space_suffices(void) {
     bool sampler = cs_g.cfg.sampler != CS_SAMPLER_OFF, watch = cs_g.cfg.watch;
     uint64_t base = vm_base(), with_watch = base + (watch ? vm_watch() : 0);
     uint64_t want = with_watch + (sampler ? vm_sampler(cs_g.cfg.max_samples) : 0)
-        + vm_libunwind(sampler, sampler && !cs_g.cfg.unwind_fp, watch);
+        + vm_libunwind(sampler, sampler && !cs_g.cfg.unwind_fp && !cs_g.cfg.unwind_offline,
+                       sampler && !cs_g.cfg.unwind_fp && cs_g.cfg.unwind_offline, watch);
     if (want <= share) {
         cs_g.proc.vm_max_rings = (uint32_t)((share - want) / CS_VM_RING + CS_VM_MIN_RINGS);
         return true;

@@ -125,6 +125,7 @@ struct cs_plan {
     struct cs_start without_launcher;
     bool has_earliest, completed;
     bool detail;                 // sampling and watch data fit under max_bytes
+    bool raw;                    // ... and the offline unwinder's stack copies (`rawStacks`)
     // The file's size bound: COLDSTART_MAX_BYTES, or RLIMIT_FSIZE where that
     // is lower (`fsize_bound`): a write past it would raise SIGXFSZ, which
     // ends the whole process.

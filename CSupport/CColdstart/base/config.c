@@ -103,8 +103,9 @@ bool cs_config_read(char **envp) {
     }
     const char *unw = cs_env_get(envp, "COLDSTART_UNWINDER");
     c->unwind_fp = unw && strcmp(unw, "fp") == 0;
-    if (unw && *unw && !c->unwind_fp && strcmp(unw, "libunwind") != 0)
-        cs_warn("ignoring COLDSTART_UNWINDER (want libunwind or fp): ", unw);
+    c->unwind_offline = unw && strcmp(unw, "offline") == 0;
+    if (unw && *unw && !c->unwind_fp && !c->unwind_offline && strcmp(unw, "libunwind") != 0)
+        cs_warn("ignoring COLDSTART_UNWINDER (want libunwind, offline or fp): ", unw);
     // A multiple of 8, as the kernel wants.
     c->stack_bytes = (uint32_t)bounded(envp, "COLDSTART_STACK_BYTES", 512, CS_MAX_STACK_BYTES, CS_DEFAULT_STACK_BYTES,
                                        "512 to 16384 bytes") & ~7u;

@@ -59,6 +59,7 @@ struct cs_config {
     enum cs_sampler_mode sampler; // COLDSTART_SAMPLER
     bool sampler_set;           // COLDSTART_SAMPLER was given (any value)
     bool unwind_fp;             // COLDSTART_UNWINDER=fp
+    bool unwind_offline;        // COLDSTART_UNWINDER=offline: registers and stack copies into the timeline
     uint32_t stack_bytes;       // COLDSTART_STACK_BYTES: user stack copied per sample
     bool watch;                 // COLDSTART_WATCH is not 0
     bool bridge;                // COLDSTART_BRIDGE is not 0: CPU-wide events while a quiet kernel holds the task clocks back

@@ -198,7 +198,7 @@ void cs_sampler_start(void) {
     enum cs_smp_clock want = clocks[cs_g.cfg.sampler];
     S->requested_hz = cs_g.cfg.hz;
     S->max_samples = cs_g.cfg.max_samples;
-    S->unwinder = cs_g.cfg.unwind_fp ? CS_UNW_FP : CS_UNW_LIBUNWIND;
+    S->unwinder = cs_g.cfg.unwind_fp ? CS_UNW_FP : cs_g.cfg.unwind_offline ? CS_UNW_OFFLINE : CS_UNW_LIBUNWIND;
     S->stack_bytes = cs_g.cfg.stack_bytes;
     // A static executable (no program interpreter) has no loader to load
     // the unwinder with: the kernel's frame-pointer chains, silently.
@@ -245,6 +245,8 @@ void cs_sampler_start(void) {
         S->pending = cs_map_zeroed(CS_SMP_PENDING_BYTES);
         if (!S->rec || !S->unw_pages || !S->pending) S->unwinder = CS_UNW_FP;
     }
+    // The offline unwinder's copies: reserved, touched by the scan thread as it keeps them.
+    if (S->unwinder == CS_UNW_OFFLINE && !(S->raw = cs_map_zeroed(CS_SMP_RAW_BYTES))) S->unwinder = CS_UNW_FP;
     if (!S->rec) S->rec = cs_map_zeroed(CS_SMP_REC_BYTES);
 
     S->cookie = ((uint64_t)(uintptr_t)&cs_g ^ cs_monotonic_ns()) | 1;

@@ -38,7 +38,11 @@ enum cs_smp_clock { CS_CLOCK_NONE, CS_CLOCK_PERF, CS_CLOCK_POSIX, CS_CLOCK_WALL 
 // at each sample, unwound with DWARF CFI by libunwind's remote API on
 // Coldstart's own threads (smpunwind.c). CS_UNW_FP: frame pointers only (the
 // kernel's call chain; the signal fallback's handler walks them itself).
-enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP };
+// CS_UNW_OFFLINE: the kernel copies the same, and nothing in the process
+// unwinds it: each sample keeps the kernel's frame-pointer chain, and its
+// registers and copy go into the timeline (`rawStacks`), which the CLI
+// unwinds with DWARF CFI when it reads the file. libunwind is never loaded.
+enum cs_smp_unwinder { CS_UNW_LIBUNWIND, CS_UNW_FP, CS_UNW_OFFLINE };
 
 // One recorded sample. Its frames live in the shared pool at `frame_off`.
 struct cs_sample {
@@ -124,6 +128,21 @@ struct cs_smp_pending {
 // keeps the kernel's frame-pointer chains.
 #define CS_SMP_FINAL_UNWIND_NS 300000ull
 #define CS_SMP_UNWIND_PAGES 1024          // the unwinder's page cache (unwind tables; 4 MiB reserved, touched as used)
+
+// CS_UNW_OFFLINE: one kernel sample's registers and stack copy, kept for the
+// timeline (smpjson.c, `rawStacks`), followed by `len` bytes of the copy
+// (padded to 8). Appended by the drainer only, in the order of its samples'
+// slots.
+struct cs_smp_raw {
+    uint32_t slot;                    // its sample's index in `samples`
+    uint32_t len;                     // bytes of stack copied from regs[CS_PERF_SP] up
+    uint64_t regs[CS_PERF_NREGS];     // perf's sample_regs_user order (arch.h)
+};
+// The pool's bound: ~3,900 copies of 4 KiB (a second of CPU at 3 kHz; the
+// file then holds ~21 MiB of them in base64, under COLDSTART_MAX_BYTES'
+// 32 MiB), reserved and touched as used. A sample past it keeps its chain
+// and is counted (`kernelStacks.rawDropped`).
+#define CS_SMP_RAW_BYTES (16u << 20)
 
 struct cs_sampler {
     // ---- configuration, fixed before sampling starts ----
@@ -256,6 +275,11 @@ struct cs_sampler {
     unsigned char *pending;             // CS_SMP_PENDING_BYTES of struct cs_smp_pending + record
     size_t pending_used, pending_done;
     bool can_read_safely;               // process_vm_readv works on this process
+
+    // ---- the offline unwinder's copies (CS_UNW_OFFLINE): the drainer appends ----
+    unsigned char *raw;                 // CS_SMP_RAW_BYTES of struct cs_smp_raw + stack bytes
+    _Atomic size_t raw_used;            // bytes published (release): the writer reads up to here
+    uint32_t raw_kept, raw_dropped;     // copies kept; samples whose copy did not fit
 
     // ---- the module table (modules.c) ----
     // Taken by the scan thread once main runs (off the exit path), with the
@@ -413,8 +437,8 @@ void cs_smp_drain_ring(struct perf_event_mmap_page *pg, bool regs, struct cs_smp
                        struct cs_smp_thread *(*keeps)(const uint64_t *ids));
 // ---- smpring.c (async-signal-safe: memory and atomics only) ----
 /// Appends one sample (frames leaf first); counts it as dropped when the
-/// buffers are full. Lock-free.
-void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns);
+/// buffers are full. Returns its slot, or UINT32_MAX when dropped. Lock-free.
+uint32_t cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns);
 /// CS_SMP_BOOSTED (and CS_SMP_KEPT for one in boost_hz / requested_hz) for
 /// the next sample of `t` if its clock runs boosted, else 0. One caller at a
 /// time per thread (its handler, or its ring's drainer).
@@ -482,8 +506,12 @@ int cs_module_of(uint64_t addr);
 /// Writes `,"modules":[…]` from the loaded table. Async-signal-safe.
 void cs_modules_write(struct cs_jw *w);
 /// Writes `"sampling"`, `"modules"` and `"samples"` (each preceded by a comma)
-/// when sampling ran. `start_ns` is the process start (CLOCK_MONOTONIC).
+/// when sampling ran, and with `raw` the offline unwinder's `"rawStacks"`.
+/// `start_ns` is the process start (CLOCK_MONOTONIC).
 /// Async-signal-safe: reads /proc/self/maps with open/read.
-void cs_sampler_write(struct cs_jw *w, uint64_t start_ns);
+void cs_sampler_write(struct cs_jw *w, uint64_t start_ns, bool raw);
+/// Whether the offline unwinder kept stack copies for the timeline.
+/// Async-signal-safe.
+bool cs_sampler_has_raw(void);
 
 #endif

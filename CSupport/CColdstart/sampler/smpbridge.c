@@ -151,7 +151,7 @@ void cs_smp_bridge_open(void) {
     if (ncpu == 0 || (uint32_t)ncpu >= S->max_live) return;
     S->host_pid = (int)cs_syscall(SYS_getpid);
     S->bridge_boosted = atomic_load(&S->boost_on);
-    S->bridge_regs = S->unwinder == CS_UNW_LIBUNWIND;
+    S->bridge_regs = S->unwinder != CS_UNW_FP;
     // 256 KiB a CPU holds ~58 samples of a 4 KiB stack: 19 ms of a busy
     // CPU at 3 kHz, drained every millisecond; less on a machine of many CPUs.
     size_t pages = ncpu <= 4 ? 64 : 16;

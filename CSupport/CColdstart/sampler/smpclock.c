@@ -257,7 +257,7 @@ static int arm_perf(struct cs_smp_thread *t, int tid) {
 // Async-signal-safe (syscalls only).
 static int arm_kernel_stacks(struct cs_smp_thread *t, int tid) {
     bool boosted = atomic_load(&S->boost_on);
-    bool regs = S->unwinder == CS_UNW_LIBUNWIND;
+    bool regs = S->unwinder != CS_UNW_FP;
     int fd = open_task_clock(tid, true, regs, boosted);
     if (fd < 0 && regs) {
         regs = false;

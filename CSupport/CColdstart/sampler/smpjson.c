@@ -1,6 +1,7 @@
-// The three sampling sections of the timeline (docs/timeline-format.md,
-// "Sampling sections"): "sampling", "modules" and "samples", from the
-// sampler's buffers and the module table (modules.c). Runs in the timeline
+// The sampling sections of the timeline (docs/timeline-format.md,
+// "Sampling sections"): "sampling", "modules", "samples" and, with the
+// offline unwinder, "rawStacks", from the sampler's buffers and the module
+// table (modules.c). Runs in the timeline
 // writer, which may be a signal handler: memory reads and the JSON emitter
 // only, nothing allocates.
 #include "internal.h"
@@ -95,7 +96,8 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
     uint64_t counted = S->clock == CS_CLOCK_WALL ? S->t_stop - S->t_start : sampled_cpu;
     uint32_t stride = atomic_load(&S->stride);
     cs_jw_raw(w, ",\n\"sampling\":{\"clock\":\""); cs_jw_raw(w, clock_name());
-    cs_jw_raw(w, "\",\"unwinder\":\""); cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : "frame-pointer");
+    cs_jw_raw(w, "\",\"unwinder\":\"");
+    cs_jw_raw(w, S->unwinder == CS_UNW_LIBUNWIND ? "libunwind" : S->unwinder == CS_UNW_OFFLINE ? "offline" : "frame-pointer");
     cs_jw_raw(w, "\"");
     if (atomic_load_explicit(&S->unw_verified, memory_order_acquire)) {
         cs_jw_raw(w, ",\"unwinderReadyNs\":"); cs_jw_i64(w, (int64_t)S->unw_ready_ns - (int64_t)start_ns);
@@ -122,6 +124,12 @@ static void write_sampling(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples
             cs_jw_raw(w, ",\"dwarf\":"); cs_jw_u64(w, by_dwarf);
             cs_jw_raw(w, ",\"chainTails\":"); cs_jw_u64(w, chain_tails);
             cs_jw_raw(w, ",\"unwindNs\":"); cs_jw_u64(w, S->unwind_ns);
+        }
+        if (S->unwinder == CS_UNW_OFFLINE) {
+            // Copies kept for the CLI, and samples whose copy the pool had no room for.
+            cs_jw_raw(w, ",\"stackBytes\":"); cs_jw_u64(w, S->stack_bytes);
+            cs_jw_raw(w, ",\"raw\":"); cs_jw_u64(w, S->raw_kept);
+            cs_jw_raw(w, ",\"rawDropped\":"); cs_jw_u64(w, S->raw_dropped);
         }
         cs_jw_raw(w, "}");
     }
@@ -228,7 +236,61 @@ static void write_samples(struct cs_jw *w, uint64_t start_ns, uint32_t nsamples)
     cs_jw_raw(w, "]");
 }
 
-void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
+// Base64 (RFC 4648, padded) of `n` bytes, in pieces of a small buffer: the
+// writer may be a signal handler on a thread with little stack.
+static void write_base64(struct cs_jw *w, const unsigned char *p, size_t n) {
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char out[512];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        out[k++] = abc[v >> 18 & 63];
+        out[k++] = abc[v >> 12 & 63];
+        out[k++] = i + 1 < n ? abc[v >> 6 & 63] : '=';
+        out[k++] = i + 2 < n ? abc[v & 63] : '=';
+        if (k == sizeof out) {
+            cs_jw_bytes(w, out, k);
+            k = 0;
+        }
+    }
+    cs_jw_bytes(w, out, k);
+}
+
+bool cs_sampler_has_raw(void) {
+    return S->started && atomic_load_explicit(&S->raw_used, memory_order_acquire) > 0;
+}
+
+// `"rawStacks"`: each kept copy whose sample is in the file, as
+// [sample index in "samples", [registers], "base64 of the stack bytes"]. The
+// pool lists copies in their samples' slot order, so one walk over the slots
+// numbers them as write_samples does.
+static void write_raw_stacks(struct cs_jw *w, uint32_t nsamples) {
+    size_t used = atomic_load_explicit(&S->raw_used, memory_order_acquire);
+    if (!used) return;
+    cs_jw_raw(w, ",\n\"rawStacks\":{\"arch\":\"" CS_ARCH_NAME "\",\"stacks\":[");
+    uint32_t slot = 0, index = 0;
+    bool first = true;
+    for (size_t at = 0; at < used;) {
+        const struct cs_smp_raw *r = (const void *)(S->raw + at);
+        at += (sizeof *r + r->len + 7) & ~(size_t)7;
+        for (; slot < r->slot && slot < nsamples; slot++) index += written(&S->samples[slot]);
+        if (r->slot >= nsamples || slot != r->slot || !written(&S->samples[slot])) continue;
+        cs_jw_raw(w, first ? "\n[" : ",\n[");
+        first = false;
+        cs_jw_u64(w, index);
+        cs_jw_raw(w, ",[");
+        for (int i = 0; i < CS_PERF_NREGS; i++) {
+            if (i) cs_jw_raw(w, ",");
+            cs_jw_u64(w, r->regs[i]);
+        }
+        cs_jw_raw(w, "],\"");
+        write_base64(w, (const unsigned char *)(r + 1), r->len);
+        cs_jw_raw(w, "\"]");
+    }
+    cs_jw_raw(w, "]}");
+}
+
+void cs_sampler_write(struct cs_jw *w, uint64_t start_ns, bool raw) {
     if (!S->started) return;
     // A stop that gave up waiting for the scan thread (preempted for 100 ms)
     // could find it filling the table: then no modules (frames keep their
@@ -240,4 +302,5 @@ void cs_sampler_write(struct cs_jw *w, uint64_t start_ns) {
     write_sampling(w, start_ns, n);
     cs_modules_write(w);
     write_samples(w, start_ns, n);
+    if (raw) write_raw_stacks(w, n);
 }

@@ -5,8 +5,10 @@
 // ring. No signal is sent and no handler runs (docs/performance.md, "The
 // kernel's stacks"). The scan thread moves those records into the sample
 // buffers every scan period, unwinding each (smpunwind.c), the stopper once
-// more at the end. Memory, atomics and the unwinder's process_vm_readv:
-// async-signal-safe; calls smpunwind.c only.
+// more at the end. With the offline unwinder nothing is unwound: each keeps
+// the kernel's chain, and its registers and stack copy are copied into the
+// raw pool for the timeline. Memory, atomics and the unwinder's
+// process_vm_readv: async-signal-safe; calls smpunwind.c only.
 #include "internal.h"
 
 #include <linux/perf_event.h>
@@ -24,12 +26,12 @@ uint16_t cs_smp_boost_flags(struct cs_smp_thread *t) {
     return atomic_load_explicit(&t->boosted, memory_order_relaxed) ? boosted_flags(t) : 0;
 }
 
-void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns) {
+uint32_t cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t flags, uint32_t cost_ns) {
     uint32_t off = atomic_fetch_add(&S->next_frame, (uint32_t)n);
     uint32_t slot = off + (uint32_t)n <= S->max_frames ? atomic_fetch_add(&S->next_sample, 1) : UINT32_MAX;
     if (slot >= S->max_samples) {
         atomic_fetch_add(&S->dropped, 1);
-        return;
+        return UINT32_MAX;
     }
     struct cs_sample *smp = &S->samples[slot];
     memcpy(&S->frames[off], frames, (size_t)n * sizeof *frames);
@@ -40,6 +42,26 @@ void cs_smp_record(int tid, uint64_t ns, const uint64_t *frames, int n, uint16_t
     smp->flags = flags;
     smp->cost_ns = cost_ns;
     atomic_store_explicit(&smp->committed, 1, memory_order_release);
+    return slot;
+}
+
+// The offline unwinder's copy of sample `slot`: its registers and the
+// stack bytes, one memcpy each into the raw pool, published to the writer
+// with a release store. A full pool counts the sample (it keeps its chain).
+static void keep_raw(uint32_t slot, const uint64_t *regs, const unsigned char *stack, uint32_t len) {
+    size_t used = atomic_load_explicit(&S->raw_used, memory_order_relaxed);
+    size_t need = (sizeof(struct cs_smp_raw) + len + 7) & ~(size_t)7;
+    if (used + need > CS_SMP_RAW_BYTES) {
+        S->raw_dropped++;
+        return;
+    }
+    struct cs_smp_raw *r = (void *)(S->raw + used);
+    r->slot = slot;
+    r->len = len;
+    memcpy(r->regs, regs, sizeof r->regs);
+    memcpy(r + 1, stack, len);
+    S->raw_kept++;
+    atomic_store_explicit(&S->raw_used, used + need, memory_order_release);
 }
 
 // `len` bytes at ring position `pos`, which may wrap past the end.
@@ -107,6 +129,16 @@ static void keep(const uint64_t *rec, size_t words, bool regs, uint16_t flags) {
     // thread milliseconds: its CPU placed on the phases as it goes. Not at
     // the stop, which may run on the host's exit path.
     if (!S->final_until_ns) cs_own_tick();
+    if (S->unwinder == CS_UNW_OFFLINE) {
+        // The kernel's chain now (what the file shows if the CLI cannot
+        // unwind), the copy for the CLI's DWARF unwinding.
+        uint64_t chain[CS_SMP_MAX_DEPTH];
+        uint16_t how;
+        int n = cs_unwind_sample(NULL, NULL, 0, p.chain, p.nchain, chain, CS_SMP_MAX_DEPTH, &how);
+        uint32_t slot = n > 0 ? cs_smp_record(p.tid, p.ns, chain, n, flags | CS_SMP_KERNEL, 0) : UINT32_MAX;
+        if (slot != UINT32_MAX && p.regs) keep_raw(slot, p.regs, p.stack, p.stack_len);
+        return;
+    }
     if (S->final_until_ns && p.regs && cs_clock_ns(CLOCK_THREAD_CPUTIME_ID) >= S->final_until_ns) p.regs = NULL;
     uint64_t frames[CS_SMP_MAX_DEPTH];
     uint16_t how = 0;

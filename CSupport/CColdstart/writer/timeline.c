@@ -302,12 +302,14 @@ static void write_snapshot(struct cs_jw *w, const struct cs_plan *pl, const char
     cs_jw_raw(w, "}");
 }
 
-// The size bound and what was left out to keep under it: the sampling and
-// watch sections go first, whole, so the file stays valid and complete JSON.
+// The size bound and what was left out to keep under it: the offline
+// unwinder's stack copies first, then the sampling and watch sections, each
+// whole, so the file stays valid and complete JSON.
 static void write_size_limit(struct cs_jw *w, const struct cs_plan *pl) {
     cs_jw_raw(w, ",\n\"sizeLimit\":{\"maxBytes\":"); cs_jw_u64(w, pl->max_bytes);
     if (pl->fsize_bound) cs_jw_raw(w, ",\"rlimitFsize\":true");
     cs_jw_raw(w, ",\"dropped\":[");
+    if (pl->detail && !pl->raw && cs_sampler_has_raw()) cs_jw_raw(w, "\"rawStacks\"");
     if (!pl->detail) {
         bool sampling = cs_g.smp.started, watch = cs_g.watch.buf != NULL;
         cs_jw_raw(w, sampling ? "\"sampling\"" : "");
@@ -434,7 +436,7 @@ static void write_coldstart(struct cs_jw *w, const struct cs_plan *pl) {
     cs_jw_raw(w, "]");
     if (pl->detail) {
         cs_own_write(w, pl->start);
-        cs_sampler_write(w, pl->start);
+        cs_sampler_write(w, pl->start, pl->raw);
         cs_watch_write_section(w, pl->start);
     }
     cs_jw_raw(w, ",\n\"dropped\":{\"events\":"); cs_jw_u64(w, atomic_load(&cs_g.log.dropped_events));
@@ -466,10 +468,14 @@ int cs_write_timeline(void) {
     struct cs_jw *w = &cs_g.out.jw;
     int rc = -1;
     // The whole timeline, else (past COLDSTART_MAX_BYTES) again from the
-    // start without the sampling and watch data.
-    for (int pass = 0; pass < 2; pass++) {
-        pl->detail = pass == 0;
-        if (pass == 1 && (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)) break;
+    // start without the offline unwinder's stack copies (the samples keep
+    // their frame-pointer chains), else without the sampling and watch data.
+    for (int pass = 0; pass < 3; pass++) {
+        pl->detail = pass < 2;
+        pl->raw = pass == 0;
+        // Only stack copies make the second pass differ from the first.
+        if (pass == 1 && !cs_sampler_has_raw()) continue;
+        if (pass > 0 && (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)) break;
         cs_jw_begin(w, fd, pl->max_bytes);
         write_metadata(w, pl);
         write_trace_events(w, pl);
@@ -477,7 +483,7 @@ int cs_write_timeline(void) {
         cs_jw_raw(w, "}\n");
         rc = cs_jw_flush(w);
         if (!w->over) break;
-        if (pass == 1) rc = CS_WRITE_TOO_BIG;
+        if (pass == 2) rc = CS_WRITE_TOO_BIG;
     }
     // The start is known to its precision: it may have been that much later.
     uint64_t latest_start_us = pl->start_realtime_us ? pl->start_realtime_us + pl->precision / 1000 : 0;
