@@ -178,7 +178,7 @@ check-c:
 	     $(foreach d,. base sampler watcher writer,-ICSupport/CColdstart/$(d)) \
 	     -ICSupport/CColdstart/include -ICSupport/ColdstartEarly/include \
 	     -ICSupport/CLauncher/include -ICSupport/ColdstartAudit/include -ICSupport/CHTTP/include \
-	     -ITests/CTestOnly/include -ITests/Fixtures/Sources/BridgeHold/include -ITests/Fixtures/Sources/CPUPin/include $$f || exit 1; \
+	     -ITests/CTestOnly/include -ITests/Fixtures/Sources/BridgeHold/include -ITests/Fixtures/Sources/CPUPin/include -ICSupport/CUnwind/include $$f || exit 1; \
 	done
 
 # The CLI's own speed on big inputs (docs/performance.md, "The CLI on big

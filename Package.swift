@@ -37,7 +37,10 @@ let package = Package(
         .target(name: "Coldstart", dependencies: ["CColdstart", "ColdstartEarly", "ColdstartBuildInfo"]),
         // elfutils' libdw: names, inlined frames and source lines from DWARF.
         .systemLibrary(name: "CDw", path: "CSupport/CDw", providers: [.apt(["libdw-dev"])]),
-        .target(name: "ColdstartAnalysis", dependencies: ["CDw"]),
+        // The CLI's DWARF unwinder (libunwind loaded at run time): a timeline's
+        // stack copies (COLDSTART_UNWINDER=offline) and the tracer's. CLI only.
+        .target(name: "CUnwind", path: "CSupport/CUnwind", cSettings: [.define("_GNU_SOURCE")], linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "ColdstartAnalysis", dependencies: ["CDw", "CUnwind"]),
         // The terminal's text (report, profile, findings, blocked time, fleet
         // tables): rendered from ColdstartAnalysis's values, which never format.
         .target(name: "ColdstartText", dependencies: ["ColdstartAnalysis"]),
@@ -46,7 +49,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "CSupport/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "ColdstartExport", dependencies: ["ColdstartAnalysis", "ColdstartText", "CZlib"]),
         // The launcher's perf events (fork, attach, exec; ring buffers): CLI only.
-        .target(name: "CLauncher", path: "CSupport/CLauncher", cSettings: [.define("_GNU_SOURCE")]),
+        .target(name: "CLauncher", dependencies: ["CUnwind"], path: "CSupport/CLauncher", cSettings: [.define("_GNU_SOURCE")]),
         .target(name: "ColdstartAudit", path: "CSupport/ColdstartAudit", cSettings: [.define("_GNU_SOURCE")]),
         // `coldstart push`'s HTTP, libcurl loaded at run time: CLI only.
         .target(name: "CHTTP", path: "CSupport/CHTTP", cSettings: [.define("_GNU_SOURCE")], linkerSettings: [.linkedLibrary("dl")]),

@@ -169,7 +169,7 @@ static void handle(cs_trace *t, pid_t tid, int status, const struct rusage *ru) 
         for (int i = t->nthreads - 1; i >= 0; i--)
             if (t->threads[i].tid != tid) drop_thread(t, t->threads[i].tid);
         trace_forget_files(t);
-        if (t->as) t->flush_cache(t->as, 0, 0);
+        cs_uw_forget(&t->unw);
         t->execed = 1;
         trace_refresh_maps(t);
         if (th) {
@@ -330,8 +330,7 @@ void cs_trace_free(cs_trace *t) {
     trace_forget_files(t);
     free(t->files);
     free(t->maps);
-    if (t->as) t->destroy_addr_space(t->as);
-    if (t->unwind_lib) dlclose(t->unwind_lib);
+    cs_uw_unload(&t->unw);
     free(t);
 #else
     (void)t;

@@ -1,8 +1,8 @@
 /*
  * What the tracer's files share (trace.c: threads, stops, the tick loop and
- * the public calls; traceunwind.c: the program's mappings and libunwind over
- * a stack copy; tracerecords.c: the perf records written). Private to
- * CLauncher; none of it is async-signal-safe.
+ * the public calls; traceunwind.c: the program's mappings, unwound over a
+ * stack copy by CUnwind's unwinder; tracerecords.c: the perf records
+ * written). Private to CLauncher; none of it is async-signal-safe.
  */
 #ifndef CS_TRACE_H
 #define CS_TRACE_H
@@ -27,16 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#include <libunwind.h>
+#include "cs_unwind_core.h"
+
+#if defined(__x86_64__) && CS_UW_SUPPORTED
 #define CS_TRACE_SUPPORTED 1
-#define CS_UNWIND_LIBRARY "libunwind-x86_64.so.8"
 #else
 #define CS_TRACE_SUPPORTED 0
 #endif
-
-#define STR2(x) #x
-#define STR(x) STR2(x)
 
 /* Bytes of stack copied per sample from the stack pointer up (perf's DWARF
  * mode copies 8 KiB by default; Swift's frames are larger than C's). */
@@ -58,12 +55,9 @@ typedef struct {
 typedef struct {
     char path[256];
     uint64_t load;         /* its mappings' address less file offset: one entry per load */
-    const uint8_t *bytes;  /* the whole file, read-only, or the vDSO's copy */
-    size_t size;
-    int is_copy;           /* bytes are malloc'd (the vDSO) */
+    cs_uw_image im;        /* the whole file, read-only, or the vDSO's copy */
     int parsed;
     int64_t bias;          /* load address less ELF vaddr */
-    uint64_t hdr_vaddr;    /* PT_GNU_EH_FRAME, 0 when none */
     uint64_t text_start, text_end;
     unw_dyn_info_t di;
     int has_di;
@@ -97,17 +91,7 @@ struct cs_trace {
     cs_records *out;
     uint64_t samples, unwind_failures;
     uint64_t stopped_ns;   /* the child's threads' time spent stopped by the sampler */
-    void *unwind_lib;
-    unw_addr_space_t as;
-    unw_accessors_t acc;
-    unw_addr_space_t (*create_addr_space)(unw_accessors_t *, int);
-    void (*destroy_addr_space)(unw_addr_space_t);
-    int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
-    int (*step)(unw_cursor_t *);
-    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
-    int (*set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
-    void (*flush_cache)(unw_addr_space_t, unw_word_t, unw_word_t);
-    int (*search_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t *, unw_proc_info_t *, int, void *);
+    cs_uw_walker unw;      /* over `regs` and `stack` (traceunwind.c) */
     int exit_status;
     int exited;
     struct rusage usage;

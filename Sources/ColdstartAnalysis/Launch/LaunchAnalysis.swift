@@ -117,6 +117,13 @@ extension Timeline {
     /// stacks: from the file when it was symbolized, otherwise from one pass
     /// of `symbolizer`. Nothing is read when there is nothing to name.
     func frameNames(_ symbolizer: Symbolizer) -> Symbolization {
+        var naming = namesOfFrames(symbolizer)
+        // Frames the reader could not unwind: said where missing files are.
+        if let note = offlineUnwinding?.note { naming.warnings.insert(note, at: 0) }
+        return naming
+    }
+
+    private func namesOfFrames(_ symbolizer: Symbolizer) -> Symbolization {
         let sampled = sampling != nil ? samples : []
         let blocked = watch?.stacksAsSamples ?? []
         if isSymbolized {

@@ -19,6 +19,10 @@ package struct Timeline: Sendable {
     package var sampling: Sampling?
     package var modules: [Module]
     package var samples: [Sample]
+    /// What reading did with the file's stack copies (`rawStacks`, a launch
+    /// recorded with `COLDSTART_UNWINDER=offline`): `samples` hold the
+    /// frames unwound from them. Nil when the file has none.
+    package var offlineUnwinding: OfflineUnwinding?
     /// Names written by `coldstart symbolize`, keyed by `Frame.key`.
     package var symbols: [String: Symbol]
     /// Present when the off-CPU watcher ran (Watch.swift).
@@ -36,6 +40,12 @@ package struct Timeline: Sendable {
     /// from the bytes, not kept as parsed JSON). Parsed when first asked for.
     package var document: [String: Any] {
         var root = documentBox.value
+        // The stack copies were read from the bytes (their value here is
+        // `[]`) and unwound into `samples`: a rewritten file has the frames.
+        if var section = root["coldstart"] as? [String: Any], section["rawStacks"] != nil {
+            section["rawStacks"] = nil
+            root["coldstart"] = section
+        }
         guard var section = root["coldstart"] as? [String: Any], section["samples"] is [Any] else { return root }
         // Typed [Any] all the way down: JSONText dispatches on the exact type.
         section["samples"] = samples.map { sample -> Any in
@@ -201,7 +211,8 @@ package struct Timeline: Sendable {
     package struct Sampling: Codable, Sendable {
         /// "perf-task-clock", "posix-cpu-timer" or "wall-timer".
         package var clock: String
-        /// "libunwind" or "frame-pointer".
+        /// "libunwind", "offline" (the kernel's copies unwound by the
+        /// reader: `Timeline.offlineUnwinding`) or "frame-pointer".
         package var unwinder: String
         /// The rate every sample in the file was taken at (or thinned to).
         package var requestedHz: Double
@@ -309,6 +320,11 @@ package struct Timeline: Sendable {
             package var chainTails: Int?
             /// The CPU time Coldstart spent unwinding them (off the host's threads), in ns.
             package var unwindNs: UInt64?
+            /// `COLDSTART_UNWINDER=offline`: the copies written into
+            /// `rawStacks` for the reader to unwind, and the samples whose
+            /// copy the recorder had no room for (they keep their chains).
+            package var raw: Int?
+            package var rawDropped: Int?
         }
 
         /// CPU-wide cpu-clock events, one per online CPU, from `openNs` to

@@ -158,12 +158,43 @@ extension Timeline {
                 }
             }
         }
-        samples = scan.samples
+        var samples = scan.samples, sampling = sampling
+        if let range = scan.rawStacks {
+            offlineUnwinding = try Self.unwind(text.subdata(in: text.startIndex + range.lowerBound..<text.startIndex + range.upperBound),
+                                               samples: &samples, sampling: &sampling, modules: modules, fail: fail)
+        }
+        self.samples = samples
+        self.sampling = sampling
         watch = try Watch.parse(parsed("watch"), moduleCount: modules.count, fail: fail)
         labels = (parsed("labels") as? [String: Any])?.compactMapValues { $0 as? String } ?? [:]
         documentBox = DocumentBox(rest: scan.rest, dropped: replaced > 0 ? dropped : nil)
         if phases.isEmpty { throw fail("malformed timeline: no phases") }
         try validate(TimelineValidator(fail: fail))
+    }
+
+    /// The file's stack copies (`rawStacks`) unwound into `samples`, and the
+    /// online unwinder's counts in `sampling` for the same samples.
+    private static func unwind(_ bytes: Data, samples: inout [Sample], sampling: inout Sampling?, modules: [Module],
+                               fail: (String) -> TimelineError) throws -> OfflineUnwinding {
+        let raw: RawStacks
+        do {
+            raw = try RawStacks.parse(bytes)
+        } catch let error as RawStacks.Malformed {
+            throw fail("malformed timeline: bad \"rawStacks\" (\(error.problem))")
+        }
+        let count = samples.count
+        if let stack = raw.stacks.first(where: { $0.sample >= count }) {
+            throw fail("malformed timeline: a stack copy names sample \(stack.sample) of \(count)")
+        }
+        let unwinding = OfflineUnwinding.apply(raw, to: &samples, modules: modules)
+        if var kernel = sampling?.kernelStacks, unwinding.unavailable == nil {
+            kernel.dwarf = unwinding.unwound
+            kernel.chainTails = unwinding.chainTails
+            sampling?.kernelStacks = kernel
+            let failures = (sampling?.unwindFailures ?? 0) + unwinding.failures
+            sampling?.unwindFailures = failures
+        }
+        return unwinding
     }
 
     /// `dropping` the leading keys of the coding path that name where the

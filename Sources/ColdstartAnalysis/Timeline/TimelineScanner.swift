@@ -18,8 +18,12 @@ struct TimelineScanner {
         var samples: [Timeline.Sample]
         /// The highest module index a frame of `samples` names; -1 for none.
         var maxModule: Int
-        /// The document with every `coldstart.samples` value replaced by `[]`.
+        /// The document with every `coldstart.samples` and
+        /// `coldstart.rawStacks` value replaced by `[]`.
         var rest: Data
+        /// The last `coldstart.rawStacks` value's bytes in the scanned data
+        /// (the offline unwinder's stack copies: `RawStacks`); nil when absent.
+        var rawStacks: Range<Int>?
         /// The top-level value's first byte (`{` for an object).
         var root: UInt8
         /// The `coldstart` object's bytes in `rest`; nil when the document
@@ -42,8 +46,10 @@ struct TimelineScanner {
 
     let bytes: UnsafeBufferPointer<UInt8>
     private(set) var at = 0
-    /// Every `coldstart.samples` value, as byte ranges, and its parsed rows.
+    /// Every `coldstart.samples` and `coldstart.rawStacks` value, as byte
+    /// ranges (in order), and the samples' parsed rows.
     private(set) var samplesRanges: [Range<Int>] = []
+    private(set) var rawStacks: Range<Int>?
     private(set) var samples: [Timeline.Sample] = []
     private(set) var maxModule = -1
     private var section: Range<Int>?
@@ -69,7 +75,7 @@ struct TimelineScanner {
             }
             let section = scanner.section.map { inRest($0.lowerBound)..<inRest($0.upperBound) }
             guard !scanner.samplesRanges.isEmpty else {
-                return Scan(samples: scanner.samples, maxModule: scanner.maxModule, rest: data, root: root, section: section, sectionValues: scanner.sectionValues,
+                return Scan(samples: scanner.samples, maxModule: scanner.maxModule, rest: data, rawStacks: scanner.rawStacks, root: root, section: section, sectionValues: scanner.sectionValues,
                             repeatedSectionKeys: scanner.repeatedSectionKeys)
             }
             var rest = Data()
@@ -80,7 +86,7 @@ struct TimelineScanner {
                 from = range.upperBound
             }
             rest.append(contentsOf: UnsafeBufferPointer(rebasing: scanner.bytes[from...]))
-            return Scan(samples: scanner.samples, maxModule: scanner.maxModule, rest: rest, root: root, section: section, sectionValues: scanner.sectionValues,
+            return Scan(samples: scanner.samples, maxModule: scanner.maxModule, rest: rest, rawStacks: scanner.rawStacks, root: root, section: section, sectionValues: scanner.sectionValues,
                         repeatedSectionKeys: scanner.repeatedSectionKeys)
         }
     }
@@ -132,12 +138,18 @@ struct TimelineScanner {
             switch (context, key) {
             case (.root, "coldstart"):
                 // A repeated key: the last one counts, as for JSONSerialization.
-                (samples, maxModule, sectionValues, repeatedSectionKeys) = ([], -1, [:], [])
+                (samples, maxModule, sectionValues, repeatedSectionKeys, rawStacks) = ([], -1, [:], [], nil)
                 let isObject = current == UInt8(ascii: "{")
                 try value(depth: depth, context: .section)
                 section = isObject ? start..<at : nil
             case (.section, "samples") where current == UInt8(ascii: "["):
                 samples = try sampleRows()
+                samplesRanges.append(start..<at)
+            case (.section, "rawStacks") where current == UInt8(ascii: "{"):
+                // Megabytes of stack copies: checked here, read by `RawStacks`
+                // from these bytes, and no part of what the decoder reads.
+                try value(depth: depth, context: .other)
+                rawStacks = start..<at
                 samplesRanges.append(start..<at)
             default:
                 try value(depth: depth, context: .other)

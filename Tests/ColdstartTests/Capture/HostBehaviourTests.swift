@@ -175,7 +175,7 @@ final class HostBehaviourTests: XCTestCase {
             usleep(100_000)   // in main, waiting
             if child > 0 { kill(child, SIGTERM) }
             usleep(100_000)
-            FileManager.default.createFile(atPath: marker, contents: nil)
+            _ = FileManager.default.createFile(atPath: marker, contents: nil)
         }
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdout, "waiting\ndone\n")

@@ -31,7 +31,15 @@ final class KnownCostsTests: XCTestCase {
     // MARK: Functions, initializer, lazy global
 
     func testEachFunctionIsNamedWithItsMeasuredTimeInItsPhase() throws {
-        let run = try KnownCostsRun.perf()
+        try assertFunctionsNamed(try KnownCostsRun.perf())
+    }
+
+    /// The same with the stack copies unwound by the reader, not the host.
+    func testEachFunctionIsNamedWithItsMeasuredTimeWhenUnwoundOffline() throws {
+        try assertFunctionsNamed(try KnownCostsRun.offline())
+    }
+
+    private func assertFunctionsNamed(_ run: KnownCostsRun.Run) throws {
         try run.requireUnstarvedTimers()
         let report = run.report
         XCTAssertEqual(report.sampling.clock, run.timeline.sampling?.clock)
@@ -58,7 +66,24 @@ final class KnownCostsTests: XCTestCase {
     }
 
     func testTheSlowConstructorIsItsLibrarysInitializer() throws {
-        let run = try KnownCostsRun.perf()
+        try assertSlowConstructor(try KnownCostsRun.perf())
+    }
+
+    /// libSlowInit.so is built without frame pointers: only DWARF CFI over
+    /// the stack copy finds its constructor's callers (`_dl_init`). Here the
+    /// CLI unwinds the copies the timeline carries.
+    func testTheSlowConstructorIsItsLibrarysInitializerWhenUnwoundOffline() throws {
+        let run = try KnownCostsRun.offline()
+        let unwinding = try XCTUnwrap(run.timeline.offlineUnwinding, "the file carries stack copies")
+        XCTAssertEqual(run.timeline.sampling?.unwinder, "offline")
+        XCTAssertNil(unwinding.unavailable)
+        XCTAssertEqual(unwinding.missingFiles, 0)
+        XCTAssertGreaterThanOrEqual(unwinding.copies, run.timeline.samples.count * 95 / 100, "a copy for every kernel sample")
+        XCTAssertGreaterThan(unwinding.unwound, unwinding.copies * 9 / 10, "unwound with DWARF")
+        try assertSlowConstructor(run)
+    }
+
+    private func assertSlowConstructor(_ run: KnownCostsRun.Run) throws {
         try run.requireUnstarvedTimers()
         let measured = try run.measured("constructor")
         let library = try XCTUnwrap(run.report.initializers.libraries.first, "a slow initializer")
@@ -91,7 +116,14 @@ final class KnownCostsTests: XCTestCase {
     /// those initializers' samples; any other root is at most 5%, as
     /// scripts/check-arm64.py asks on arm64.
     func testTheCallTreeHasOneRootForOneCallPath() throws {
-        let run = try KnownCostsRun.perf()
+        try assertOneRoot(try KnownCostsRun.perf())
+    }
+
+    func testTheCallTreeHasOneRootForOneCallPathWhenUnwoundOffline() throws {
+        try assertOneRoot(try KnownCostsRun.offline())
+    }
+
+    private func assertOneRoot(_ run: KnownCostsRun.Run) throws {
         let report = run.report
         let roots = report.callTree
         let first = try XCTUnwrap(roots.first, "a call tree")
@@ -483,11 +515,14 @@ enum KnownCostsRun {
     private static let perfRun = Result { try record(sampler: nil, symbolize: true) }
     private static let posixRun = Result { try record(sampler: "posix", symbolize: false) }
     private static let quietRun = Result { try record(sampler: nil, symbolize: false, quietKernel: true) }
+    private static let offlineRun = Result { try record(sampler: nil, symbolize: false, unwinder: "offline") }
 
     static func perf(file: StaticString = #filePath, line: UInt = #line) throws -> Run { try get(perfRun, file: file, line: line) }
     static func posix(file: StaticString = #filePath, line: UInt = #line) throws -> Run { try get(posixRun, file: file, line: line) }
     /// The default (perf) profile of a launch on a quiet kernel.
     static func quiet(file: StaticString = #filePath, line: UInt = #line) throws -> Run { try get(quietRun, file: file, line: line) }
+    /// `COLDSTART_UNWINDER=offline`: the stack copies unwound by the reader.
+    static func offline(file: StaticString = #filePath, line: UInt = #line) throws -> Run { try get(offlineRun, file: file, line: line) }
 
     private static func get(_ result: Result<Run, Error>, file: StaticString, line: UInt) throws -> Run {
         do {
@@ -515,18 +550,19 @@ enum KnownCostsRun {
     /// Runs KnownCosts (the default 1 kHz) with `COLDSTART_SAMPLER=sampler`,
     /// again while the machine starved it; with `symbolize`, symbolizes the
     /// timeline and reports on it with and without the binaries; with
-    /// `quietKernel`, each try on a kernel no perf event kept warm
-    /// (`FixturePrograms.withQuietKernel`).
-    private static func record(sampler: String?, symbolize: Bool, quietKernel: Bool = false) throws -> Run {
+    /// `unwinder`, COLDSTART_UNWINDER; with `quietKernel`, each try on a
+    /// kernel no perf event kept warm (`FixturePrograms.withQuietKernel`).
+    private static func record(sampler: String?, symbolize: Bool, unwinder: String? = nil, quietKernel: Bool = false) throws -> Run {
         var starved: [String] = []
         for attempt in 1...attempts {
             var run = try quietKernel
                 ? FixturePrograms.withQuietKernel { firstOpenMs in
-                    var run = try record(sampler: sampler, symbolize: symbolize, attempt: attempt, name: "quiet")
+                    var run = try record(sampler: sampler, symbolize: symbolize, unwinder: unwinder, attempt: attempt, name: "quiet")
                     run.quietFirstOpenMs = firstOpenMs
                     return run
                 }
-                : record(sampler: sampler, symbolize: symbolize, attempt: attempt, name: sampler ?? "perf")
+                : record(sampler: sampler, symbolize: symbolize, unwinder: unwinder, attempt: attempt,
+                         name: (sampler ?? "perf") + (unwinder.map { "-" + $0 } ?? ""))
             run.attempt = attempt
             run.starvedTries = starved
             if run.starvedBecause == nil || attempt == attempts { return run }
@@ -535,7 +571,7 @@ enum KnownCostsRun {
         preconditionFailure("the last try returns")
     }
 
-    private static func record(sampler: String?, symbolize: Bool, attempt: Int, name: String) throws -> Run {
+    private static func record(sampler: String?, symbolize: Bool, unwinder: String?, attempt: Int, name: String) throws -> Run {
         let original = URL(fileURLWithPath: try FixturePrograms.path("KnownCosts"))
         let run = directory.appendingPathComponent("\(name)-\(attempt)")
         let bin = run.appendingPathComponent("bin")
@@ -548,7 +584,8 @@ enum KnownCostsRun {
         }
         let path = run.appendingPathComponent("launch.json").path
         let stolenBefore = stolenTicks()
-        let result = try runProcess(bin.appendingPathComponent("KnownCosts").path, environment: ["COLDSTART": path, "COLDSTART_SAMPLER": sampler])
+        let result = try runProcess(bin.appendingPathComponent("KnownCosts").path, environment: ["COLDSTART": path, "COLDSTART_SAMPLER": sampler,
+                                                                                                  "COLDSTART_UNWINDER": unwinder])
         let stolen = stolenMs(since: stolenBefore)
         guard result.status == 0 else { throw Failure(description: "KnownCosts exited \(result.status): \(result.stderr)") }
         let measured = try JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: Any]
