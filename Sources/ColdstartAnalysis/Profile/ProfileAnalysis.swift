@@ -289,6 +289,26 @@ struct ProfileAnalysis {
         return selected
     }
 
+    /// Threads sampled and missed, as the file records them (the clocks armed;
+    /// the threads past the table or the descriptors) and as its samples and
+    /// watch show them: a thread with samples is sampled, whatever armed it
+    /// (the bridge samples threads before their clocks open), and a watched
+    /// thread that ran two sample periods of CPU in the window and has none
+    /// was missed. Nil where the file records no counts.
+    var threadCounts: (sampled: Int?, missed: Int?) {
+        let withSamples = Set(stacks.map(\.tid))
+        let sampled = sampling.threadsSampled.map { max($0, withSamples.count) }
+        guard let recordedMissed = sampling.threadsMissed else { return (sampled, nil) }
+        var ranNs: [Int: Double] = [:]
+        for segment in timeline.watch?.segments ?? [] where segment.runNs > 0 && segment.endNs > segment.startNs {
+            let overlap = min(segment.endNs, sampling.stopNs) - max(segment.startNs, sampling.startNs)
+            guard overlap > 0 else { continue }
+            ranNs[segment.tid, default: 0] += Double(segment.runNs) * Double(overlap) / Double(segment.durationNs)
+        }
+        let ranUnsampled = ranNs.filter { $0.value >= 2 * nsPerSample && !withSamples.contains($0.key) }.count
+        return (sampled, max(recordedMissed, ranUnsampled))
+    }
+
     /// The report of the samples `selected` (by `select`), `merged` their
     /// `mergedCallTree`; only for a sampled timeline.
     func report(_ selected: [Int], merged: MergedCallTree, options: ProfileOptions, warnings: [String]) -> ProfileReport {
@@ -298,7 +318,7 @@ struct ProfileAnalysis {
                 clock: sampling.clock, unwinder: sampling.unwinder, requestedHz: sampling.requestedHz,
                 effectiveHz: sampling.effectiveHz, loweredHz: sampling.loweredHz, msPerSample: nsPerSample / 1e6,
                 samples: stacks.count, dropped: sampling.dropped, maxSamples: sampling.maxSamples,
-                threadsSampled: sampling.threadsSampled, threadsMissed: sampling.threadsMissed,
+                threadsSampled: threadCounts.sampled, threadsMissed: threadCounts.missed,
                 unwindFailures: sampling.unwindFailures, startMs: Double(sampling.startNs) / 1e6, stopMs: Double(sampling.stopNs) / 1e6),
             precision: SamplingPrecision(
                 launchSamples: stacks.filter { $0.phase < timeline.phases.count }.count, msPerSample: nsPerSample / 1e6,

@@ -274,6 +274,37 @@ final class KnownCostsTests: XCTestCase {
         XCTAssertTrue(text.contains("(\(sampling.dropped) dropped; unwinder libunwind)"), text)
     }
 
+    /// "threads: 0 sampled, 0 missed" stood beside a launch's 7 samples,
+    /// all the bridge's (its clock never armed), and "6 sampled, 0 missed"
+    /// where a watched thread ran and got no sample (issue 39, items 10 and
+    /// 17): a thread with samples is sampled, and a watched thread that ran
+    /// two periods of CPU in the window without one is missed.
+    func testThreadsWithSamplesAreSampledAndThreadsThatRanWithoutOneAreMissed() throws {
+        var builder = SampledTimelineBuilder()
+        let app = builder.module("/opt/app/App")
+        for ms in stride(from: 20.0, to: 27, by: 1) { builder.sample(at: ms, [.init(module: app, name: "main")]) }
+        var document = builder.document
+        var section = try XCTUnwrap(document["coldstart"] as? [String: Any])
+        var sampling = try XCTUnwrap(section["sampling"] as? [String: Any])
+        sampling["threadsSampled"] = 0
+        sampling["threadsMissed"] = 0
+        section["sampling"] = sampling
+        // A worker (4243) watched running 5 ms in the window, unsampled; one
+        // (4244) that ran 1 µs, which no sampler owes a sample.
+        section["watch"] = [
+            "requestedHz": 1000, "effectiveHz": 1000, "startNs": 5_000_000, "stopNs": 90_000_000, "ticks": 80, "cpuNs": 0,
+            "threads": [[String: Any]](), "paths": [String](), "stacks": [[Any]](), "runnable": [[Any]](),
+            "segments": [[4243, 30_000_000, 40_000_000, "R", "running", NSNull(), 5_000_000, 0, 0, 0, -1, -1, [String]()],
+                         [4244, 30_000_000, 40_000_000, "S", "sleep", "nanosleep", 1_000, 0, 0, 0, -1, -1, [String]()]],
+        ] as [String: Any]
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document))
+        let report = try profileReport(timeline)
+        XCTAssertEqual(report.sampling.threadsSampled, 1, "the main thread's samples (the bridge's) make it sampled")
+        XCTAssertEqual(report.sampling.threadsMissed, 1, "the worker that ran 5 ms got none")
+        XCTAssertTrue(report.text().contains("threads: 1 sampled, 1 missed"), report.text())
+    }
+
     func testATimelineWithoutTheSamplersCountsHasNoSuchLine() throws {
         var builder = SampledTimelineBuilder()
         let app = builder.module("/opt/app/App")
