@@ -24,8 +24,13 @@ extension Command {
 /// Wrong arguments: exit status 2, with a hint to use --help.
 struct UsageError: Error { var message: String }
 
-/// The command could not do its job (bad input file, failed spawn): exit 1.
-struct CommandError: Error { var message: String }
+/// The command could not do its job (bad input file, failed spawn): exit 1,
+/// or the status a command gives such a failure (compare: 2, "cannot
+/// compare", apart from its gate's 1).
+struct CommandError: Error {
+    var message: String
+    var status: Int32 = ExitStatus.failure
+}
 
 /// Exit statuses shared by every command.
 enum ExitStatus {
@@ -196,7 +201,7 @@ struct CommandLineTool {
             return ExitStatus.usage
         } catch let error as CommandError {
             printError("coldstart \(command.name): \(error.message)")
-            return ExitStatus.failure
+            return error.status
         } catch let error as StandardOutput.WriteError {
             printError("coldstart \(command.name): \(error.message)")
             return ExitStatus.failure

@@ -9,8 +9,7 @@ enum CompareCommand: Command {
     static let summary = "Compare two sets of launches: a regression gate for CI"
     static let help = """
     Usage: coldstart compare BASE NEW [--fail-if-slower PCT [--min-effect-ms MS]
-                             [--phase NAME]] [--alpha A] [--allow-mixed-start]
-                             [--functions] [--json]
+                             [--phase NAME]] [--alpha A] [--functions] [--json]
 
     BASE and NEW are each a timeline file or a directory of them (what
     `coldstart run --out DIR` writes), one build of the app per side. For the
@@ -33,8 +32,6 @@ enum CompareCommand: Command {
                             ('decoded -> warmed'), or the mark ending the phase
                             ('warmed')
       --alpha A             significance level (default 0.05)
-      --allow-mixed-start   compare even when the sides' process starts come
-                            from different sources (exact vs /proc, 10 ms steps)
       --functions           also the 10 functions whose sampled self time per
                             launch moved most, with sample counts (reads each
                             sampled launch's profile; informational, not gated)
@@ -43,7 +40,13 @@ enum CompareCommand: Command {
 
     A side needs at least 2 completed launches, and enough for a difference to
     be able to reach significance (4 against 4 at α = 0.05); 10 each is a good
-    start. Exit status: 0, or 1 when the gate fails or the input is unusable.
+    start. Sides whose process starts come from different sources (exact
+    under `coldstart run`, /proc's 10 ms ticks otherwise) are compared; the
+    text says how much of a difference that can make.
+
+    Exit status: 0 no regression (or no gate), 1 the gate failed, 2 cannot
+    compare (a side unreadable, mixed programs, too few completed launches;
+    the reason on stderr).
     """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
@@ -51,7 +54,6 @@ enum CompareCommand: Command {
         let minimumEffect: Double? = try arguments.number("--min-effect-ms", in: 0...1e9)
         let phase = try arguments.option("--phase")
         let alpha: Double = try arguments.number("--alpha", in: 0.000_001...0.5) ?? Comparison.defaultAlpha
-        let allowMixedStart = arguments.flag("--allow-mixed-start")
         let functions = arguments.flag("--functions")
         let json = arguments.flag("--json")
         let basePath = try arguments.positional("BASE (a timeline file or a directory of runs)")
@@ -68,15 +70,17 @@ enum CompareCommand: Command {
         do {
             let base = try RunSet(path: basePath, exportSuffixes: Exporters.suffixes),
                 new = try RunSet(path: newPath, exportSuffixes: Exporters.suffixes)
-            comparison = try Comparison(base: base, new: new, alpha: alpha, allowMixedStart: allowMixedStart)
+            comparison = try Comparison(base: base, new: new, alpha: alpha)
             if functions { movers = try FunctionComparison(base: base, new: new) }
             gate = try threshold.map {
                 try comparison.gate(slowerThanPercent: $0, minimumEffectMs: minimumEffect ?? Comparison.defaultMinimumEffectMs, measure: phase)
             }
         } catch let error as RunSetError {
-            throw CommandError(message: error.description)
+            throw CommandError(message: error.description, status: ExitStatus.usage)
         } catch let error as ComparisonError {
-            throw CommandError(message: error.description)
+            throw CommandError(message: error.description, status: ExitStatus.usage)
+        } catch let error as TimelineErrorDescribing {
+            throw CommandError(message: error.lineDescription, status: ExitStatus.usage)
         }
         if json {
             try StandardOutput.print(try jsonText(comparison, gate: gate, functions: movers))
@@ -98,7 +102,7 @@ enum CompareCommand: Command {
         let tested = comparison.rows.filter { $0.p != nil }.count
         lines.append("times: CLOCK_MONOTONIC, medians in ms; Δ = NEW − BASE. p: two-sided Mann–Whitney U; verdicts at α = \(String(format: "%g", comparison.alpha)) on p Holm-adjusted over the \(tested) tested rows")
         if comparison.base.startSource != comparison.new.startSource {
-            lines.append("warning: the sides' starts come from different sources (--allow-mixed-start): the first phase and the whole launch carry up to \(String(format: "%.0f", max(comparison.base.startPrecisionMs, comparison.new.startPrecisionMs))) ms of that difference")
+            lines.append("note: the sides' starts come from different sources (BASE \(comparison.base.startSource), NEW \(comparison.new.startSource)): the first phase and the whole launch carry up to \(String(format: "%.0f", max(comparison.base.startPrecisionMs, comparison.new.startPrecisionMs))) ms of that difference")
         }
         lines.append("")
         var table = Table(columns: [

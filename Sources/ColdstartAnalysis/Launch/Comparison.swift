@@ -64,24 +64,13 @@ package struct Comparison: Sendable {
 
     /// Checks that the two sides can be compared and compares them. Throws
     /// when a side has too few completed runs for any difference to be
-    /// significant, or (unless `allowMixedStart`) when the sides' process
-    /// starts come from different sources.
-    package init(base: RunSet, new: RunSet, alpha: Double = Comparison.defaultAlpha, allowMixedStart: Bool = false) throws {
+    /// significant. Sides whose process starts come from different sources
+    /// are compared all the same (`Side.startPrecision` says how far each
+    /// may be off; the text says what the difference can hold).
+    package init(base: RunSet, new: RunSet, alpha: Double = Comparison.defaultAlpha) throws {
         self.alpha = alpha
         self.base = Self.side(base)
         self.new = Self.side(new)
-        for (name, set) in [("BASE", base), ("NEW", new)] {
-            let sources = set.startSources
-            if sources.count > 1 && !allowMixedStart {
-                let list = sources.sorted { $0.key < $1.key }.map { "\($0.value) from \($0.key)" }.joined(separator: ", ")
-                throw ComparisonError(
-                    "\(name) \(set.path) mixes process-start sources (\(list)): starts from /proc/self/stat are up to one clock tick early, exact ones are not. Record every run with `coldstart run`, or pass --allow-mixed-start")
-            }
-        }
-        if self.base.startSource != self.new.startSource && !allowMixedStart {
-            throw ComparisonError(
-                "the sides' process starts come from different sources: BASE \(self.base.startSource) (\(self.base.startPrecision)), NEW \(self.new.startSource) (\(self.new.startPrecision)); the first phase and the whole launch would differ by up to \(String(format: "%.0f", max(self.base.startPrecisionMs, self.new.startPrecisionMs))) ms for that reason alone. Record both sides with `coldstart run` (exact starts), or pass --allow-mixed-start to compare anyway")
-        }
         for (name, set) in [("BASE", base), ("NEW", new)] {
             let completed = set.completed.count
             if completed == 0 {

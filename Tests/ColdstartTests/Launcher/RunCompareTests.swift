@@ -449,12 +449,12 @@ final class RunCompareTests: XCTestCase {
 
         let missing = scratch.appendingPathComponent("no-such-dir").path
         var result = try coldstart(["compare", missing, good])
-        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.status, 2, "cannot compare")
         XCTAssertEqual(result.stderr, "coldstart compare: \(missing): no such file or directory\n")
 
         // A single launch: no test of significance is possible.
         result = try coldstart(["compare", good + "/run-1.json", good])
-        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.status, 2, "cannot compare")
         XCTAssertTrue(result.stderr.contains("\(good)/run-1.json has a single completed run"), result.stderr)
         XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, "one line: \(result.stderr)")
 
@@ -466,7 +466,7 @@ final class RunCompareTests: XCTestCase {
         XCTAssertEqual(try coldstart(["run", "-n", "2", "--warmup", "0", "--out", mixed, "--", app]).status, 0)
         XCTAssertEqual(try coldstart(["run", "-n", "2", "--warmup", "0", "--append", "--out", mixed, "--", copy]).status, 0)
         result = try coldstart(["compare", good, mixed])
-        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.status, 2, "cannot compare")
         XCTAssertTrue(result.stderr.contains("\(mixed): mixes launches of different executables"), result.stderr)
         XCTAssertTrue(result.stderr.contains("ServiceStartupCopy (2 runs"), result.stderr)
 
@@ -476,31 +476,26 @@ final class RunCompareTests: XCTestCase {
         for i in 1...6 {
             try runProcess(app, environment: ["COLDSTART": procStat.appendingPathComponent("run-\(i).json").path])
         }
-        // One source on this side: the estimate falls back to the /proc tick
-        // now and then (a launch blocked before .preinit_array), and a side
-        // that mixes the two is refused for that first.
-        let runs = (1...6).map { procStat.appendingPathComponent("run-\($0).json") }
-        let sources = try runs.map { try Timeline(contentsOf: $0.path).launch.startSource }
-        let common = Dictionary(grouping: sources, by: { $0 }).max { $0.value.count < $1.value.count }!.key
-        for (run, source) in zip(runs, sources) where source != common { try FileManager.default.removeItem(at: run) }
-        XCTAssertGreaterThanOrEqual(sources.filter { $0 == common }.count, 3)
+        // Launches recorded as the README says are always comparable (issue
+        // 39, item 12: one of 8 taking its start from /proc made compare
+        // refuse both sets, with the gate's own exit 1): compared, with a
+        // note of what the sources' difference can hold. The estimate may
+        // fall back to the /proc tick now and then, so this side may mix
+        // sources too.
         result = try coldstart(["compare", good, procStat.path])
-        XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stderr.contains("process starts come from different sources"), result.stderr)
-        result = try coldstart(["compare", good, procStat.path, "--allow-mixed-start"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stdout.contains("warning: the sides' starts come from different sources"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("note: the sides' starts come from different sources (BASE spawn-env, NEW "), result.stdout)
 
         // Something that is not a timeline inside a run directory.
         let garbage = scratch.appendingPathComponent("garbage")
         try FileManager.default.createDirectory(at: garbage, withIntermediateDirectories: true)
         try Data("{\"not\": 1}".utf8).write(to: garbage.appendingPathComponent("run-1.json"))
         result = try coldstart(["compare", good, garbage.path])
-        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.status, 2, "cannot compare")
         XCTAssertTrue(result.stderr.contains("run-1.json: not a Coldstart timeline"), result.stderr)
 
         result = try coldstart(["compare", good, good, "--fail-if-slower", "5", "--phase", "no such phase"])
-        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.status, 2, "cannot compare")
         XCTAssertTrue(result.stderr.contains("no phase or span named 'no such phase' (a phase can also be named by the mark that ends it); the runs have 'kernel exec + loader'"), result.stderr)
 
         result = try coldstart(["compare", good])
