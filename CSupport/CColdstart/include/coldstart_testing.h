@@ -76,6 +76,18 @@ const char *cs_watch_cause_name(int cause);
 /// Declared in sys.h; here for its tests. Async-signal-safe.
 int cs_fd_high(int fd, uint64_t dev, uint64_t ino);
 
+/// Packs a stack copy for the timeline's `rawStacks.packed`
+/// (docs/timeline-format.md): `len` bytes of `copy` into `out`, eliding
+/// zero words and/or the words equal to `ref`'s at the same address
+/// (`ref_len` bytes, its row `dist` rows back; the copy's word j is at the
+/// address of `ref`'s word j + `off`), whichever is smaller. `ref` NULL: no
+/// reference. `out` holds at least CS_RAW_PACK_MAX(len) bytes. Returns the
+/// bytes written. The timeline writer's; here for its tests.
+/// Async-signal-safe.
+#define CS_RAW_PACK_MAX(len) (31 + 2 * (((len) / 8 + 7) / 8) + (len))
+size_t cs_raw_pack(const unsigned char *copy, uint32_t len, const unsigned char *ref, uint32_t ref_len,
+                   uint32_t dist, int64_t off, unsigned char *out);
+
 #ifdef __cplusplus
 }
 #endif
