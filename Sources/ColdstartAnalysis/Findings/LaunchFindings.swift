@@ -189,8 +189,12 @@ extension ProfileAnalysis {
     /// the app's executable: `make demo`'s findings named
     /// `Coldstart.Coldstart.span<A>(String, () throws -> …)` as a slow function
     /// and a caller, where the time was the app's code inside the span.
+    /// A static method's demangled name begins "static " (make demo's
+    /// symbolized `span` did), a specialization's or a thunk's has the
+    /// method after " of " or " for ".
     static func isColdstartAPI(_ name: String) -> Bool {
-        name.hasPrefix("Coldstart.Coldstart.") || name.containsBytes(" of Coldstart.Coldstart.") || name.containsBytes(" for Coldstart.Coldstart.")
+        name.hasPrefix("Coldstart.Coldstart.") || name.hasPrefix("static Coldstart.Coldstart.")
+            || name.containsBytes(" of Coldstart.Coldstart.") || name.containsBytes(" for Coldstart.Coldstart.")
     }
 }
 

@@ -406,8 +406,12 @@ extension FindingsTests {
         let fill = SampledTimelineBuilder.Frame(module: app, name: "App.Store.fill(Swift.Int) -> ()")
         let specialized = SampledTimelineBuilder.Frame(
             module: app, name: "generic specialization <()> of Coldstart.Coldstart.span<A>(Swift.String, () throws -> A) throws -> A")
+        // As make demo's symbolized frames name it (issue 39, item 1): a
+        // static method's demangled name begins "static ".
+        let demangled = SampledTimelineBuilder.Frame(module: app, name: "static Coldstart.Coldstart.span<A>(String, () throws -> A) throws -> A",
+                                                     file: "/src/Coldstart/Coldstart.swift", line: 32)
         for index in 0..<30 {
-            builder.sample(at: 20 + Double(index) * 0.5, [main, index % 2 == 0 ? span : specialized, closure, open] + (index % 3 == 0 ? [] : [fill]))
+            builder.sample(at: 20 + Double(index) * 0.5, [main, [span, specialized, demangled][index % 3], closure, open] + (index % 3 == 0 ? [] : [fill]))
         }
         let findings = try XCTUnwrap(LaunchAnalysis(timeline: builder.timeline()).report.findings)
         let everything = findings.map { "\($0.title) · \($0.location)" }
