@@ -107,8 +107,12 @@ package struct BeforeMain: Codable, Sendable {
         loaderFunctions = top(early.reduce(into: [:]) { $0[$1.frames.first.map(name) ?? "?", default: 0] += 1 }, scale: msPerSample)
 
         let audit = section["audit"] as? [String: Any]
+        // The loader's mappings: before main. One dlopen'ed after it (libunwind,
+        // by Coldstart's own threads) was named the slowest object, its gap
+        // since the last of the loader's mappings (issue 39, item 3).
         let objects = (audit?["objects"] as? [[String: Any]] ?? []).compactMap { object -> (String, Int64)? in
-            guard let path = object["path"] as? String, let ns = (object["ns"] as? NSNumber)?.int64Value else { return nil }
+            guard let path = object["path"] as? String, let ns = (object["ns"] as? NSNumber)?.int64Value,
+                  ns < timeline.launch.mainNs else { return nil }
             return ((path as NSString).lastPathComponent, ns)
         }
         var previous = (audit?["versionNs"] as? NSNumber)?.int64Value ?? 0

@@ -79,8 +79,10 @@ package struct LauncherTimeline {
                 return rest.contains { $0.module == executable } && !rest.contains { loader.contains($0.module) }
             }?.ns
         }
-        let mapped = audit?.objects.last.map { offset($0.ns, from: start) } ?? 0
         let limit = mainNs ?? Int64.max
+        // The loader's last mapping before main: a library dlopen'ed after it
+        // (libunwind, by Coldstart's own threads) is no mapping of the loader's.
+        let mapped = audit?.objects.map { offset($0.ns, from: start) }.filter { $0 < limit }.max() ?? 0
         let sampleSign = main.first { $0.ns >= mapped && $0.ns < limit && !relocationHelpers.contains($0.frames.first?.module ?? -1) }?.ns
         let faultSign = records.faults.lazy.filter { $0.tid == self.capture.pid }
             .map { (ns: self.offset($0.ns, from: start), module: encoder.module(containing: $0.instruction) ?? -1) }

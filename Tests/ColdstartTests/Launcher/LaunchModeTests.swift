@@ -218,6 +218,26 @@ final class LaunchModeTests: XCTestCase {
     /// module's first mapping to its la_version, is Coldstart's, user and
     /// kernel mode: perf's launch of the program has no audit module. It
     /// kept swift-format --version's loader 2.5 points above perf.
+    /// The LD_AUDIT module logs every la_objopen, also a library dlopen'ed
+    /// after main (libunwind, by Coldstart's own threads): it was named the
+    /// slowest of the loader's objects, its gap since the loader's last
+    /// mapping (issue 39, item 3). Only mappings before main are the loader's.
+    func testObjectsMappedAfterMainAreNotTheLoaders() throws {
+        var document = try unlinkedTimeline(kernelSamples: nil, audit: ["moduleMappedNs": 400_000, "versionNs": 2_200_000]).document
+        var section = document["coldstart"] as! [String: Any]
+        let mainNs = try XCTUnwrap((section["launch"] as? [String: Any])?["mainNs"] as? Int)
+        var launcher = section["launcher"] as! [String: Any]
+        var audit = launcher["audit"] as! [String: Any]
+        audit["objects"] = [["path": "-", "ns": 2_500_000], ["path": "/usr/lib/x86_64-linux-gnu/libc.so.6", "ns": 3_000_000],
+                            ["path": "/usr/lib/x86_64-linux-gnu/libunwind-x86_64.so.8", "ns": mainNs + 4_000_000]]
+        launcher["audit"] = audit
+        section["launcher"] = launcher
+        document["coldstart"] = section
+        let timeline = try Timeline(data: JSONSerialization.data(withJSONObject: document), path: "dlopen-after-main.json")
+        let beforeMain = try XCTUnwrap(BeforeMain(timeline))
+        XCTAssertEqual(beforeMain.mapped.map(\.name).sorted(), ["(the executable)", "libc.so.6"])
+    }
+
     func testLoadingTheAuditModuleIsColdstarts() throws {
         // 0.4–2.2 ms: the user samples at 0.5 and 1.5 ms, the kernel samples
         // at 0.7 and 1.7 ms (one marked already) and one fault of the
