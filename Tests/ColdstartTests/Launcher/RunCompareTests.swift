@@ -321,10 +321,14 @@ final class RunCompareTests: XCTestCase {
         super.tearDown()
     }
 
-    /// Six gate checks on three same-build pairs. Each check is a test at
-    /// α = 0.01, so even on a quiet machine one alarm in six has a small
-    /// chance; a machine-load shift during recording makes it likelier. The
-    /// false-alarm *rate* must be low: at most one of the six.
+    /// Six gate checks on three same-build pairs, and each pair's verdict.
+    /// Each gate is a test at α = 0.01, each verdict at 0.05 (Holm over the
+    /// rows), so even on a quiet machine one alarm in nine has a small
+    /// chance (a verdict of one pair called "slower" failed a full run on a
+    /// quiet machine once in six); a machine-load shift during recording
+    /// makes it likelier. The false-alarm *rate* must be low: at most one of
+    /// the nine. A compare that calls the same build slower every time
+    /// makes three or more.
     func testSameBuildIsNoRegression() throws {
         let root = try recordedSets()
         var alarms: [String] = []
@@ -337,7 +341,7 @@ final class RunCompareTests: XCTestCase {
             let phaseGate = try coldstart(["compare", a, b, "--fail-if-slower", "5", "--alpha", "0.01", "--phase", Self.phaseWithExtra])
             if phaseGate.status != 0 { alarms.append("pair \(pair), phase:\n\(phaseGate.stdout)") }
             let report = try json(try coldstart(["compare", a, b, "--json"]).stdout)
-            XCTAssertNotEqual(report["verdict"] as? String, "slower", "pair \(pair): Holm-adjusted rows called a regression")
+            if report["verdict"] as? String == "slower" { alarms.append("pair \(pair): Holm-adjusted rows called a regression") }
         }
         XCTAssertLessThanOrEqual(alarms.count, 1, "false alarms:\n" + alarms.joined(separator: "\n"))
     }
