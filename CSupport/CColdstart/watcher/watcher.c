@@ -28,6 +28,15 @@
 
 // ---- observing one thread ----
 
+// A read of the thread's files failed: it ended, or a host that closes every
+// descriptor (again and again, for milliseconds at main) closed ours
+// between the reopen and this read. If the thread exists (a signal 0 checks,
+// sending nothing), this look is lost, not the thread; the next reopens.
+static void ended_or_look_lost(struct cs_watch_live *slot, int tid) {
+    if (cs_syscall(SYS_tgkill, cs_g.proc.pid, tid, 0) == 0) return;
+    cs_watch_thread_gone(slot);
+}
+
 // `self`: the thread taking this look when it is not the watcher (a stopper
 // taking the last look), else 0.
 static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget, int self) {
@@ -40,10 +49,11 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
     // close the reopened files before they are read: a few tries.
     for (int tries = 0; n <= 0 && tries < 4 && cs_watch_reopen_slot_files(slot); tries++)
         n = cs_watch_pread_all(slot->fd_schedstat, buf, sizeof buf);
-    if (n <= 0 || cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
-        // Still closing: if the thread exists (a signal 0 checks, sending
-        // nothing), this look is lost, not the thread; the next one reopens.
-        if (n <= 0 && cs_syscall(SYS_tgkill, cs_g.proc.pid, t->tid, 0) == 0) return;
+    if (n <= 0) {
+        ended_or_look_lost(slot, t->tid);
+        return;
+    }
+    if (cs_parse_schedstat(buf, (size_t)n, &sched_run, &wait, &slices) != 0) {
         cs_watch_thread_gone(slot);
         return;
     }
@@ -100,13 +110,13 @@ static void observe(struct cs_watch_live *slot, uint64_t now, int *unwind_budget
         len = 0;
     } else if (cs_watch_syscall_fd(slot) >= 0) {
         len = cs_watch_pread_all(slot->fd_syscall, text, sizeof text);
-        if (len == 0 || (len < 0 && errno == ESRCH)) { cs_watch_thread_gone(slot); return; }
+        if (len == 0 || (len < 0 && errno == ESRCH)) { ended_or_look_lost(slot, t->tid); return; }
     }
     if (t->tid != self && (len <= 0 || cs_parse_task_syscall(text, (size_t)len, &sc) != 0)) {
         // No syscall file: tell runnable from blocked by the state letter only.
         char state;
         uint64_t minflt, majflt;
-        if (!cs_watch_read_stat(slot, &state, &minflt, &majflt)) { cs_watch_thread_gone(slot); return; }
+        if (!cs_watch_read_stat(slot, &state, &minflt, &majflt)) { ended_or_look_lost(slot, t->tid); return; }
         memset(&sc, 0, sizeof sc);
         sc.running = state == 'R';
         sc.nr = sc.running ? CS_NR_RUNNING : CS_NR_UNKNOWN;
